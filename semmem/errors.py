@@ -1,0 +1,109 @@
+"""Domain errors of semmem.
+
+Every error carries the protocol error ``code`` of the HTTP contract; the web layer maps each
+class to an HTTP status in one table, the CLI prints the message.
+
+    SemmemError
+    ├── InvalidInput          code invalid_request
+    │   ├── InvalidArguments  code invalid_arguments
+    │   └── DeadlineExceeded  code deadline_exceeded
+    ├── Unauthorized          code unauthorized
+    ├── Forbidden             code forbidden
+    ├── NotFound              code not_found
+    ├── Conflict              code conflict
+    │   └── IdempotencyMismatch  code idempotency_mismatch
+    ├── TooLarge              code too_large
+    ├── Overloaded            code overloaded
+    └── Unavailable           code unavailable
+        ├── ModelError        (model files missing or altered)
+        └── ModelMismatch     (store written by another model)
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class SemmemError(Exception):
+    """Base class of every error semmem raises on purpose."""
+
+    code: ClassVar[str] = "internal"
+
+    def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+class InvalidInput(SemmemError):
+    """The request or an argument is malformed."""
+
+    code = "invalid_request"
+
+
+class InvalidArguments(InvalidInput):
+    """Tool arguments do not satisfy the tool's schema or the item rules."""
+
+    code = "invalid_arguments"
+
+
+class DeadlineExceeded(InvalidInput):
+    """The operation's deadline passed before it could be (safely) carried out."""
+
+    code = "deadline_exceeded"
+
+
+class Unauthorized(SemmemError):
+    """Missing or wrong credentials."""
+
+    code = "unauthorized"
+
+
+class Forbidden(SemmemError):
+    """The caller's access level does not allow the operation."""
+
+    code = "forbidden"
+
+
+class NotFound(SemmemError):
+    """The item number does not exist in the partition."""
+
+    code = "not_found"
+
+
+class Conflict(SemmemError):
+    """The target changed after the caller's cursor: recall again."""
+
+    code = "conflict"
+
+
+class IdempotencyMismatch(Conflict):
+    """An operation id was reused with a different tool, arguments or cursor."""
+
+    code = "idempotency_mismatch"
+
+
+class TooLarge(SemmemError):
+    """A request body or value exceeds a size limit."""
+
+    code = "too_large"
+
+
+class Overloaded(SemmemError):
+    """Too much concurrent work: retry later."""
+
+    code = "overloaded"
+
+
+class Unavailable(SemmemError):
+    """The store or the model is not ready or cannot serve right now."""
+
+    code = "unavailable"
+
+
+class ModelError(Unavailable):
+    """The bundled model's files are missing or do not match the manifest."""
+
+
+class ModelMismatch(Unavailable):
+    """The store was embedded with another model; `semmem reindex` migrates it."""

@@ -1,0 +1,115 @@
+"""Items: the numbered facts of a partition, their text rules and wire formats."""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from semmem.errors import InvalidArguments
+
+MAX_TEXT_CHARS = 2000
+_SPACE = re.compile(r"\s+")
+
+
+def now_ms() -> int:
+    """Current UTC time in epoch milliseconds."""
+    return time.time_ns() // 1_000_000
+
+
+def iso(ms: int) -> str:
+    """Epoch milliseconds as ISO 8601 UTC with a ``Z`` suffix and millisecond precision."""
+    dt = datetime.fromtimestamp(ms / 1000, tz=UTC)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+def parse_iso(value: str) -> int:
+    """ISO 8601 (``Z`` or offset; naive means UTC) to epoch milliseconds.
+
+    Raises:
+        ValueError: not an ISO 8601 timestamp.
+    """
+    dt = datetime.fromisoformat(value.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return int(dt.timestamp() * 1000)
+
+
+def clean_text(text: object) -> str:
+    """Validate an item text: a string of 1–2,000 characters after trimming.
+
+    Returns:
+        The text, trimmed of surrounding whitespace (inner text is kept exactly).
+    Raises:
+        InvalidArguments: not a string, empty/blank, too long, or not valid Unicode.
+    """
+    if not isinstance(text, str):
+        raise InvalidArguments("text must be a string")
+    trimmed = text.strip()
+    if not trimmed:
+        raise InvalidArguments("text must not be empty or blank")
+    if len(trimmed) > MAX_TEXT_CHARS:
+        raise InvalidArguments(
+            f"text is {len(trimmed)} characters; at most {MAX_TEXT_CHARS} are allowed",
+            {"maxLength": MAX_TEXT_CHARS},
+        )
+    try:
+        trimmed.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidArguments("text is not valid Unicode (lone surrogate)") from exc
+    if "\x00" in trimmed:
+        raise InvalidArguments("text must not contain NUL characters")
+    return trimmed
+
+
+def dedupe_key(text: str) -> str:
+    """The identity used for duplicate detection: trimmed, whitespace collapsed, case-folded."""
+    return _SPACE.sub(" ", text.strip()).casefold()
+
+
+def one_line(text: str) -> str:
+    """The text as one line: every run of line breaks/whitespace containing a newline becomes a space."""
+    return " ".join(text.splitlines()) if ("\n" in text or "\r" in text) else text
+
+
+@dataclass(frozen=True)
+class Item:
+    """One remembered fact."""
+
+    n: int
+    text: str
+    ts: int
+    updated: int
+    revision: int
+    seq: int
+    model: str
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def surfaced(self) -> bool:
+        """Whether recall may show the item: not inactive, not on hold, not merged away."""
+        status = self.attrs.get("status")
+        if status is not None and status != "active":
+            return False
+        if self.attrs.get("surfacing") == "hold":
+            return False
+        return "mergedInto" not in self.attrs
+
+    @property
+    def updated_at(self) -> str:
+        """Last change as ISO 8601."""
+        return iso(self.updated)
+
+    def public(self) -> dict[str, Any]:
+        """The item as exported (JSONL) and shown to owners."""
+        out: dict[str, Any] = {
+            "n": self.n,
+            "text": self.text,
+            "ts": iso(self.ts),
+            "updated": iso(self.updated),
+            "revision": self.revision,
+        }
+        out.update(self.attrs)
+        return out

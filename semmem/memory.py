@@ -1,0 +1,466 @@
+"""The memory core: numbered facts per partition, semantic recall within a byte budget.
+
+Plain Python with its collaborators passed in (``Memory(store, embedder, ranker)``); the HTTP
+server, the CLI and the notebooks are thin callers of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from semmem.embedder import Embedder
+from semmem.errors import Conflict, IdempotencyMismatch, InvalidArguments, InvalidInput, NotFound
+from semmem.items import Item, clean_text, iso, now_ms, one_line
+from semmem.packing import pack
+from semmem.ranking import Ranker, Scored
+from semmem.snapshot import OpRecord, Snapshot
+from semmem.store import ItemRow, Mutation, Store, op_key
+
+MAX_RECALL_BYTES = 16_384
+MAX_SOURCES = 100
+MAX_SEARCH_LIMIT = 50
+TITLE_CHARS = 80
+RECORD_FIELDS = ("note", "status", "surfacing", "mergedInto", "slug")
+
+
+@dataclass(frozen=True)
+class Operation:
+    """Identity of a write for idempotency: who asked (id) and exactly what (fingerprint)."""
+
+    operation_id: str
+    fingerprint: str
+    deadline_ms: int | None = None
+
+    @classmethod
+    def of(
+        cls, operation_id: str, tool: str, arguments: Any, cursor: str | None,
+        deadline_ms: int | None = None,
+    ) -> Operation:
+        """Fingerprint a tool call: same tool, arguments and cursor give the same fingerprint."""
+        body = json.dumps([tool, arguments, cursor], sort_keys=True, ensure_ascii=False)
+        digest = hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()
+        return cls(operation_id, digest, deadline_ms)
+
+
+@dataclass(frozen=True)
+class Recall:
+    """What a host receives: rendered text, one source per line, and the read cursor."""
+
+    text: str
+    sources: list[dict[str, str]]
+    cursor: str
+    scored: list[Scored]
+
+    def wire(self) -> dict[str, Any]:
+        """The contract's recall response body."""
+        return {"text": self.text, "sources": self.sources, "cursor": self.cursor}
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    """Outcome of a bulk import."""
+
+    imported: int
+    duplicates: int
+    batches: int
+
+
+def source_of(item: Item) -> dict[str, str]:
+    """The contract's source entry for a recalled item."""
+    return {
+        "id": str(item.n),
+        "title": one_line(item.text)[:TITLE_CHARS],
+        "revision": str(item.revision),
+        "updatedAt": iso(item.updated),
+    }
+
+
+def make_cursor(partition: str, seq: int) -> str:
+    """Opaque read state: the partition's write sequence, tagged with the partition."""
+    tag = hashlib.sha256(partition.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return f"c1.{seq}.{tag}"
+
+
+def parse_cursor(partition: str, cursor: str) -> int:
+    """The write sequence a cursor names.
+
+    Raises:
+        InvalidInput: not a cursor of this partition.
+    """
+    parts = cursor.split(".") if isinstance(cursor, str) else []
+    if len(parts) != 3 or parts[0] != "c1" or not parts[1].isdigit():
+        raise InvalidInput("cursor is not one semmem issued")
+    if make_cursor(partition, int(parts[1])) != cursor:
+        raise InvalidInput("cursor belongs to another partition")
+    return int(parts[1])
+
+
+class Memory:
+    """Remember, update, forget, search and recall numbered facts."""
+
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        ranker: Ranker | None = None,
+        *,
+        idempotency_ttl_ms: int = 24 * 3600 * 1000,
+        on_write: Callable[[str, bool], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.ranker = ranker or Ranker()
+        self.idempotency_ttl_ms = idempotency_ttl_ms
+        self.on_write = on_write
+
+    async def _embed(self, texts: list[str]) -> np.ndarray:
+        return await asyncio.to_thread(self.embedder.embed_batch, texts)
+
+    def _replay(self, snap: Snapshot, op: Operation | None) -> dict[str, Any] | None:
+        if op is None:
+            return None
+        record = snap.ops.get(op_key(op.operation_id))
+        if record is None:
+            return None
+        if record.fingerprint != op.fingerprint:
+            raise IdempotencyMismatch(
+                "operationId was already used with a different tool, arguments or cursor",
+                {"operationId": op.operation_id},
+            )
+        return record.result_json()
+
+    def _commit(
+        self, op: Operation | None, result: dict[str, Any], items: list[ItemRow] | None = None,
+        hwm: int | None = None,
+    ) -> Mutation:
+        """A mutation that also records ``result`` under the operation id, if there is one."""
+        record = None
+        if op is not None:
+            record = OpRecord(
+                op_key(op.operation_id), op.fingerprint, json.dumps(result, ensure_ascii=False),
+                max(now_ms() + self.idempotency_ttl_ms, op.deadline_ms or 0),
+            )
+        return Mutation(items=items or [], op=record, hwm=hwm, result=result)
+
+    async def _write(
+        self, partition: str, plan: Callable[[Snapshot], Mutation | dict[str, Any]],
+        op: Operation | None, forgot: bool = False,
+    ) -> dict[str, Any]:
+        result = await self.store.write(
+            partition, plan, deadline_ms=op.deadline_ms if op else None
+        )
+        if self.on_write is not None:
+            self.on_write(partition, forgot)
+        return result
+
+    @staticmethod
+    def _check_target(snap: Snapshot, n: int, cursor_seq: int | None) -> Item:
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise InvalidArguments("n must be an integer ≥ 1")
+        item = snap.get(n)
+        tomb = snap.tombstones.get(n)
+        changed = item.seq if item else tomb.seq if tomb else None
+        if cursor_seq is not None and changed is not None and changed > cursor_seq:
+            raise Conflict(
+                f"item {n} changed after your recall; recall again and retry",
+                {"n": n},
+            )
+        if item is None:
+            why = "was forgotten" if tomb else "does not exist"
+            raise NotFound(f"item {n} {why} in this memory", {"n": n})
+        return item
+
+    # ----- writes ------------------------------------------------------------------------------
+    async def remember(
+        self, partition: str, text: str, *, op: Operation | None = None,
+        attrs: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Store a new fact, or point at the existing one with the same text.
+
+        Returns:
+            ``{"status": "stored", "n", "count"}`` plus ``"existing": true`` for a duplicate.
+        Raises:
+            InvalidArguments: text empty, blank or over 2,000 characters.
+            IdempotencyMismatch, DeadlineExceeded, Unavailable.
+        """
+        text = clean_text(text)
+        vector = (await self._embed([text]))[0]
+
+        def plan(snap: Snapshot) -> Mutation | dict[str, Any]:
+            replay = self._replay(snap, op)
+            if replay is not None:
+                return replay
+            same = snap.find_text(text)
+            if same is not None:
+                result = {"status": "stored", "n": same.n, "count": snap.count, "existing": True}
+                return result if op is None else self._commit(op, result)
+            n = snap.hwm + 1
+            ts = now_ms()
+            result = {"status": "stored", "n": n, "count": snap.count + 1}
+            row = ItemRow(n, text, vector, ts, ts, 1, attrs=dict(attrs or {}))
+            return self._commit(op, result, [row], n)
+
+        return await self._write(partition, plan, op)
+
+    async def update(
+        self, partition: str, n: int, text: str | None = None, *, cursor: str | None = None,
+        op: Operation | None = None, attrs: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Replace item ``n``'s text (and/or owner record fields) keeping its number.
+
+        Raises:
+            NotFound: ``n`` does not exist (or was forgotten before the cursor).
+            Conflict: the item changed after ``cursor``.
+        """
+        new_text = clean_text(text) if text is not None else None
+        cursor_seq = parse_cursor(partition, cursor) if cursor else None
+        vector = (await self._embed([new_text]))[0] if new_text is not None else None
+
+        def plan(snap: Snapshot) -> Mutation | dict[str, Any]:
+            replay = self._replay(snap, op)
+            if replay is not None:
+                return replay
+            item = self._check_target(snap, n, cursor_seq)
+            merged = dict(item.attrs)
+            for key, value in (attrs or {}).items():
+                if value is None:
+                    merged.pop(key, None)
+                else:
+                    merged[key] = value
+            idx = snap.index_of(n)
+            assert idx is not None
+            row = ItemRow(
+                n, new_text if new_text is not None else item.text,
+                vector if vector is not None else snap.vectors[idx],
+                item.ts, now_ms(), item.revision + 1, attrs=merged,
+            )
+            result = {"status": "stored", "n": n, "count": snap.count}
+            return self._commit(op, result, [row])
+
+        return await self._write(partition, plan, op)
+
+    async def forget(
+        self, partition: str, n: int, *, cursor: str | None = None, op: Operation | None = None
+    ) -> dict[str, Any]:
+        """Forget item ``n``: its text goes now from recall and, after maintenance, from disk.
+
+        Its number is never reused.
+
+        Raises:
+            NotFound, Conflict: as for ``update``.
+        """
+        cursor_seq = parse_cursor(partition, cursor) if cursor else None
+
+        def plan(snap: Snapshot) -> Mutation | dict[str, Any]:
+            replay = self._replay(snap, op)
+            if replay is not None:
+                return replay
+            item = self._check_target(snap, n, cursor_seq)
+            row = ItemRow(n, None, None, item.ts, now_ms(), item.revision + 1, forgotten=True)
+            result = {"status": "stored", "n": n, "count": snap.count - 1, "forgotten": True}
+            return self._commit(op, result, [row])
+
+        return await self._write(partition, plan, op, forgot=True)
+
+    async def import_(
+        self, partition: str, records: Iterable[dict[str, Any]], *, batch_size: int = 256,
+        progress: Callable[[int], None] | None = None,
+    ) -> ImportReport:
+        """Bulk-add records (``{"text", "n"?, "ts"?, "updated"?, record fields…}``).
+
+        Numbers in the records are kept when free in the partition, so an export imports
+        back unchanged; texts already present are skipped. Embeds in batches, one commit per
+        batch.
+        """
+        imported = duplicates = batches = 0
+        batch: list[dict[str, Any]] = []
+
+        async def flush() -> None:
+            nonlocal imported, duplicates, batches
+            if not batch:
+                return
+            texts = [clean_text(r.get("text")) for r in batch]
+            vectors = await self._embed(texts)
+            counts = {"new": 0, "dup": 0}
+
+            def plan(snap: Snapshot) -> Mutation | dict[str, Any]:
+                rows: list[ItemRow] = []
+                seen = set()
+                hwm = snap.hwm
+                taken = {it.n for it in snap.items} | set(snap.tombstones)
+                wanted = [r.get("n") for r in batch]
+                counts["dup"] = 0
+                for rec, text, vec, want in zip(batch, texts, vectors, wanted, strict=True):
+                    key = " ".join(text.split()).casefold()
+                    if snap.find_text(text) is not None or key in seen:
+                        counts["dup"] += 1
+                        continue
+                    seen.add(key)
+                    if isinstance(want, int) and not isinstance(want, bool) and want >= 1 \
+                            and want not in taken:
+                        n = want
+                    else:
+                        n = hwm + 1
+                        while n in taken:
+                            n += 1
+                    taken.add(n)
+                    hwm = max(hwm, n)
+                    ts = _ms(rec.get("ts"))
+                    rows.append(ItemRow(
+                        n, text, vec, ts, _ms(rec.get("updated"), ts), int(rec.get("revision") or 1),
+                        attrs={k: rec[k] for k in RECORD_FIELDS if rec.get(k) is not None},
+                    ))
+                counts["new"] = len(rows)
+                if not rows:
+                    return {}
+                return Mutation(items=rows, hwm=hwm)
+
+            await self._write(partition, plan, None)
+            imported += counts["new"]
+            duplicates += counts["dup"]
+            batches += 1
+            if progress is not None:
+                progress(len(batch))
+            batch.clear()
+
+        for record in records:
+            batch.append(record)
+            if len(batch) >= batch_size:
+                await flush()
+        await flush()
+        return ImportReport(imported, duplicates, batches)
+
+    async def delete_partition(self, partition: str) -> bool:
+        """Delete the partition and every file of it. Returns whether it existed."""
+        return await self.store.drop(partition)
+
+    # ----- reads -------------------------------------------------------------------------------
+    async def recall(self, partition: str, text: str | None, max_bytes: int) -> Recall:
+        """The facts relevant to ``text``, rendered within ``max_bytes``; no side effects.
+
+        Blank or ``None`` text recalls the most recently updated facts, newest first.
+
+        Raises:
+            InvalidInput: ``max_bytes`` outside 1–16,384.
+        """
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) \
+                or not 1 <= max_bytes <= MAX_RECALL_BYTES:
+            raise InvalidInput(f"maxBytes must be an integer from 1 to {MAX_RECALL_BYTES}")
+        snap = await self.store.snapshot(partition)
+        cursor = make_cursor(partition, snap.seq)
+        if not snap.count:
+            return Recall("", [], cursor, [])
+        scored: list[Scored] = []
+        if text is None or not text.strip():
+            ordered: Iterable[Item] = sorted(
+                (it for it in snap.items if it.surfaced), key=lambda it: (-it.updated, -it.n)
+            )
+        else:
+            qvec = (await self._embed([text]))[0]
+            ranked = [s for s in self.ranker.rank(snap, qvec, text) if s.item.surfaced]
+            scored = list(self.ranker.without_near_duplicates(snap, ranked))
+            ordered = (s.item for s in scored)
+        packed = pack(ordered, max_bytes, MAX_SOURCES)
+        chosen = {it.n for it in packed.items}
+        return Recall(
+            packed.text, [source_of(it) for it in packed.items], cursor,
+            [s for s in scored if s.item.n in chosen],
+        )
+
+    async def search(self, partition: str, query: str, limit: int = 10) -> dict[str, Any]:
+        """The ``limit`` items most similar to ``query``, with scores (no relevance floor).
+
+        Returns:
+            ``{"items": [{"n", "text", "score", "updatedAt", record fields…}], "count"}``.
+        """
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidArguments("query must be a non-empty string")
+        if isinstance(limit, bool) or not isinstance(limit, int) \
+                or not 1 <= limit <= MAX_SEARCH_LIMIT:
+            raise InvalidArguments(f"limit must be an integer from 1 to {MAX_SEARCH_LIMIT}")
+        snap = await self.store.snapshot(partition)
+        if not snap.count:
+            return {"items": [], "count": 0}
+        qvec = (await self._embed([query]))[0]
+        ranked = self.ranker.rank(snap, qvec, query, floor=False)[:limit]
+        items = []
+        for s in ranked:
+            entry: dict[str, Any] = {
+                "n": s.item.n, "text": s.item.text, "score": round(s.score, 4),
+                "updatedAt": iso(s.item.updated),
+            }
+            entry.update({k: s.item.attrs[k] for k in RECORD_FIELDS[:4] if k in s.item.attrs})
+            items.append(entry)
+        return {"items": items, "count": snap.count}
+
+    async def list(
+        self, partition: str, *, offset: int = 0, limit: int | None = None,
+        newest_first: bool = False,
+    ) -> list[Item]:
+        """Live items in number order (or newest first), paged."""
+        snap = await self.store.snapshot(partition)
+        items = list(reversed(snap.items)) if newest_first else list(snap.items)
+        end = None if limit is None else offset + limit
+        return items[offset:end]
+
+    async def export(self, partition: str) -> AsyncIterator[dict[str, Any]]:
+        """Every live item as a JSON-ready record (the JSONL export format)."""
+        for item in await self.list(partition):
+            yield item.public()
+
+    async def stats(self, partition: str) -> dict[str, Any]:
+        """Counters of one partition."""
+        snap = await self.store.snapshot(partition)
+        return {
+            "partition": partition, "count": snap.count, "highest": snap.hwm,
+            "forgotten": len(snap.tombstones), "version": snap.version, "seq": snap.seq,
+            "model": snap.model,
+        }
+
+    async def reindex(
+        self, partition: str, *, batch_size: int = 256,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Re-embed every item of ``partition`` with this memory's model. Returns the count."""
+        snap = await self.store.snapshot(partition)
+        done = 0
+        for start in range(0, snap.count, batch_size):
+            chunk = snap.items[start:start + batch_size]
+            vectors = await self._embed([it.text for it in chunk])
+            numbers = {it.n: vec for it, vec in zip(chunk, vectors, strict=True)}
+
+            def plan(cur: Snapshot, numbers: dict[int, Any] = numbers) -> Mutation:
+                rows = [
+                    ItemRow(it.n, it.text, numbers[it.n], it.ts, it.updated, it.revision,
+                            attrs=dict(it.attrs))
+                    for it in cur.items if it.n in numbers
+                ]
+                return Mutation(items=rows)
+
+            await self.store.write(partition, plan)
+            done += len(chunk)
+            if progress is not None:
+                progress(len(chunk))
+        if snap.count == 0 and snap.version:
+            await self.store.write(partition, lambda cur: Mutation())
+        return done
+
+
+def _ms(value: Any, default: int | None = None) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value:
+        from semmem.items import parse_iso
+
+        try:
+            return parse_iso(value)
+        except ValueError as exc:
+            raise InvalidArguments(f"not an ISO 8601 timestamp: {value!r}") from exc
+    return default if default is not None else now_ms()

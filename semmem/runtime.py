@@ -1,0 +1,50 @@
+"""Wiring: build the store, the embedder, the ranker and the memory core from settings."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from semmem.embedder import CachedEmbedder, Embedder, SentenceTransformerEmbedder
+from semmem.memory import Memory
+from semmem.ranking import Ranker, RankingConfig
+from semmem.settings import Settings
+from semmem.store import Store
+
+
+def load_embedder(settings: Settings) -> Embedder:
+    """The configured model, verified against its manifest, with a query cache."""
+    model = SentenceTransformerEmbedder(settings.model, threads=settings.torch_threads)
+    return CachedEmbedder(model, settings.query_cache)
+
+
+def load_ranking(settings: Settings) -> RankingConfig:
+    """The ranking file if one is configured, else ``SEMMEM_RANKING_*`` and defaults."""
+    if settings.ranking is not None:
+        return RankingConfig.from_file(settings.ranking)
+    return RankingConfig()
+
+
+def make_store(settings: Settings, embedder: Embedder) -> Store:
+    """A store for ``settings.data``, not yet opened."""
+    return Store(
+        settings.data,
+        dim=embedder.dim,
+        model_id=embedder.model_id,
+        storage_options=settings.storage_options,
+        read_consistency=timedelta(milliseconds=settings.read_consistency_ms),
+        cache_size=settings.cache_size,
+        version_retention=timedelta(seconds=settings.version_retention_s),
+    )
+
+
+async def open_memory(
+    settings: Settings, embedder: Embedder | None = None, *, check_model: bool = True
+) -> Memory:
+    """Load the model (unless given), open the store and return the memory core."""
+    embedder = embedder or load_embedder(settings)
+    store = make_store(settings, embedder)
+    await store.open(check_model=check_model)
+    return Memory(
+        store, embedder, Ranker(load_ranking(settings)),
+        idempotency_ttl_ms=settings.idempotency_ttl_s * 1000,
+    )

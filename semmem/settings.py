@@ -1,0 +1,61 @@
+"""One typed settings object (env prefix ``SEMMEM_``), built at start-up and passed down."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from semmem.modelfiles import default_model_dir
+
+
+class Settings(BaseSettings):
+    """Everything configurable; each field is also the env variable ``SEMMEM_<NAME>``."""
+
+    model_config = SettingsConfigDict(env_prefix="SEMMEM_", extra="ignore")
+
+    # store
+    data: str = Field("semmem-data", description="LanceDB URI: a local directory or s3://…")
+    storage_options: dict[str, str] = Field(
+        default_factory=dict, description="LanceDB storage options (JSON), e.g. S3 endpoint"
+    )
+    read_consistency_ms: int = Field(
+        0, ge=0, description="how stale a read may be; 0 = always check for newer versions"
+    )
+    cache_size: int = Field(256, ge=1, description="open partitions kept in memory (LRU)")
+    version_retention_s: float = Field(
+        10.0, ge=0, description="old table versions kept this long before cleanup"
+    )
+    maintenance_delay_s: float = Field(
+        2.0, ge=0, description="coalescing delay before maintenance after writes"
+    )
+    compact_every: int = Field(32, ge=2, description="compact a partition at this many fragments")
+    idempotency_ttl_s: int = Field(86_400, ge=1, description="keep write records this long")
+
+    # model and ranking
+    model: Path = Field(default_factory=default_model_dir, description="model folder")
+    torch_threads: int | None = Field(None, ge=1, description="CPU threads for the model")
+    query_cache: int = Field(1024, ge=0, description="recent query embeddings cached")
+    ranking: Path | None = Field(None, description="JSON ranking file (from the tuning notebook)")
+
+    # server
+    host: str = "127.0.0.1"
+    port: int = Field(8080, ge=0, le=65535)
+    path: str = Field("/memory", description="the provider endpoint path")
+    tokens: str | None = Field(None, description="comma-separated bearer tokens")
+    tokens_file: Path | None = Field(None, description="file with one bearer token per line")
+    admin_tokens: str | None = Field(None, description="comma-separated admin tokens")
+    admin_tokens_file: Path | None = None
+    insecure: bool = Field(False, description="no auth (loopback only)")
+    max_concurrency: int = Field(32, ge=1, description="requests served at once; more get 429")
+    log_level: str = "info"
+
+    @field_validator("storage_options", mode="before")
+    @classmethod
+    def _json_options(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return json.loads(value) if value.strip() else {}
+        return value

@@ -1,0 +1,543 @@
+"""Storage of partitions in LanceDB: one table per partition, optimistic compare-and-swap writes.
+
+This is the only module that imports ``lancedb`` and ``lance``.
+
+Layout (``SCHEMA_VERSION``): the store URI holds a registry table ``_semmem`` (store metadata and
+the partition name of every table) and one table per partition named ``p_<sha256(partition)>``,
+so the untrusted partition string never reaches a path, a table name or a filter. A partition
+table holds three kinds of row, keyed by ``key``:
+
+- the head row (``key = "head"``): highest number ever assigned (``n``), the partition's write
+  sequence (``seq``), the partition name (``text``) and the model (``model``);
+- item rows (``key = "i:<n>"``): live items and the tombstones of forgotten ones (no text);
+- op rows (``key = "o:<sha256(operationId)>"``): idempotency records.
+
+Every write is one Lance ``merge_insert`` that updates the head row, with Lance's own conflict
+retries turned off: two writers that read the same head conflict at commit, one wins, the other
+re-reads and tries again. That makes numbering, duplicate detection, cursor checks and the
+idempotency record atomic with the write, across threads, processes and replicas on object
+storage, with no lock service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import random
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+import lance
+import lancedb
+import numpy as np
+import pyarrow as pa
+
+from semmem.errors import DeadlineExceeded, ModelMismatch, Unavailable
+from semmem.items import Item, now_ms
+from semmem.snapshot import OpRecord, Snapshot, Tombstone
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+REGISTRY = "_semmem"
+HEAD_KEY = "head"
+KIND_HEAD, KIND_ITEM, KIND_OP = 0, 1, 2
+MAX_WRITE_ATTEMPTS = 40
+
+
+def table_name(partition: str) -> str:
+    """The table of a partition: a hash, so the partition string never reaches a name or path."""
+    digest = hashlib.sha256(partition.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"p_{digest[:40]}"
+
+
+def op_key(operation_id: str) -> str:
+    """The row key of an operation's idempotency record."""
+    return "o:" + hashlib.sha256(operation_id.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def partition_schema(dim: int) -> pa.Schema:
+    """Arrow schema of a partition table (``SCHEMA_VERSION`` 1)."""
+    return pa.schema(
+        [
+            pa.field("key", pa.string(), nullable=False),
+            pa.field("kind", pa.int8(), nullable=False),
+            pa.field("n", pa.int64(), nullable=False),
+            pa.field("text", pa.string()),
+            pa.field("vector", pa.list_(pa.float32(), dim)),
+            pa.field("ts", pa.int64()),
+            pa.field("updated", pa.int64()),
+            pa.field("revision", pa.int64()),
+            pa.field("seq", pa.int64()),
+            pa.field("model", pa.string()),
+            pa.field("forgotten", pa.bool_()),
+            pa.field("attrs", pa.string()),
+            pa.field("op_fp", pa.string()),
+            pa.field("op_result", pa.string()),
+            pa.field("op_expires", pa.int64()),
+        ],
+        metadata={"semmem.schema_version": str(SCHEMA_VERSION)},
+    )
+
+
+REGISTRY_SCHEMA = pa.schema(
+    [pa.field("key", pa.string(), nullable=False), pa.field("value", pa.string())]
+)
+
+
+@dataclass(frozen=True)
+class ItemRow:
+    """The new state of one item row; ``text``/``vector`` are ``None`` for a tombstone."""
+
+    n: int
+    text: str | None
+    vector: np.ndarray | None
+    ts: int
+    updated: int
+    revision: int
+    forgotten: bool = False
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """Everything one write commits atomically."""
+
+    items: Sequence[ItemRow] = ()
+    op: OpRecord | None = None
+    hwm: int | None = None  # new highest number, when the write assigns numbers
+    result: dict[str, Any] = field(default_factory=dict)  # what the write answers
+
+
+@dataclass(frozen=True)
+class MaintenanceReport:
+    """What one maintenance pass did."""
+
+    partition_table: str
+    ops_pruned: int
+    compacted: bool
+    versions_removed: int
+    seconds: float
+
+
+class Store:
+    """Partitions of numbered items in LanceDB (local directory or object storage URI)."""
+
+    def __init__(
+        self,
+        uri: str,
+        *,
+        dim: int,
+        model_id: str,
+        storage_options: dict[str, str] | None = None,
+        read_consistency: timedelta = timedelta(0),
+        cache_size: int = 256,
+        version_retention: timedelta = timedelta(seconds=10),
+    ) -> None:
+        self.uri = uri
+        self.dim = dim
+        self.model_id = model_id
+        self.storage_options = dict(storage_options or {})
+        self.read_consistency = read_consistency
+        self.cache_size = cache_size
+        self.version_retention = version_retention
+        self.schema = partition_schema(dim)
+        self._db: lancedb.AsyncConnection | None = None
+        self._tables: OrderedDict[str, Any] = OrderedDict()
+        self._snapshots: OrderedDict[str, Snapshot] = OrderedDict()
+        self._partition_locks: dict[str, asyncio.Lock] = {}
+
+    # ----- lifecycle -------------------------------------------------------------------------
+    async def open(self, *, check_model: bool = True) -> None:
+        """Connect, create the registry if needed and check the store's model.
+
+        Raises:
+            ModelMismatch: the store was embedded with another model (run ``semmem reindex``).
+            Unavailable: the store cannot be reached.
+        """
+        try:
+            self._db = await lancedb.connect_async(
+                self.uri,
+                read_consistency_interval=self.read_consistency,
+                storage_options=self.storage_options or None,
+            )
+            meta = await self.meta()
+        except Exception as exc:  # the engine's errors are not a documented tree
+            raise Unavailable(f"cannot open store {self.uri}: {exc}") from exc
+        if meta is None:
+            await self.set_meta({"schema": SCHEMA_VERSION, "model": self.model_id, "dim": self.dim})
+        elif check_model and meta.get("model") != self.model_id:
+            raise ModelMismatch(
+                f"store {self.uri} was embedded with model {meta.get('model')!r}, "
+                f"not {self.model_id!r}; run `semmem reindex` to re-embed it with this model",
+                {"store_model": meta.get("model"), "model": self.model_id},
+            )
+
+    async def close(self) -> None:
+        """Drop cached handles."""
+        self._tables.clear()
+        self._snapshots.clear()
+        self._db = None
+
+    @property
+    def db(self) -> lancedb.AsyncConnection:
+        if self._db is None:
+            raise Unavailable("store is not open")
+        return self._db
+
+    # ----- registry ----------------------------------------------------------------------------
+    async def _registry(self, create: bool) -> Any | None:
+        try:
+            return await self.db.open_table(REGISTRY)
+        except ValueError:
+            if not create:
+                return None
+        try:
+            return await self.db.create_table(REGISTRY, schema=REGISTRY_SCHEMA)
+        except ValueError:  # created concurrently
+            return await self.db.open_table(REGISTRY)
+
+    async def _registry_rows(self) -> dict[str, dict[str, Any]]:
+        reg = await self._registry(create=False)
+        if reg is None:
+            return {}
+        rows = (await reg.to_arrow()).to_pylist()
+        return {str(r["key"]): json.loads(r["value"]) for r in rows}
+
+    async def _registry_put(self, key: str, value: dict[str, Any]) -> None:
+        reg = await self._registry(create=True)
+        data = pa.table({"key": [key], "value": [json.dumps(value)]}, schema=REGISTRY_SCHEMA)
+        await (
+            reg.merge_insert("key").when_matched_update_all().when_not_matched_insert_all()
+        ).execute(data)
+
+    async def meta(self) -> dict[str, Any] | None:
+        """The store's metadata (schema version, model), or ``None`` for a new store."""
+        return (await self._registry_rows()).get("meta")
+
+    async def set_meta(self, value: dict[str, Any]) -> None:
+        """Replace the store's metadata (used on creation and by reindex)."""
+        await self._registry_put("meta", value)
+
+    async def partitions(self) -> list[str]:
+        """Names of all partitions that exist, sorted."""
+        rows = await self._registry_rows()
+        existing = set(await self._table_names())
+        names = {
+            v["partition"] for k, v in rows.items() if k.startswith("t:") and k[2:] in existing
+        }
+        return sorted(names)
+
+    async def _table_names(self) -> list[str]:
+        names: list[str] = []
+        page_token: str | None = None
+        while True:
+            resp = await self.db.list_tables(page_token=page_token, limit=1000)
+            names.extend(resp.tables)
+            page_token = resp.page_token
+            if not page_token:
+                return names
+
+    # ----- tables and snapshots ------------------------------------------------------------
+    async def _table(self, partition: str, create: bool) -> Any | None:
+        name = table_name(partition)
+        tbl = self._tables.get(name)
+        if tbl is not None:
+            self._tables.move_to_end(name)
+            return tbl
+        try:
+            tbl = await self.db.open_table(name)
+        except ValueError:
+            if not create:
+                return None
+            tbl = await self._create_table(partition, name)
+        self._tables[name] = tbl
+        while len(self._tables) > self.cache_size:
+            self._tables.popitem(last=False)
+        return tbl
+
+    async def _create_table(self, partition: str, name: str) -> Any:
+        await self._registry_put(f"t:{name}", {"partition": partition, "created": now_ms()})
+        head = self._rows(
+            [
+                {
+                    "key": HEAD_KEY, "kind": KIND_HEAD, "n": 0, "text": partition, "vector": None,
+                    "ts": now_ms(), "updated": now_ms(), "revision": 0, "seq": 0,
+                    "model": self.model_id, "forgotten": False, "attrs": None,
+                    "op_fp": None, "op_result": None, "op_expires": None,
+                }
+            ]
+        )
+        try:
+            return await self.db.create_table(
+                name, data=head, schema=self.schema, on_bad_vectors="null"
+            )
+        except ValueError:  # another writer created it first
+            return await self.db.open_table(name)
+
+    def _rows(self, rows: list[dict[str, Any]]) -> pa.Table:
+        return pa.Table.from_pylist(rows, schema=self.schema)
+
+    async def snapshot(self, partition: str) -> Snapshot:
+        """The latest state of ``partition`` (empty if it was never written)."""
+        tbl = await self._table(partition, create=False)
+        if tbl is None:
+            self._snapshots.pop(table_name(partition), None)
+            return Snapshot.empty(partition, self.dim)
+        try:
+            version = await tbl.version()
+        except Exception as exc:
+            self._tables.pop(table_name(partition), None)
+            raise Unavailable(f"cannot read partition: {exc}") from exc
+        return await self._snapshot_at(partition, tbl, version)
+
+    async def _snapshot_at(self, partition: str, tbl: Any, version: int) -> Snapshot:
+        name = table_name(partition)
+        snap = self._snapshots.get(name)
+        if snap is not None and snap.version == version:
+            self._snapshots.move_to_end(name)
+            return snap
+        data = await tbl.to_arrow()
+        snap = await asyncio.to_thread(self._build_snapshot, partition, version, data)
+        self._snapshots[name] = snap
+        while len(self._snapshots) > self.cache_size:
+            self._snapshots.popitem(last=False)
+        return snap
+
+    def _build_snapshot(self, partition: str, version: int, data: pa.Table) -> Snapshot:
+        cols = {name: data.column(name) for name in data.column_names if name != "vector"}
+        py = {name: col.to_pylist() for name, col in cols.items()}
+        kinds = py["kind"]
+        hwm, seq, model = 0, 0, None
+        item_rows: list[int] = []
+        tombstones: dict[int, Tombstone] = {}
+        ops: dict[str, OpRecord] = {}
+        for i, kind in enumerate(kinds):
+            if kind == KIND_HEAD:
+                if py["text"][i] != partition:
+                    raise Unavailable("partition table belongs to another partition (hash clash)")
+                hwm, seq, model = py["n"][i], py["seq"][i], py["model"][i]
+            elif kind == KIND_ITEM:
+                if py["forgotten"][i]:
+                    tombstones[py["n"][i]] = Tombstone(py["n"][i], py["seq"][i], py["updated"][i])
+                else:
+                    item_rows.append(i)
+            elif kind == KIND_OP:
+                ops[py["key"][i]] = OpRecord(
+                    py["key"][i], py["op_fp"][i], py["op_result"][i], py["op_expires"][i]
+                )
+        item_rows.sort(key=lambda i: py["n"][i])
+        items = [
+            Item(
+                n=py["n"][i], text=py["text"][i], ts=py["ts"][i], updated=py["updated"][i],
+                revision=py["revision"][i], seq=py["seq"][i], model=py["model"][i],
+                attrs=json.loads(py["attrs"][i]) if py["attrs"][i] else {},
+            )
+            for i in item_rows
+        ]
+        if item_rows:
+            vec_col = data.column("vector").combine_chunks()
+            flat = vec_col.take(pa.array(item_rows)).flatten().to_numpy(zero_copy_only=False)
+            vectors = np.ascontiguousarray(flat.reshape(len(item_rows), self.dim), np.float32)
+        else:
+            vectors = np.zeros((0, self.dim), np.float32)
+        return Snapshot(partition, version, hwm, seq, model, items, vectors, tombstones, ops)
+
+    # ----- writes ------------------------------------------------------------------------------
+    async def write(
+        self,
+        partition: str,
+        plan: Callable[[Snapshot], Mutation | dict[str, Any]],
+        *,
+        deadline_ms: int | None = None,
+    ) -> dict[str, Any]:
+        """Apply one write atomically, retrying on concurrent commits.
+
+        ``plan`` sees the latest snapshot and returns either the ``Mutation`` to commit (its
+        ``result`` is returned) or a result dict to return without writing (replays,
+        duplicates). It may raise domain errors; it is called again after a lost race.
+
+        Raises:
+            DeadlineExceeded: the deadline passed before the commit could start.
+            Unavailable: the write kept losing races or the store failed.
+        """
+        lock = self._partition_locks.setdefault(partition, asyncio.Lock())
+        async with lock:  # writers in this process queue instead of racing each other
+            tbl = await self._table(partition, create=True)
+            for attempt in range(MAX_WRITE_ATTEMPTS):
+                version = await tbl.version()
+                snap = await self._snapshot_at(partition, tbl, version)
+                decision = plan(snap)
+                if not isinstance(decision, Mutation):
+                    return decision
+                if snap.model is not None and snap.model != self.model_id:
+                    raise ModelMismatch(
+                        f"partition was embedded with {snap.model!r}; run `semmem reindex`"
+                    )
+                if deadline_ms is not None and now_ms() >= deadline_ms:
+                    raise DeadlineExceeded("deadline passed before the write was committed")
+                rows = self._mutation_rows(snap, decision)
+                uri = await tbl.uri()
+                try:
+                    await asyncio.to_thread(self._cas_merge, uri, version, rows)
+                except OSError as exc:
+                    if not _is_commit_conflict(exc):
+                        raise Unavailable(f"write failed: {exc}") from exc
+                    await asyncio.sleep(min(0.2, 0.002 * (2 ** min(attempt, 6))) * random.random())
+                    await tbl.checkout_latest()
+                    continue
+                await tbl.checkout_latest()
+                return decision.result
+            raise Unavailable("too many concurrent writers on this partition; retry")
+
+    def _mutation_rows(self, snap: Snapshot, m: Mutation) -> pa.Table:
+        seq = snap.seq + 1
+        rows: list[dict[str, Any]] = [
+            {
+                "key": HEAD_KEY, "kind": KIND_HEAD, "n": max(snap.hwm, m.hwm or 0),
+                "text": snap.partition, "vector": None, "ts": now_ms(), "updated": now_ms(),
+                "revision": 0, "seq": seq, "model": self.model_id, "forgotten": False,
+                "attrs": None, "op_fp": None, "op_result": None, "op_expires": None,
+            }
+        ]
+        for it in m.items:
+            rows.append(
+                {
+                    "key": f"i:{it.n}", "kind": KIND_ITEM, "n": it.n, "text": it.text,
+                    "vector": None if it.vector is None else it.vector.astype(np.float32).tolist(),
+                    "ts": it.ts, "updated": it.updated, "revision": it.revision, "seq": seq,
+                    "model": None if it.forgotten else self.model_id, "forgotten": it.forgotten,
+                    "attrs": json.dumps(it.attrs, ensure_ascii=False) if it.attrs else None,
+                    "op_fp": None, "op_result": None, "op_expires": None,
+                }
+            )
+        if m.op is not None:
+            rows.append(
+                {
+                    "key": m.op.key, "kind": KIND_OP, "n": 0, "text": None, "vector": None,
+                    "ts": now_ms(), "updated": now_ms(), "revision": 0, "seq": seq,
+                    "model": None, "forgotten": False, "attrs": None, "op_fp": m.op.fingerprint,
+                    "op_result": m.op.result, "op_expires": m.op.expires,
+                }
+            )
+        return self._rows(rows)
+
+    def _cas_merge(self, uri: str, version: int, rows: pa.Table) -> None:
+        # Lance's own retries would re-run the merge on top of a concurrent commit and silently
+        # overwrite it; with none, a concurrent head update makes this commit fail instead.
+        ds = lance.dataset(uri, version=version, storage_options=self.storage_options or None)
+        (
+            ds.merge_insert("key")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .conflict_retries(0)
+            .execute(rows)
+        )
+
+    async def drop(self, partition: str) -> bool:
+        """Delete a partition's table and every file of it. Returns whether it existed."""
+        name = table_name(partition)
+        self._tables.pop(name, None)
+        self._snapshots.pop(name, None)
+        try:
+            await self.db.drop_table(name)
+        except (ValueError, FileNotFoundError):
+            return False
+        reg = await self._registry(create=False)
+        if reg is not None:
+            await reg.delete(f"key = 't:{name}'")  # name is hex: safe in a filter
+        return True
+
+    # ----- maintenance -------------------------------------------------------------------------
+    async def maintain(
+        self, partition: str, *, retention: timedelta | None = None
+    ) -> MaintenanceReport | None:
+        """Prune expired op records, compact (materialising deletions) and remove old versions.
+
+        After this returns, forgotten texts are in no file of the partition unless they are in a
+        version younger than ``retention`` (default: the store's ``version_retention``).
+        """
+        tbl = await self._table(partition, create=False)
+        if tbl is None:
+            return None
+        uri = await tbl.uri()
+        keep = self.version_retention if retention is None else retention
+        report = await asyncio.to_thread(self._maintain_sync, uri, keep)
+        await tbl.checkout_latest()
+        return report
+
+    def _maintain_sync(self, uri: str, retention: timedelta) -> MaintenanceReport:
+        started = time.perf_counter()
+        ds = lance.dataset(uri, storage_options=self.storage_options or None)
+        pruned = 0
+        expired = f"kind = {KIND_OP} AND op_expires < {now_ms()}"
+        if ds.count_rows(filter=expired):
+            pruned = _retry_conflicts(lambda: _delete(uri, expired, self.storage_options))
+            ds = lance.dataset(uri, storage_options=self.storage_options or None)
+        compacted = False
+        needs = len(ds.get_fragments()) > 1 or any(
+            f.count_deletions() for f in ds.get_fragments()
+        )
+        if needs:
+            def compact() -> int:
+                d = lance.dataset(uri, storage_options=self.storage_options or None)
+                d.optimize.compact_files(
+                    materialize_deletions=True, materialize_deletions_threshold=0.0
+                )
+                return 1
+
+            compacted = bool(_retry_conflicts(compact))
+        ds = lance.dataset(uri, storage_options=self.storage_options or None)
+        stats = ds.cleanup_old_versions(older_than=retention, error_if_tagged_old_versions=False)
+        return MaintenanceReport(
+            partition_table=uri.rstrip("/").rsplit("/", 1)[-1],
+            ops_pruned=pruned,
+            compacted=compacted,
+            versions_removed=int(getattr(stats, "old_versions", 0)),
+            seconds=time.perf_counter() - started,
+        )
+
+    async def needs_maintenance(self, partition: str, max_versions: int = 32) -> bool:
+        """Whether enough commits piled up since the last compaction to warrant one."""
+        tbl = await self._table(partition, create=False)
+        if tbl is None:
+            return False
+        uri = await tbl.uri()
+
+        def check() -> bool:
+            ds = lance.dataset(uri, storage_options=self.storage_options or None)
+            return len(ds.get_fragments()) >= max_versions
+
+        return await asyncio.to_thread(check)
+
+
+def _delete(uri: str, where: str, storage_options: dict[str, str]) -> int:
+    ds = lance.dataset(uri, storage_options=storage_options or None)
+    before = ds.count_rows(filter=where)
+    ds.delete(where)
+    return int(before)
+
+
+def _retry_conflicts(fn: Callable[[], int], attempts: int = 10) -> int:
+    for attempt in range(attempts):
+        try:
+            return fn()
+        except OSError as exc:
+            if not _is_commit_conflict(exc) or attempt == attempts - 1:
+                raise
+            time.sleep(0.01 * (attempt + 1))
+    return 0
+
+
+def _is_commit_conflict(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return any(
+        marker in text
+        for marker in ("concurrent writer", "commit conflict", "conflict", "retryable")
+    )
