@@ -71,9 +71,7 @@ class SentenceTransformerEmbedder:
         self._lock = threading.Lock()
         self._torch = torch
         self.model_id = spec.model_id
-        dim_of = getattr(self._model, "get_embedding_dimension", None) or getattr(
-            self._model, "get_sentence_embedding_dimension"
-        )
+        dim_of = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
         dim = dim_of()
         if dim is None:
             dim = int(self._model.encode(["x"]).shape[1])

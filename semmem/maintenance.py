@@ -9,6 +9,7 @@ are past the store's retention, so a forgotten text leaves every file within
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from dataclasses import dataclass, field
@@ -59,10 +60,8 @@ class Maintainer:
         """Stop the scheduler (pending work is left for the next start or `semmem maintain`)."""
         if self._task is not None:
             self._task.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-            except asyncio.CancelledError:
-                pass
             self._task = None
 
     async def run_due(self) -> int:
@@ -89,7 +88,5 @@ class Maintainer:
             pending = [d.at for d in self._due.values() if d.at != float("inf")]
             timeout = max(0.05, min(pending) - time.monotonic()) if pending else None
             self._wake.clear()
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout)
-            except TimeoutError:
-                pass

@@ -314,7 +314,8 @@ class Memory:
                     hwm = max(hwm, n)
                     ts = _ms(rec.get("ts"))
                     rows.append(ItemRow(
-                        n, text, vec, ts, _ms(rec.get("updated"), ts), int(rec.get("revision") or 1),
+                        n, text, vec, ts, _ms(rec.get("updated"), ts),
+                        int(rec.get("revision") or 1),
                         attrs={k: rec[k] for k in RECORD_FIELDS if rec.get(k) is not None},
                     ))
                 counts["new"] = len(rows)
@@ -428,29 +429,20 @@ class Memory:
         self, partition: str, *, batch_size: int = 256,
         progress: Callable[[int], None] | None = None,
     ) -> int:
-        """Re-embed every item of ``partition`` with this memory's model. Returns the count."""
+        """Re-embed every item of ``partition`` with this memory's model. Returns the count.
+
+        An offline migration: run it with no server writing to the store.
+        """
         snap = await self.store.snapshot(partition)
-        done = 0
+        vectors: dict[int, np.ndarray] = {}
         for start in range(0, snap.count, batch_size):
             chunk = snap.items[start:start + batch_size]
-            vectors = await self._embed([it.text for it in chunk])
-            numbers = {it.n: vec for it, vec in zip(chunk, vectors, strict=True)}
-
-            def plan(cur: Snapshot, numbers: dict[int, Any] = numbers) -> Mutation:
-                rows = [
-                    ItemRow(it.n, it.text, numbers[it.n], it.ts, it.updated, it.revision,
-                            attrs=dict(it.attrs))
-                    for it in cur.items if it.n in numbers
-                ]
-                return Mutation(items=rows)
-
-            await self.store.write(partition, plan)
-            done += len(chunk)
+            embedded = await self._embed([it.text for it in chunk])
+            vectors.update({it.n: vec for it, vec in zip(chunk, embedded, strict=True)})
             if progress is not None:
                 progress(len(chunk))
-        if snap.count == 0 and snap.version:
-            await self.store.write(partition, lambda cur: Mutation())
-        return done
+        await self.store.replace_vectors(partition, vectors)
+        return len(vectors)
 
 
 def _ms(value: Any, default: int | None = None) -> int:

@@ -100,7 +100,8 @@ def verify(folder: Path) -> ModelSpec:
         actual = sha256_file(path)
         if actual != expected:
             raise ModelError(
-                f"model file {path} is altered (sha256 {actual[:12]}…, expected {expected[:12]}…); {fix}"
+                f"model file {path} is altered "
+                f"(sha256 {actual[:12]}…, expected {expected[:12]}…); {fix}"
             )
     return spec
 

@@ -192,7 +192,7 @@ class Store:
         return self._db
 
     # ----- registry ----------------------------------------------------------------------------
-    async def _registry(self, create: bool) -> Any | None:
+    async def _registry(self, create: bool) -> Any:
         try:
             return await self.db.open_table(REGISTRY)
         except ValueError:
@@ -245,7 +245,8 @@ class Store:
                 return names
 
     # ----- tables and snapshots ------------------------------------------------------------
-    async def _table(self, partition: str, create: bool) -> Any | None:
+    async def _table(self, partition: str, create: bool) -> Any:
+        """The partition's table handle (LRU-cached); ``None`` if absent and not ``create``."""
         name = table_name(partition)
         tbl = self._tables.get(name)
         if tbl is not None:
@@ -344,7 +345,8 @@ class Store:
         if item_rows:
             vec_col = data.column("vector").combine_chunks()
             flat = vec_col.take(pa.array(item_rows)).flatten().to_numpy(zero_copy_only=False)
-            vectors = np.ascontiguousarray(flat.reshape(len(item_rows), self.dim), np.float32)
+            dim = data.schema.field("vector").type.list_size  # the table's, not the model's
+            vectors = np.ascontiguousarray(flat.reshape(len(item_rows), dim), np.float32)
         else:
             vectors = np.zeros((0, self.dim), np.float32)
         return Snapshot(partition, version, hwm, seq, model, items, vectors, tombstones, ops)
@@ -440,6 +442,29 @@ class Store:
             .execute(rows)
         )
 
+    async def replace_vectors(self, partition: str, vectors: dict[int, np.ndarray]) -> None:
+        """Rewrite the partition with new item vectors from this store's model, in one commit.
+
+        Used by ``semmem reindex`` (an offline migration: stop servers first); the vector
+        dimension may change. Numbers, texts, tombstones and records are kept as they are.
+        """
+        tbl = await self._table(partition, create=False)
+        if tbl is None:
+            return
+        data = (await tbl.to_arrow()).to_pylist()
+        for row in data:
+            if row["kind"] == KIND_HEAD:
+                row["model"] = self.model_id
+            elif row["kind"] == KIND_ITEM and not row["forgotten"]:
+                row["vector"] = vectors[row["n"]].astype(np.float32).tolist()
+                row["model"] = self.model_id
+        await self.db.create_table(
+            table_name(partition), data=self._rows(data), schema=self.schema, mode="overwrite",
+            on_bad_vectors="null",
+        )
+        self._tables.pop(table_name(partition), None)
+        self._snapshots.pop(table_name(partition), None)
+
     async def drop(self, partition: str) -> bool:
         """Delete a partition's table and every file of it. Returns whether it existed."""
         name = table_name(partition)
@@ -482,7 +507,7 @@ class Store:
             ds = lance.dataset(uri, storage_options=self.storage_options or None)
         compacted = False
         needs = len(ds.get_fragments()) > 1 or any(
-            f.count_deletions() for f in ds.get_fragments()
+            f.metadata.num_deletions for f in ds.get_fragments()
         )
         if needs:
             def compact() -> int:

@@ -1,0 +1,40 @@
+"""Shared fixtures: a real LanceDB store in tmp_path, a fake or the real embedder."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from semmem.embedder import HashingEmbedder, SentenceTransformerEmbedder
+from semmem.memory import Memory
+from semmem.modelfiles import default_model_dir
+from semmem.store import Store
+
+
+@pytest.fixture
+def fake_embedder() -> HashingEmbedder:
+    """Deterministic bag-of-words vectors: for tests where the model is beside the point."""
+    return HashingEmbedder()
+
+
+@pytest.fixture(scope="session")
+def real_embedder() -> SentenceTransformerEmbedder:
+    """The bundled model, loaded once per test session."""
+    return SentenceTransformerEmbedder(default_model_dir())
+
+
+async def open_memory(path: Path, embedder: object) -> Memory:
+    """A memory over a real LanceDB directory."""
+    store = Store(str(path), dim=embedder.dim, model_id=embedder.model_id)  # type: ignore[attr-defined]
+    await store.open()
+    return Memory(store, embedder)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+async def memory(tmp_path: Path, fake_embedder: HashingEmbedder) -> AsyncIterator[Memory]:
+    """A memory on a fresh store with the fake embedder."""
+    mem = await open_memory(tmp_path / "db", fake_embedder)
+    yield mem
+    await mem.store.close()

@@ -1,0 +1,88 @@
+"""The command line, end to end with the real model and a real store."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from semmem.cli import app
+from semmem.modelfiles import default_model_dir
+
+runner = CliRunner()
+
+
+def _run(tmp_path: Path, *args: str, input: str | None = None) -> tuple[int, str, str]:
+    result = runner.invoke(app, [*args], env={"SEMMEM_DATA": str(tmp_path / "db")}, input=input)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_cli_remember_recall_forget_round_trip(tmp_path: Path) -> None:
+    code, out, _ = _run(tmp_path, "remember", "Prefers metric units", "-p", "alice")
+    assert code == 0 and json.loads(out) == {"status": "stored", "n": 1, "count": 1}
+    _run(tmp_path, "remember", "Has a cat named Tom", "-p", "alice")
+    code, out, _ = _run(tmp_path, "recall", "-p", "alice", "which units?", "--json")
+    body = json.loads(out)
+    assert code == 0 and body["text"].startswith("1. Prefers metric units")
+    assert body["sources"][0]["id"] == "1" and body["cursor"].startswith("c1.")
+    code, out, _ = _run(tmp_path, "forget", "1", "-p", "alice")
+    assert code == 0 and json.loads(out)["forgotten"] is True
+    code, out, _ = _run(tmp_path, "list", "-p", "alice")
+    assert out == "2. Has a cat named Tom\n"
+
+
+def test_cli_errors_are_one_line_and_non_zero(tmp_path: Path) -> None:
+    code, out, err = _run(tmp_path, "forget", "7", "-p", "alice")
+    assert code == 1 and out == ""
+    assert err == "error: item 7 does not exist in this memory\n"
+    code, _, err = _run(tmp_path, "remember", "   ", "-p", "alice")
+    assert code == 1 and err == "error: text must not be empty or blank\n"
+    code, _, err = _run(tmp_path, "delete-partition", "-p", "alice")
+    assert code == 1 and "--yes" in err
+
+
+def test_cli_export_import_and_record_fields(tmp_path: Path) -> None:
+    _run(tmp_path, "import", "-p", "a", "-", input='{"text": "alpha"}\n{"text": "beta"}\n')
+    code, out, _ = _run(tmp_path, "update", "2", "-p", "a", "--note", "from import")
+    assert code == 0
+    _run(tmp_path, "merge", "1", "-p", "a", "--into", "2")
+    export = tmp_path / "a.jsonl"
+    assert _run(tmp_path, "export", "-p", "a", "-o", str(export))[0] == 0
+    records = [json.loads(line) for line in export.read_text().splitlines()]
+    assert [(r["n"], r["text"], r.get("note"), r.get("mergedInto")) for r in records] == [
+        (1, "alpha", None, 2), (2, "beta", "from import", None)]
+    code, out, _ = _run(tmp_path, "import", "-p", "b", str(export))
+    assert code == 0 and json.loads(out)["imported"] == 2
+    code, out, _ = _run(tmp_path, "recall", "-p", "b")
+    assert out == "2. beta — from import\n"
+    code, _, err = _run(tmp_path, "import", "-p", "b", "-", input="not json\n")
+    assert code == 1 and err.startswith("error: -:1: not JSON")
+
+
+def test_cli_stats_maintain_delete(tmp_path: Path) -> None:
+    _run(tmp_path, "remember", "some fact", "-p", "x")
+    code, out, _ = _run(tmp_path, "stats")
+    assert json.loads(out) == {"partitions": 1, "names": ["x"]}
+    code, out, _ = _run(tmp_path, "maintain", "--now")
+    assert code == 0 and json.loads(out)[0]["partition"] == "x"
+    code, out, _ = _run(tmp_path, "delete-partition", "-p", "x", "--yes")
+    assert json.loads(out) == {"deleted": True}
+
+
+def test_cli_missing_model_is_a_clear_error(tmp_path: Path) -> None:
+    model = tmp_path / "models" / "all-MiniLM-L6-v2"
+    shutil.copytree(default_model_dir(), model)
+    shutil.copy(default_model_dir().parent / "manifest.json", model.parent / "manifest.json")
+    (model / "model.safetensors").unlink()
+    code, _, err = _run(tmp_path, "recall", "-p", "x", "--model", str(model))
+    assert code == 1
+    assert "model.safetensors is missing; run `semmem model fetch" in err
+
+
+@pytest.mark.parametrize("args", [["model", "verify"]])
+def test_cli_model_verify(tmp_path: Path, args: list[str]) -> None:
+    code, out, _ = _run(tmp_path, *args)
+    assert code == 0 and out.startswith("model all-MiniLM-L6-v2 OK")

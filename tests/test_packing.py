@@ -1,0 +1,64 @@
+"""Budget packing: whole lines, valid UTF-8, never over budget (property tests)."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from semmem.items import Item
+from semmem.packing import pack, render_line
+
+
+def _item(n: int, text: str, **attrs: object) -> Item:
+    return Item(n=n, text=text, ts=0, updated=0, revision=1, seq=1, model="m", attrs=dict(attrs))
+
+
+texts = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+    min_size=1, max_size=60,
+).filter(lambda t: t.strip() != "")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(texts, min_size=0, max_size=30), st.integers(min_value=1, max_value=600))
+def test_pack_stays_within_budget_with_whole_lines(items: list[str], budget: int) -> None:
+    ranked = [_item(i + 1, t) for i, t in enumerate(items)]
+    packed = pack(ranked, budget)
+    data = packed.text.encode("utf-8")
+    assert len(data) <= budget
+    assert data.decode("utf-8") == packed.text
+    lines = packed.text.split("\n") if packed.text else []
+    assert lines == [render_line(it) for it in packed.items]
+    numbers = {it.n for it in ranked}
+    assert all(it.n in numbers for it in packed.items)
+    assert all("\n" not in render_line(it) for it in ranked)
+
+
+def test_pack_skips_a_line_that_does_not_fit_and_takes_smaller_ones() -> None:
+    ranked = [_item(1, "a" * 50), _item(2, "big " * 40), _item(3, "small")]
+    packed = pack(ranked, 70)
+    assert [it.n for it in packed.items] == [1, 3]
+    assert packed.text == "1. " + "a" * 50 + "\n3. small"
+
+
+def test_pack_exact_budget_boundary() -> None:
+    ranked = [_item(1, "abc"), _item(2, "de")]
+    assert pack(ranked, len("1. abc\n2. de")).text == "1. abc\n2. de"
+    assert pack(ranked, len("1. abc\n2. de") - 1).text == "1. abc"
+
+
+def test_pack_counts_multibyte_characters_in_bytes() -> None:
+    ranked = [_item(1, "日本"), _item(2, "é")]
+    assert pack(ranked, 9).text == "1. 日本"  # 3 + 6 bytes
+    assert pack(ranked, 8).text == "2. é"
+
+
+def test_pack_limits_sources_to_one_hundred() -> None:
+    ranked = [_item(i, "x") for i in range(1, 300)]
+    assert len(pack(ranked, 16_384).items) == 100
+
+
+def test_render_line_appends_note_after_em_dash() -> None:
+    assert render_line(_item(7, "Knee injury", note="resolved 2021")) == (
+        "7. Knee injury — resolved 2021")
+    assert render_line(_item(8, "two\nlines")) == "8. two lines"

@@ -1,0 +1,188 @@
+"""The LanceDB store: concurrency, hostile partition names, durable forget, models."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import threading
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from semmem.embedder import HashingEmbedder
+from semmem.errors import ModelMismatch
+from semmem.memory import Memory
+from semmem.store import Store, table_name
+from tests.conftest import open_memory
+
+HOSTILE = ["x' OR '1'='1", "../../etc/passwd", "a/b\\c", "p\x00q", "ünï ☃ 名前", "", " ", "%s%n",
+           "key = 'head'", "p_" + "0" * 40]
+
+
+def _writer(path: str, worker: int, count: int, results: list[int] | None = None) -> list[int]:
+    async def go() -> list[int]:
+        mem = await open_memory(Path(path), HashingEmbedder())
+        numbers = []
+        for i in range(count):
+            res = await mem.remember("shared", f"worker {worker} fact {i}")
+            numbers.append(res["n"])
+        return numbers
+
+    numbers = asyncio.run(go())
+    if results is not None:
+        results.extend(numbers)
+    return numbers
+
+
+def _process_writer(path: str, worker: int, count: int, queue: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+    queue.put(_writer(path, worker, count))
+
+
+async def test_concurrent_remembers_in_one_process_get_distinct_numbers(memory: Memory) -> None:
+    results = await asyncio.gather(*(memory.remember("p", f"fact {i}") for i in range(40)))
+    assert sorted(r["n"] for r in results) == list(range(1, 41))
+    assert len(await memory.list("p")) == 40
+
+
+def test_concurrent_threads_with_own_connections_lose_nothing(tmp_path: Path) -> None:
+    _writer(str(tmp_path), -1, 1)  # create the store first
+    results: list[int] = []
+    threads = [threading.Thread(target=_writer, args=(str(tmp_path), w, 15, results))
+               for w in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results) == list(range(2, 47))
+    items = asyncio.run(_list(tmp_path, "shared"))
+    assert len(items) == 46 and len({it.n for it in items}) == 46
+
+
+def test_concurrent_processes_lose_nothing(tmp_path: Path) -> None:
+    _writer(str(tmp_path), -1, 1)
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_process_writer, args=(str(tmp_path), w, 12, queue))
+             for w in range(2)]
+    for p in procs:
+        p.start()
+    numbers = [n for _ in procs for n in queue.get(timeout=120)]
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    assert sorted(numbers) == list(range(2, 26))
+    items = asyncio.run(_list(tmp_path, "shared"))
+    assert sorted(it.text for it in items if it.n > 1) == sorted(
+        f"worker {w} fact {i}" for w in range(2) for i in range(12))
+
+
+async def _list(path: Path, partition: str) -> list:  # type: ignore[type-arg]
+    mem = await open_memory(path, HashingEmbedder())
+    return await mem.list(partition)
+
+
+@pytest.mark.parametrize("partition", HOSTILE)
+async def test_hostile_partition_is_just_a_partition(memory: Memory, partition: str) -> None:
+    await memory.remember("victim", "secret of the victim")
+    await memory.remember(partition, "my own fact")
+    result = await memory.recall(partition, "secret victim", 1000)
+    assert "victim" not in result.text
+    assert [it.text for it in await memory.list(partition)] == ["my own fact"]
+    assert table_name(partition).startswith("p_") and table_name(partition)[2:].isalnum()
+    assert partition in await memory.store.partitions()
+
+
+async def test_partition_table_names_stay_inside_store(memory: Memory) -> None:
+    for partition in HOSTILE:
+        await memory.remember(partition, "x")
+    root = Path(memory.store.uri)
+    names = {p.name for p in root.iterdir()}
+    assert all(n == "_semmem.lance" or (n.startswith("p_") and n.endswith(".lance"))
+               for n in names)
+    assert not (root.parent / "etc").exists()
+
+
+def _scan(root: Path, marker: bytes) -> list[Path]:
+    return [p for p in root.rglob("*") if p.is_file() and marker in p.read_bytes()]
+
+
+async def test_forget_is_durably_gone_after_maintenance(memory: Memory) -> None:
+    marker = "zq-marker-7f3a9c-unique"
+    for i in range(5):
+        await memory.remember("p", f"ordinary fact {i}")
+    await memory.remember("p", f"the secret is {marker}")
+    await memory.update("p", 6, f"the secret is still {marker}")
+    for i in range(3):
+        await memory.remember("p", f"later fact {i}")
+    root = Path(memory.store.uri)
+    assert _scan(root, marker.encode())
+    await memory.forget("p", 6)
+    report = await memory.store.maintain("p", retention=timedelta(0))
+    assert report is not None and report.compacted
+    assert _scan(root, marker.encode()) == []
+    assert len(await memory.list("p")) == 8
+    assert (await memory.remember("p", "after purge"))["n"] == 10
+
+
+async def test_forget_purge_respects_retention_window(memory: Memory) -> None:
+    marker = "retention-marker-41d2"
+    await memory.remember("p", marker)
+    await memory.forget("p", 1)
+    await memory.store.maintain("p", retention=timedelta(hours=1))
+    assert _scan(Path(memory.store.uri), marker.encode())  # old version still inside window
+    await memory.store.maintain("p", retention=timedelta(0))
+    assert _scan(Path(memory.store.uri), marker.encode()) == []
+
+
+async def test_delete_partition_leaves_no_bytes(memory: Memory) -> None:
+    marker = "delete-marker-88e1"
+    await memory.remember("gone", f"fact with {marker}")
+    await memory.remember("kept", "another fact")
+    await memory.delete_partition("gone")
+    assert _scan(Path(memory.store.uri), marker.encode()) == []
+
+
+async def test_many_small_writes_stay_compact_with_maintenance(memory: Memory) -> None:
+    for i in range(40):
+        await memory.remember("p", f"fact number {i}")
+    await memory.store.maintain("p", retention=timedelta(0))
+    table_dir = Path(memory.store.uri) / f"{table_name('p')}.lance"
+    data_files = list((table_dir / "data").glob("*"))
+    assert len(data_files) == 1
+    assert len(await memory.list("p")) == 40
+
+
+async def test_maintenance_prunes_expired_operation_records(memory: Memory) -> None:
+    from semmem.memory import Operation
+
+    memory.idempotency_ttl_ms = -10_000  # records expire at once
+    await memory.remember("p", "x", op=Operation.of("op", "remember", {"text": "x"}, None))
+    assert len((await memory.store.snapshot("p")).ops) == 1
+    report = await memory.store.maintain("p", retention=timedelta(0))
+    assert report is not None and report.ops_pruned == 1
+    assert (await memory.store.snapshot("p")).ops == {}
+
+
+async def test_open_with_other_model_is_refused(tmp_path: Path) -> None:
+    mem = await open_memory(tmp_path, HashingEmbedder(dim=64, model_id="model-a"))
+    await mem.remember("p", "x")
+    other = Store(str(tmp_path), dim=64, model_id="model-b")
+    with pytest.raises(ModelMismatch, match="semmem reindex"):
+        await other.open()
+
+
+async def test_reindex_moves_store_to_new_model(tmp_path: Path) -> None:
+    old = await open_memory(tmp_path, HashingEmbedder(dim=64, model_id="model-a"))
+    await old.remember("p", "alpha fact")
+    await old.remember("p", "beta fact")
+    new_embedder = HashingEmbedder(dim=32, model_id="model-b")
+    store = Store(str(tmp_path), dim=32, model_id="model-b")
+    await store.open(check_model=False)
+    mem = Memory(store, new_embedder)
+    assert await mem.reindex("p") == 2
+    await store.set_meta({"schema": 1, "model": "model-b", "dim": 32})
+    fresh = await open_memory(tmp_path, new_embedder)
+    snap = await fresh.store.snapshot("p")
+    assert {it.model for it in snap.items} == {"model-b"} and snap.vectors.shape == (2, 32)
+    assert (await fresh.search("p", "alpha", 1))["items"][0]["n"] == 1
