@@ -1,0 +1,126 @@
+"""The owners' admin API (admin tokens only): list partitions, list/export items, delete.
+
+Partitions travel as a query parameter, never as a path segment, so any partition string
+(slashes, quotes, unicode) names exactly itself.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request
+from starlette.responses import Response, StreamingResponse
+
+from semmem.errors import SemmemError
+from semmem.memory import Memory
+from semmem.web.errors import MEDIA_TYPE, error_response
+from semmem.web.jsonio import dumps
+from semmem.web.state import Runtime
+
+MAX_PAGE = 1000
+
+
+def runtime(request: Request) -> Runtime:
+    """The app's runtime."""
+    rt: Runtime = request.app.state.runtime
+    return rt
+
+
+def require_admin(request: Request) -> None:
+    """Admin tokens only; checked before any parameter is looked at."""
+    runtime(request).auth.check_admin(request.headers.get("authorization"))
+
+
+RuntimeDep = Annotated[Runtime, Depends(runtime)]
+PartitionQ = Annotated[str, Query(min_length=1, description="the partition key, exactly")]
+OffsetQ = Annotated[int, Query(ge=0)]
+LimitQ = Annotated[int, Query(ge=1, le=MAX_PAGE)]
+
+router = APIRouter(prefix="/admin", dependencies=[Depends(require_admin)])
+
+
+async def _guarded(request: Request, rt: Runtime,
+                   work: Callable[[Memory], Awaitable[Response]]) -> Response:
+    """Readiness and the concurrency limit around one admin call (auth ran before)."""
+    started = time.perf_counter()
+    try:
+        memory = rt.require_memory()
+        async with rt.limiter.slot():
+            response = await work(memory)
+    except SemmemError as exc:
+        response = error_response(exc, "admin")
+    rt.metrics.observe("admin", "", response.status_code, time.perf_counter() - started)
+    return response
+
+
+def _json(value: object) -> Response:
+    return Response(dumps(value), 200, media_type=MEDIA_TYPE)
+
+
+@router.get("/partitions")
+async def list_partitions(request: Request, rt: RuntimeDep, offset: OffsetQ = 0,
+                          limit: LimitQ = 100) -> Response:
+    """Partition names, sorted, one page at a time."""
+
+    async def work(memory: Memory) -> Response:
+        names = await memory.store.partitions()
+        page = names[offset:offset + limit]
+        nxt = offset + limit if offset + limit < len(names) else None
+        return _json({"partitions": page, "total": len(names), "next": nxt})
+
+    return await _guarded(request, rt, work)
+
+
+@router.get("/items")
+async def list_items(request: Request, rt: RuntimeDep, partition: PartitionQ,
+                     offset: OffsetQ = 0, limit: LimitQ = 100) -> Response:
+    """A partition's live items in number order, one page at a time."""
+
+    async def work(memory: Memory) -> Response:
+        stats = await memory.stats(partition)
+        items = await memory.list(partition, offset=offset, limit=limit)
+        nxt = offset + limit if offset + limit < stats["count"] else None
+        return _json({"items": [it.public() for it in items], "count": stats["count"],
+                      "next": nxt})
+
+    return await _guarded(request, rt, work)
+
+
+@router.get("/export")
+async def export(request: Request, rt: RuntimeDep, partition: PartitionQ) -> Response:
+    """Every live item of a partition as JSONL (the `semmem import` format)."""
+
+    async def work(memory: Memory) -> Response:
+        records = [rec async for rec in memory.export(partition)]
+
+        async def lines() -> AsyncIterator[bytes]:
+            for rec in records:
+                yield dumps(rec) + b"\n"
+
+        return StreamingResponse(lines(), media_type="application/x-ndjson")
+
+    return await _guarded(request, rt, work)
+
+
+@router.get("/stats")
+async def stats(request: Request, rt: RuntimeDep, partition: PartitionQ) -> Response:
+    """Counters of one partition."""
+
+    async def work(memory: Memory) -> Response:
+        return _json(await memory.stats(partition))
+
+    return await _guarded(request, rt, work)
+
+
+@router.delete("/partitions")
+async def delete_partition(request: Request, rt: RuntimeDep, partition: PartitionQ) -> Response:
+    """Delete a partition and every file of it."""
+
+    async def work(memory: Memory) -> Response:
+        existed = await memory.delete_partition(partition)
+        rt.metrics.forget_partition(partition)
+        return _json({"deleted": existed, "partition": partition})
+
+    return await _guarded(request, rt, work)

@@ -1,0 +1,122 @@
+"""The app factory: ``create_app(settings)`` builds the FastAPI app; its lifespan opens the core."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from semmem import __version__
+from semmem.embedder import Embedder
+from semmem.errors import InvalidInput, SemmemError, Unavailable
+from semmem.memory import Memory
+from semmem.settings import Settings
+from semmem.web import admin, provider
+from semmem.web.declaration import check_path
+from semmem.web.errors import MEDIA_TYPE, error_response, http_error_response, internal_response
+from semmem.web.jsonio import dumps
+from semmem.web.state import Runtime
+
+log = logging.getLogger("semmem.web")
+
+
+def create_app(settings: Settings, *, embedder: Embedder | None = None,
+               memory: Memory | None = None) -> FastAPI:
+    """The HTTP app for ``settings``; the model and store open in the lifespan, in the background.
+
+    ``embedder`` replaces the configured model; ``memory`` replaces the whole core (its store
+    is then left open at shutdown, since the caller owns it).
+
+    Raises:
+        InvalidInput: the endpoint path breaks the contract's rules, or a tokens file is unreadable.
+    """
+    if settings.path.startswith("/admin") or settings.path in ("/healthz", "/readyz", "/metrics"):
+        raise InvalidInput(f"path {settings.path!r} is taken by the admin or ops endpoints")
+    check_path(settings.path)
+    runtime = Runtime(settings, embedder=embedder, memory=memory)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        runtime.start()
+        try:
+            yield
+        finally:
+            await runtime.stop()
+
+    app = FastAPI(title="semmem", version=__version__, lifespan=lifespan,
+                  docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.runtime = runtime
+    app.add_api_route(settings.path, provider.handle, methods=["POST"],
+                      include_in_schema=False)
+    app.include_router(admin.router)
+    app.add_api_route("/healthz", healthz, methods=["GET"])
+    app.add_api_route("/readyz", readyz, methods=["GET"])
+    app.add_api_route("/metrics", metrics, methods=["GET"])
+    app.add_exception_handler(SemmemError, _on_semmem_error)
+    app.add_exception_handler(HTTPException, _on_http_error)
+    app.add_exception_handler(RequestValidationError, _on_validation_error)
+    app.add_exception_handler(Exception, _on_unexpected)
+    return app
+
+
+async def healthz(request: Request) -> Response:
+    """Liveness: the process answers."""
+    return Response(dumps({"status": "ok"}), 200, media_type=MEDIA_TYPE)
+
+
+async def readyz(request: Request) -> Response:
+    """Readiness: the model is loaded and the store is reachable."""
+    rt: Runtime = request.app.state.runtime
+    try:
+        memory = rt.require_memory()
+        await memory.store.meta()  # a real round trip to the store
+    except SemmemError as exc:
+        return error_response(exc, "readyz")
+    except Exception as exc:  # the engine's own errors: the store is not reachable
+        return error_response(Unavailable(f"store not reachable: {type(exc).__name__}"), "readyz")
+    body = {"status": "ready", "model": memory.embedder.model_id}
+    return Response(dumps(body), 200, media_type=MEDIA_TYPE)
+
+
+async def metrics(request: Request) -> Response:
+    """Prometheus text exposition."""
+    rt: Runtime = request.app.state.runtime
+    return Response(rt.metrics.render(), 200, media_type=rt.metrics.content_type)
+
+
+async def _on_semmem_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, SemmemError)
+    return error_response(exc)
+
+
+async def _on_http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    detail = exc.detail if isinstance(exc.detail, str) else "request refused"
+    if exc.status_code == 404:
+        detail = f"no such endpoint: {request.method} {request.url.path}"
+    elif exc.status_code == 405:
+        detail = f"method {request.method} is not allowed on {request.url.path}"
+    return http_error_response(exc.status_code, detail, dict(exc.headers or {}))
+
+
+async def _on_validation_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError)
+    problems = [
+        {"field": ".".join(str(p) for p in err.get("loc", ())), "problem": str(err.get("msg"))}
+        for err in exc.errors()
+    ]
+    first = problems[0] if problems else {"field": "", "problem": "invalid"}
+    return error_response(InvalidInput(f"invalid request: {first['field']}: {first['problem']}",
+                                       {"problems": problems}))
+
+
+async def _on_unexpected(request: Request, exc: Exception) -> Response:
+    log.error("operation -: internal error on %s %s", request.method, request.url.path,
+              exc_info=exc)
+    return internal_response()

@@ -1,0 +1,68 @@
+"""The provider protocol's JSON codec: strict on the way in, deterministic on the way out."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from semmem.errors import InvalidInput
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            # Two "partition" keys could be read differently by the host and by us.
+            raise InvalidInput(f"duplicate key {key!r} in the JSON body")
+        obj[key] = value
+    return obj
+
+
+def _no_constant(name: str) -> Any:
+    raise InvalidInput(f"{name} is not JSON")
+
+
+def _check_unicode(value: Any) -> None:
+    """Reject lone surrogates (``"\\ud800"``): they cannot be stored or embedded."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InvalidInput("the JSON body holds a string that is not valid Unicode "
+                                   "(a lone surrogate escape)") from None
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def loads(body: bytes) -> Any:
+    """Parse a request body: UTF-8 JSON, no duplicate keys, no NaN/Infinity, valid Unicode.
+
+    Raises:
+        InvalidInput: anything else.
+    """
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"body is not UTF-8: {exc.reason} at byte {exc.start}") from None
+    try:
+        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"body is not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
+                           {"position": exc.pos}) from None
+    except RecursionError:
+        raise InvalidInput("body is nested too deeply") from None
+    _check_unicode(value)
+    return value
+
+
+def dumps(value: Any, *, sort_keys: bool = False) -> bytes:
+    """Compact UTF-8 JSON; with ``sort_keys`` the bytes depend only on the value (replays)."""
+    return json.dumps(
+        value, ensure_ascii=False, separators=(",", ":"), allow_nan=False, sort_keys=sort_keys
+    ).encode("utf-8")

@@ -1,0 +1,75 @@
+"""``semmem serve``: checks the security settings, then runs the app under uvicorn."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import sys
+from typing import TextIO
+
+from semmem.embedder import Embedder
+from semmem.errors import InvalidInput
+from semmem.settings import Settings
+from semmem.web.auth import generate_token, load_tokens
+from semmem.web.declaration import check_path
+
+LOOPBACK_NAMES = ("localhost", "localhost.")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` only accepts connections from this machine."""
+    if host.lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def prepare(settings: Settings, out: TextIO) -> Settings:
+    """Settings ready to serve: path checked, ``--insecure`` only on loopback, a token to require.
+
+    Without any configured token (and not insecure) a random token is generated and printed to
+    ``out`` once; it is the only token the server accepts.
+
+    Raises:
+        InvalidInput: ``--insecure`` on a non-loopback host, a bad path or tokens file.
+    """
+    check_path(settings.path)
+    if settings.insecure:
+        if not is_loopback(settings.host):
+            raise InvalidInput(
+                f"--insecure serves without authentication and is only allowed on a loopback "
+                f"host (127.0.0.1, ::1, localhost), not {settings.host!r}"
+            )
+        return settings
+    if load_tokens(settings.tokens, settings.tokens_file):
+        return settings
+    token = generate_token()
+    out.write(
+        "semmem: no token configured (SEMMEM_TOKENS / SEMMEM_TOKENS_FILE); generated one.\n"
+        f"semmem: bearer token (shown only now): {token}\n"
+    )
+    out.flush()
+    return settings.model_copy(update={"tokens": token, "tokens_file": None})
+
+
+def serve(settings: Settings, *, embedder: Embedder | None = None,
+          out: TextIO | None = None) -> None:
+    """Serve the provider on ``settings.host:settings.port`` until interrupted."""
+    import uvicorn
+
+    from semmem.web.app import create_app
+
+    settings = prepare(settings, out or sys.stdout)
+    if embedder is None:
+        from semmem.modelfiles import verify
+
+        verify(settings.model)  # fail now, not after the port opened, if the model is broken
+    logging.basicConfig(level=settings.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    app = create_app(settings, embedder=embedder)
+    uvicorn.run(
+        app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(),
+        server_header=False, proxy_headers=False, timeout_graceful_shutdown=5,
+    )

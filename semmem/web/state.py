@@ -1,0 +1,99 @@
+"""What one running app holds: the memory core once it is ready, auth, limits and metrics.
+
+The model and the store are opened in the background so the process answers ``/healthz`` at
+once and ``/readyz`` (and every provider call, with 503 ``unavailable``) until they are ready.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from semmem.embedder import Embedder
+from semmem.errors import SemmemError, Unavailable
+from semmem.maintenance import Maintainer
+from semmem.memory import Memory
+from semmem.settings import Settings
+from semmem.web.auth import ProviderAuth, Tokens, load_tokens
+from semmem.web.limits import Limiter
+from semmem.web.metrics import Metrics
+
+log = logging.getLogger("semmem.web")
+
+
+class Runtime:
+    """The state of one app between lifespan start and stop."""
+
+    def __init__(self, settings: Settings, *, embedder: Embedder | None = None,
+                 memory: Memory | None = None) -> None:
+        self.settings = settings
+        self.auth = ProviderAuth(
+            Tokens(load_tokens(settings.tokens, settings.tokens_file)),
+            Tokens(load_tokens(settings.admin_tokens, settings.admin_tokens_file)),
+            insecure=settings.insecure,
+        )
+        self.limiter = Limiter(settings.max_concurrency)
+        self.metrics = Metrics()
+        self.memory: Memory | None = None
+        self.maintainer: Maintainer | None = None
+        self.failure: SemmemError | None = None
+        self._embedder = embedder
+        self._given = memory
+        self._owned = memory is None  # the store is closed at stop only if we opened it
+        self._loading: asyncio.Task[None] | None = None
+        self.ready = asyncio.Event()
+
+    def start(self) -> None:
+        """Begin opening the model and the store in the background."""
+        self.ready = asyncio.Event()
+        self._loading = asyncio.create_task(self._load(), name="semmem-load")
+
+    async def _load(self) -> None:
+        try:
+            memory = self._given
+            if memory is None:
+                from semmem.runtime import load_embedder, open_memory
+
+                embedder = self._embedder
+                if embedder is None:
+                    embedder = await asyncio.to_thread(load_embedder, self.settings)
+                memory = await open_memory(self.settings, embedder)
+            maintainer = Maintainer(memory.store, self.settings.maintenance_delay_s,
+                                    self.settings.compact_every)
+            memory.on_write = maintainer.touched
+            maintainer.start()
+            self.memory, self.maintainer = memory, maintainer
+            log.info("ready: model %s, store %s", memory.embedder.model_id, memory.store.uri)
+        except SemmemError as exc:
+            self.failure = exc
+            log.error("cannot start: %s", exc.message)
+        except Exception as exc:  # any engine error: report it as unavailable, keep serving
+            self.failure = Unavailable(f"cannot start: {type(exc).__name__}: {exc}")
+            log.exception("cannot start")
+        finally:
+            self.ready.set()
+
+    async def stop(self) -> None:
+        """Stop maintenance and close what this app opened."""
+        if self._loading is not None and not self._loading.done():
+            self._loading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._loading
+        if self.maintainer is not None:
+            await self.maintainer.stop()
+        if self.memory is not None and self._owned:
+            await self.memory.store.close()
+        self.memory = self.maintainer = None
+
+    def require_memory(self) -> Memory:
+        """The memory core.
+
+        Raises:
+            Unavailable: still loading, or loading failed.
+        """
+        if self.memory is not None:
+            return self.memory
+        if self.failure is not None:
+            raise Unavailable(f"not ready: {self.failure.message}")
+        raise Unavailable("starting: the model and the store are still loading; retry shortly")

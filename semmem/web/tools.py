@@ -1,0 +1,189 @@
+"""The memory tools, defined once: names, descriptions, access, idempotency and JSON Schemas.
+
+The server validates arguments with these schemas and ``semmem declare`` hands the very same
+definitions to hosts, so what a host validates and what semmem accepts cannot drift apart.
+Nothing here imports the core, so the declaration renders without opening a store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Literal
+
+from jsonschema import Draft202012Validator
+
+from semmem.errors import InvalidArguments
+
+Access = Literal["read", "write"]
+
+MAX_TEXT = 2000
+MAX_QUERY = 2000
+MAX_LIMIT = 50
+DEFAULT_LIMIT = 10
+
+_TEXT: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": MAX_TEXT,
+    "pattern": "\\S",
+    "description": "The fact, one self-contained sentence (1–2,000 characters).",
+}
+_N: dict[str, Any] = {
+    "type": "integer",
+    "minimum": 1,
+    "description": "The fact's number, as shown in recalled memory or search results.",
+}
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One memory tool as declared to hosts and validated by the server."""
+
+    name: str
+    description: str
+    access: Access
+    idempotent: bool
+    input: Mapping[str, Any]
+
+    def declaration(self) -> dict[str, Any]:
+        """The tool entry of the ``httpMemory`` declaration."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "access": self.access,
+            "idempotent": self.idempotent,
+            "input": _plain(self.input),
+        }
+
+    @cached_property
+    def validator(self) -> Draft202012Validator:
+        """A Draft 2020-12 validator of ``input`` (the schema itself is checked first)."""
+        schema = _plain(self.input)
+        Draft202012Validator.check_schema(schema)
+        return Draft202012Validator(schema)
+
+    def validate(self, arguments: Any) -> dict[str, Any]:
+        """Arguments checked against ``input``; integral floats of integer fields become ints.
+
+        Raises:
+            InvalidArguments: the arguments do not satisfy the schema (extra properties too).
+        """
+        errors = sorted(self.validator.iter_errors(arguments), key=lambda e: list(e.path))
+        if errors:
+            problems = [
+                {"path": "/" + "/".join(str(p) for p in e.path), "message": e.message}
+                for e in errors
+            ]
+            raise InvalidArguments(
+                f"arguments do not match the {self.name} tool's schema: {problems[0]['message']}",
+                {"problems": problems},
+            )
+        assert isinstance(arguments, dict)
+        props = self.input.get("properties", {})
+        # JSON Schema counts 3.0 as an integer; the core wants a Python int.
+        return {
+            key: int(value)
+            if isinstance(value, float) and props.get(key, {}).get("type") == "integer"
+            else value
+            for key, value in arguments.items()
+        }
+
+
+TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="search",
+        description=(
+            "Search the remembered facts by meaning and get the closest matches with their "
+            "numbers and scores, including facts the automatic recall left out. Read-only. "
+            "Use it before remembering something that may already be known, or to find the "
+            "number of a fact you want to update or forget."
+        ),
+        access="read",
+        idempotent=False,
+        input={
+            "type": "object",
+            "properties": {
+                "query": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": MAX_QUERY,
+                    "pattern": "\\S",
+                    "description": "What to look for, in plain words.",
+                },
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MAX_LIMIT,
+                    "default": DEFAULT_LIMIT,
+                    "description": "How many facts to return at most (1–50, default 10).",
+                },
+            },
+            "required": ["query"],
+            "additionalProperties": False,
+        },
+    ),
+    ToolSpec(
+        name="remember",
+        description=(
+            "Save one durable fact worth knowing in later conversations and get its number. "
+            "Numbers are stable: a fact keeps its number for life and recalled memory shows it "
+            "as '<n>. <text>'. The write is stored at once (status 'stored') and visible to the "
+            "next recall. Remembering a fact that is already there returns its existing number "
+            "('existing': true) instead of a copy."
+        ),
+        access="write",
+        idempotent=True,
+        input={
+            "type": "object",
+            "properties": {"text": _TEXT},
+            "required": ["text"],
+            "additionalProperties": False,
+        },
+    ),
+    ToolSpec(
+        name="update",
+        description=(
+            "Replace the text of fact number n, which keeps its number. Use a number you have "
+            "seen in recalled memory or search results. Stored at once (status 'stored') and "
+            "visible to the next recall. If that fact changed since your memory was recalled, "
+            "the call fails with a conflict: read memory again before retrying."
+        ),
+        access="write",
+        idempotent=True,
+        input={
+            "type": "object",
+            "properties": {"n": _N, "text": _TEXT},
+            "required": ["n", "text"],
+            "additionalProperties": False,
+        },
+    ),
+    ToolSpec(
+        name="forget",
+        description=(
+            "Delete fact number n for good; its number is never reused. Use a number you have "
+            "seen in recalled memory or search results. Stored at once (status 'stored'): the "
+            "fact is gone from the next recall. If that fact changed since your memory was "
+            "recalled, the call fails with a conflict: read memory again before retrying."
+        ),
+        access="write",
+        idempotent=True,
+        input={
+            "type": "object",
+            "properties": {"n": _N},
+            "required": ["n"],
+            "additionalProperties": False,
+        },
+    ),
+)
+
+BY_NAME: dict[str, ToolSpec] = {spec.name: spec for spec in TOOLS}
+
+def _plain(value: Any) -> Any:
+    """A deep copy as plain dicts and lists (declarations must not share the definitions)."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
