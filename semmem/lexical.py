@@ -3,6 +3,10 @@
 Built once per snapshot (cached on it), so it costs nothing on repeated recalls of an unchanged
 partition. Kept in our own code, not in a LanceDB FTS index, because an FTS index would keep
 the tokens of forgotten texts in its files until it is rebuilt.
+
+Tokens are case-folded words without stop words (function words and the words questions are
+phrased with, which say nothing about the topic), lightly stemmed so that ``camping``,
+``camped`` and ``camps`` meet at ``camp``.
 """
 
 from __future__ import annotations
@@ -16,26 +20,64 @@ import numpy as np
 import numpy.typing as npt
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+_VOWELS = frozenset("aeiouy")
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
 
 # Short English function words: they carry no evidence of topic.
-STOPWORDS = frozenset(
+STOPWORDS = _words(
     """a an and are as at be been but by can could did do does doing for from had has have
     he her hers him his how i if in into is it its me my of on or our she so than that the
     their them then there these they this those to too us was we were what when where which
-    who whom why will with would you your yours about any all also just more most some such
-    very s t don now being am up out""".split()
+    who whom whose why will with would you your yours about any all also just more most some
+    such very s t don now being am up out"""
+)
+# Words that phrase a request or question ("what kind of…", "would she likely…") rather than
+# name its topic; matching them only adds noise.
+QUESTION_WORDS = _words(
+    """kind kinds type types sort way ways likely might may should shall whats many much
+    ever tell know remember please"""
 )
 
 
-def tokens(text: str) -> list[str]:
-    """Lower-cased word tokens without stop words, lightly stemmed (plural ``s``)."""
+def stem(word: str) -> str:
+    """A light English suffix stripper (plurals, ``-ing``, ``-ed``, final ``e``/``y``).
+
+    Deliberately conservative: it only has to make inflections of one word meet, applied
+    identically to items and queries, never to produce dictionary forms.
+    """
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith("sses"):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suffix in ("ing", "ed"):
+        stem_ = word[: -len(suffix)]
+        if word.endswith(suffix) and len(stem_) >= 3 and _VOWELS & set(stem_):
+            word = stem_
+            if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":
+                word = word[:-1]  # running -> run, planned -> plan
+            break
+    if len(word) > 3 and word.endswith("e"):
+        word = word[:-1]  # hike / hiking / hiked -> hik
+    if len(word) > 3 and word.endswith("y"):
+        word = word[:-1] + "i"  # family / families -> famili
+    return word
+
+
+def tokens(text: str, *, stemming: bool = True) -> list[str]:
+    """Case-folded word tokens of ``text`` without stop and question words, optionally stemmed."""
     out = []
     for tok in _TOKEN.findall(text.casefold()):
-        if tok in STOPWORDS:
+        if tok in STOPWORDS or tok in QUESTION_WORDS:
             continue
-        if len(tok) > 4 and tok.endswith("s") and not tok.endswith("ss"):
-            tok = tok[:-1]
-        out.append(tok)
+        out.append(stem(tok) if stemming else tok)
     return out
 
 
@@ -46,11 +88,15 @@ class Bm25Index:
     postings: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]]
     idf: dict[str, float]
     size: int
+    k1: float = 1.2
+    stemming: bool = True
 
     @classmethod
-    def build(cls, texts: list[str], k1: float = 1.2, b: float = 0.75) -> Bm25Index:
+    def build(
+        cls, texts: list[str], k1: float = 1.2, b: float = 0.75, *, stemming: bool = True
+    ) -> Bm25Index:
         """Index ``texts`` (document i is ``texts[i]``)."""
-        docs = [Counter(tokens(t)) for t in texts]
+        docs = [Counter(tokens(t, stemming=stemming)) for t in texts]
         lengths = np.array([sum(d.values()) for d in docs], dtype=np.float32)
         avg = float(lengths.mean()) if len(docs) and lengths.sum() else 1.0
         rows: dict[str, list[tuple[int, float]]] = {}
@@ -64,23 +110,23 @@ class Bm25Index:
             df = len(entries)
             idf[term] = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
             ids = np.array([e[0] for e in entries], dtype=np.int64)
-            tf = np.array([e[1] for e in entries], dtype=np.float32)
-            norm = tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths[ids] / avg))
+            freq = np.array([e[1] for e in entries], dtype=np.float32)
+            norm = freq * (k1 + 1) / (freq + k1 * (1 - b + b * lengths[ids] / avg))
             postings[term] = (ids, (norm * idf[term]).astype(np.float32))
-        return cls(postings, idf, len(docs))
+        return cls(postings, idf, len(docs), k1, stemming)
 
     def scores(self, query: str) -> tuple[npt.NDArray[np.float32], float]:
         """BM25 score of every document for ``query``, and the query's maximum attainable score.
 
         The maximum (sum over distinct query terms of idf × (k1+1)) lets callers normalise
-        scores to [0, 1] independently of the partition.
+        scores independently of the partition.
         """
         out = np.zeros(self.size, dtype=np.float32)
         best = 0.0
-        for term in set(tokens(query)):
+        unseen = math.log(1.0 + (self.size + 0.5) / 0.5)
+        for term in set(tokens(query, stemming=self.stemming)):
             hit = self.postings.get(term)
-            weight = self.idf.get(term, math.log(1.0 + (self.size + 0.5) / 0.5))
-            best += weight * 2.2
+            best += self.idf.get(term, unseen) * (self.k1 + 1)
             if hit is not None:
                 out[hit[0]] += hit[1]
         return out, best

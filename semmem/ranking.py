@@ -1,13 +1,19 @@
 """Ranking: which items of a snapshot matter for a query, in what order.
 
-A separate, parameterised component so it can be tuned (``semmem eval``, the notebooks):
+A separate, parameterised component so it can be tuned (``semmem eval``, the notebooks)::
 
-    score = semantic_weight · cos(q, item) + lexical_weight · bm25(q, item) / bm25_max(q)
+    μ'        = centering · n / (n + centering_items) · mean of the partition's item vectors
+    semantic  = cos(q − μ', item − μ')                  (cosine after removing the common part)
+    lexical   = bm25(q, item) / max over items of bm25(q, ·)
+    recency   = 0.5 ^ (age of the item's last update, relative to the newest, in half-lives)
+    score     = semantic_weight · semantic + lexical_weight · lexical + recency_weight · recency
 
-Items scoring below ``min_score`` are left out even when budget remains. When packing, an item
-whose cosine to an already chosen one is at least ``dedupe_threshold`` is skipped, so
-near-duplicates do not eat the budget. Every knob is a ``SEMMEM_RANKING_*`` setting or a key of
-a JSON ranking file (``--ranking FILE``).
+Items whose plain cosine similarity to the query is below ``min_score`` (or more than
+``relative_floor`` below the best item's) are left out even when budget remains: noise costs
+the model context. When packing, an item whose cosine to an already chosen one is at least
+``dedupe_threshold`` is skipped, so near-duplicates do not eat the budget. Every knob is a
+``SEMMEM_RANKING_*`` setting or a key of a JSON ranking file (``--ranking FILE``); see
+``docs/ranking.md`` for what each does and the figures that chose the defaults.
 """
 
 from __future__ import annotations
@@ -27,17 +33,45 @@ from semmem.items import Item
 from semmem.lexical import Bm25Index
 from semmem.snapshot import Snapshot
 
+_DAY_MS = 86_400_000
+
 
 class RankingConfig(BaseSettings):
-    """Ranking knobs (env ``SEMMEM_RANKING_<NAME>``)."""
+    """Ranking knobs (env ``SEMMEM_RANKING_<NAME>``); the defaults are tuned on LoCoMo dev."""
 
     model_config = SettingsConfigDict(env_prefix="SEMMEM_RANKING_", extra="forbid")
 
-    semantic_weight: float = Field(1.0, ge=0, description="weight of cosine similarity")
-    lexical_weight: float = Field(0.3, ge=0, description="weight of normalised BM25")
-    min_score: float = Field(0.2, description="relevance floor on the combined score")
+    semantic_weight: float = Field(1.0, ge=0, description="weight of the (centred) cosine")
+    lexical_weight: float = Field(
+        0.4, ge=0, description="weight of BM25, normalised by the best-matching item's score"
+    )
+    centering: float = Field(
+        1.0, ge=0, le=1,
+        description="share of the partition's mean vector removed before the cosine (0 = off)",
+    )
+    centering_items: float = Field(
+        10.0, ge=0,
+        description="shrinks centring in small partitions: the mean counts n / (n + this)",
+    )
+    stemming: bool = Field(True, description="light suffix stemming of lexical tokens")
+    bm25_k1: float = Field(1.2, gt=0, description="BM25 term-frequency saturation")
+    bm25_b: float = Field(0.75, ge=0, le=1, description="BM25 length normalisation")
+    recency_weight: float = Field(
+        0.0, ge=0, description="weight of recency (0.5 per half-life before the newest item)"
+    )
+    recency_half_life_days: float = Field(30.0, gt=0, description="half-life of recency")
+    min_score: float = Field(
+        0.25, ge=-1, le=1,
+        description="relevance floor: items whose plain cosine to the input is below it are "
+                    "never recalled",
+    )
+    relative_floor: float | None = Field(
+        None, gt=0,
+        description="also leave out items whose cosine is more than this below the best one's",
+    )
     dedupe_threshold: float = Field(
-        0.95, gt=0, le=1.01, description="skip items this similar to one already chosen"
+        0.95, gt=0, le=1.01,
+        description="skip items at least this similar to one already chosen (> 1 = off)",
     )
     candidates: int = Field(400, ge=1, description="how many top items packing looks at")
 
@@ -51,10 +85,18 @@ class RankingConfig(BaseSettings):
         """Write the knobs as JSON."""
         path.write_text(json.dumps(self.model_dump(), indent=2) + "\n")
 
+    @classmethod
+    def plain_cosine(cls) -> RankingConfig:
+        """The reference: cosine similarity only; no floor, no deduplication."""
+        return cls.model_validate({
+            "lexical_weight": 0.0, "centering": 0.0, "recency_weight": 0.0, "min_score": -1.0,
+            "relative_floor": None, "dedupe_threshold": 1.01, "candidates": 1_000_000,
+        })
+
 
 @dataclass(frozen=True)
 class Scored:
-    """One candidate with its scores."""
+    """One candidate with its scores (``semantic`` is the plain cosine to the query)."""
 
     index: int
     item: Item
@@ -63,13 +105,23 @@ class Scored:
     lexical: float
 
 
-def _bm25(snap: Snapshot) -> Bm25Index:
-    return Bm25Index.build([_rank_text(item) for item in snap.items])
+@dataclass(frozen=True)
+class _Centred:
+    mean: Vectors
+    vectors: Vectors
 
 
 def _rank_text(item: Item) -> str:
     note = item.attrs.get("note")
     return f"{item.text} {note}" if isinstance(note, str) and note else item.text
+
+
+def _centred(snap: Snapshot, share: float) -> _Centred:
+    mean = (snap.vectors.mean(axis=0) * share).astype(np.float32)
+    shifted = snap.vectors - mean
+    norms = np.linalg.norm(shifted, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return _Centred(mean, (shifted / norms).astype(np.float32))
 
 
 class Ranker:
@@ -78,19 +130,63 @@ class Ranker:
     def __init__(self, config: RankingConfig | None = None) -> None:
         self.config = config or RankingConfig()
 
+    def _semantic(
+        self, snap: Snapshot, query_vec: Vectors, cosine: npt.NDArray[np.float32]
+    ) -> npt.NDArray[np.float32]:
+        cfg = self.config
+        share = cfg.centering * snap.count / (snap.count + cfg.centering_items)
+        if share <= 0:
+            return cosine
+        centred = snap.cached(f"centred:{share!r}", lambda s: _centred(s, share))
+        query = query_vec.reshape(-1) - centred.mean
+        norm = float(np.linalg.norm(query))
+        return centred.vectors @ (query / norm if norm > 0 else query)
+
+    def _lexical(self, snap: Snapshot, query: str) -> npt.NDArray[np.float32]:
+        cfg = self.config
+        key = f"bm25:{cfg.bm25_k1!r}:{cfg.bm25_b!r}:{cfg.stemming}"
+        index = snap.cached(key, lambda s: Bm25Index.build(
+            [_rank_text(it) for it in s.items], cfg.bm25_k1, cfg.bm25_b, stemming=cfg.stemming
+        ))
+        raw, _ = index.scores(query)
+        top = float(raw.max()) if raw.size else 0.0
+        # Relative to the best match in this partition: BM25's scale varies with the query
+        # and the partition, and only the ordering it implies is comparable.
+        return raw / top if top > 0 else raw
+
+    def _recency(self, snap: Snapshot) -> npt.NDArray[np.float32]:
+        half_life = self.config.recency_half_life_days * _DAY_MS
+
+        def build(s: Snapshot) -> npt.NDArray[np.float32]:
+            updated = np.array([it.updated for it in s.items], dtype=np.float64)
+            age = (updated.max() - updated) / half_life
+            weights: npt.NDArray[np.float32] = np.power(0.5, age).astype(np.float32)
+            return weights
+
+        return snap.cached(f"recency:{half_life!r}", build)
+
     def score(
         self, snap: Snapshot, query_vec: npt.NDArray[np.float32], query: str
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32], npt.NDArray[np.float32]]:
-        """Combined, semantic and normalised lexical scores of every live item."""
-        semantic = snap.vectors @ query_vec.reshape(-1)
+        """Combined score, plain cosine and normalised lexical score of every live item."""
         cfg = self.config
-        if cfg.lexical_weight > 0 and snap.count:
-            raw, best = snap.cached("bm25", _bm25).scores(query)
-            lexical = raw / best if best > 0 else raw
-        else:
-            lexical = np.zeros(snap.count, dtype=np.float32)
-        combined = cfg.semantic_weight * semantic + cfg.lexical_weight * lexical
-        return combined.astype(np.float32), semantic, lexical.astype(np.float32)
+        cosine = (snap.vectors @ query_vec.reshape(-1)).astype(np.float32)
+        zeros = np.zeros(snap.count, dtype=np.float32)
+        if not snap.count:
+            return zeros, zeros, zeros
+        combined = cfg.semantic_weight * self._semantic(snap, query_vec, cosine)
+        lexical = self._lexical(snap, query) if cfg.lexical_weight > 0 else zeros
+        combined = combined + cfg.lexical_weight * lexical
+        if cfg.recency_weight > 0:
+            combined = combined + cfg.recency_weight * self._recency(snap)
+        return combined.astype(np.float32), cosine, lexical.astype(np.float32)
+
+    def floor_of(self, cosine: npt.NDArray[np.float32]) -> float:
+        """The cosine an item needs to be recalled, given every item's cosine to the query."""
+        floor = self.config.min_score
+        if self.config.relative_floor is not None and cosine.size:
+            floor = max(floor, float(cosine.max()) - self.config.relative_floor)
+        return floor
 
     def rank(
         self, snap: Snapshot, query_vec: npt.NDArray[np.float32], query: str, *, floor: bool = True
@@ -98,19 +194,18 @@ class Ranker:
         """Items above the floor (unless ``floor`` is false), best first, at most ``candidates``."""
         if not snap.count:
             return []
-        combined, semantic, lexical = self.score(snap, query_vec, query)
-        k = min(self.config.candidates, snap.count)
-        top = np.argpartition(-combined, k - 1)[:k] if k < snap.count else np.arange(snap.count)
-        order = top[np.lexsort((top, -combined[top]))]
-        out = []
-        for i in order:
-            if floor and combined[i] < self.config.min_score:
-                break
-            out.append(
-                Scored(int(i), snap.items[i], float(combined[i]), float(semantic[i]),
-                       float(lexical[i]))
-            )
-        return out
+        combined, cosine, lexical = self.score(snap, query_vec, query)
+        everything = np.arange(snap.count)
+        keep = np.flatnonzero(cosine >= self.floor_of(cosine)) if floor else everything
+        k = min(self.config.candidates, keep.size)
+        if k < keep.size:
+            keep = keep[np.argpartition(-combined[keep], k - 1)[:k]]
+        # Best first; ties go to the lower number, so results never depend on row order.
+        order = keep[np.lexsort((keep, -combined[keep]))]
+        return [
+            Scored(int(i), snap.items[i], float(combined[i]), float(cosine[i]), float(lexical[i]))
+            for i in order
+        ]
 
     def without_near_duplicates(self, snap: Snapshot, ranked: list[Scored]) -> Iterator[Scored]:
         """Yield ``ranked`` lazily, skipping items too similar to one already yielded."""

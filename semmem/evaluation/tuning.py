@@ -1,0 +1,92 @@
+"""Sweeping ranking knobs and checking the choice by leave-one-partition-out.
+
+The objective is the mean gold recall over the budgets that matter most (512, 1024 and 2048
+bytes by default): one number, so a sweep can pick a setting, while the per-budget figures
+stay visible in its rows.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from semmem.evaluation.metrics import Summary
+from semmem.evaluation.runner import Evaluation
+from semmem.ranking import RankingConfig
+
+OBJECTIVE_BUDGETS = (512, 1024, 2048)
+
+
+def objective(summary: Summary, budgets: Sequence[int] = OBJECTIVE_BUDGETS) -> float:
+    """Mean gold recall (0–1) over ``budgets`` (those the summary has)."""
+    have = [b for b in budgets if b in summary.budgets] or list(summary.budgets)
+    return sum(summary.gold_recall(b) for b in have) / len(have)
+
+
+def grid(base: RankingConfig, knobs: Mapping[str, Iterable[Any]]) -> list[RankingConfig]:
+    """Every combination of ``knobs`` values applied to ``base``."""
+    names = list(knobs)
+    out = []
+    for values in itertools.product(*(list(knobs[n]) for n in names)):
+        out.append(base.model_copy(update=dict(zip(names, values, strict=True))))
+    return out
+
+
+@dataclass(frozen=True)
+class SweepRow:
+    """One setting of a sweep and how it did."""
+
+    config: RankingConfig
+    changed: dict[str, Any]
+    summary: Summary
+    score: float
+
+
+def sweep(
+    evaluation: Evaluation, configs: Sequence[RankingConfig], base: RankingConfig | None = None
+) -> list[SweepRow]:
+    """Score every config (in memory); rows best first by ``objective``."""
+    ref = (base or RankingConfig()).model_dump()
+    rows = []
+    for config in configs:
+        summary = evaluation.summary(config)
+        changed = {k: v for k, v in config.model_dump().items() if ref.get(k) != v}
+        rows.append(SweepRow(config, changed, summary, objective(summary)))
+    return sorted(rows, key=lambda r: -r.score)
+
+
+@dataclass(frozen=True)
+class Fold:
+    """One leave-one-out fold: the setting chosen without a partition, scored on it."""
+
+    held_out: str
+    chosen: dict[str, Any]
+    tuned: Summary
+    default: Summary
+    cosine: Summary
+
+
+def leave_one_out(
+    evaluation: Evaluation, configs: Sequence[RankingConfig], default: RankingConfig
+) -> list[Fold]:
+    """For each partition: pick the best of ``configs`` on the others, score it on that one.
+
+    Shows whether a sweep's choice carries over to a conversation it never saw; ``default``
+    and plain cosine are scored on the held-out partition alongside.
+    """
+    ref = default.model_dump()
+    folds = []
+    for name in evaluation.partition_names:
+        rest = evaluation.subset(n for n in evaluation.partition_names if n != name)
+        best = max(configs, key=lambda c: objective(rest.summary(c)))
+        held = evaluation.subset([name])
+        folds.append(Fold(
+            held_out=name,
+            chosen={k: v for k, v in best.model_dump().items() if ref.get(k) != v},
+            tuned=held.summary(best),
+            default=held.summary(default),
+            cosine=held.summary(RankingConfig.plain_cosine()),
+        ))
+    return folds
