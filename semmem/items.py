@@ -11,6 +11,8 @@ from typing import Any
 from semmem.errors import InvalidArguments
 
 MAX_TEXT_CHARS = 2000
+MAX_NOTE_CHARS = 500
+RECORD_FIELDS = ("note", "status", "surfacing", "mergedInto", "slug")
 _SPACE = re.compile(r"\s+")
 
 
@@ -62,6 +64,28 @@ def clean_text(text: object) -> str:
     if "\x00" in trimmed:
         raise InvalidArguments("text must not contain NUL characters")
     return trimmed
+
+
+def clean_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
+    """Validate owner record fields; ``None`` values mean "clear this field".
+
+    Raises:
+        InvalidArguments: an unknown field, a non-string note/status/surfacing/slug, or a note
+            over 500 characters.
+    """
+    out: dict[str, Any] = {}
+    for key, value in attrs.items():
+        if key not in RECORD_FIELDS:
+            raise InvalidArguments(f"unknown record field {key!r}; known: {', '.join(RECORD_FIELDS)}")
+        if value is None or key == "mergedInto":
+            out[key] = value
+            continue
+        if not isinstance(value, str):
+            raise InvalidArguments(f"{key} must be a string")
+        if key == "note" and len(value.strip()) > MAX_NOTE_CHARS:
+            raise InvalidArguments(f"note is over {MAX_NOTE_CHARS} characters")
+        out[key] = value.strip() if key == "note" else value
+    return out
 
 
 def dedupe_key(text: str) -> str:

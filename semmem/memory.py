@@ -17,7 +17,7 @@ import numpy as np
 
 from semmem.embedder import Embedder
 from semmem.errors import Conflict, IdempotencyMismatch, InvalidArguments, InvalidInput, NotFound
-from semmem.items import Item, clean_text, iso, now_ms, one_line
+from semmem.items import RECORD_FIELDS, Item, clean_attrs, clean_text, iso, now_ms, one_line
 from semmem.packing import pack
 from semmem.ranking import Ranker, Scored
 from semmem.snapshot import OpRecord, Snapshot
@@ -27,7 +27,6 @@ MAX_RECALL_BYTES = 16_384
 MAX_SOURCES = 100
 MAX_SEARCH_LIMIT = 50
 TITLE_CHARS = 80
-RECORD_FIELDS = ("note", "status", "surfacing", "mergedInto", "slug")
 
 
 @dataclass(frozen=True)
@@ -191,6 +190,7 @@ class Memory:
             IdempotencyMismatch, DeadlineExceeded, Unavailable.
         """
         text = clean_text(text)
+        fields = {k: v for k, v in clean_attrs(attrs or {}).items() if v is not None}
         vector = (await self._embed([text]))[0]
 
         def plan(snap: Snapshot) -> Mutation | dict[str, Any]:
@@ -204,7 +204,7 @@ class Memory:
             n = snap.hwm + 1
             ts = now_ms()
             result = {"status": "stored", "n": n, "count": snap.count + 1}
-            row = ItemRow(n, text, vector, ts, ts, 1, attrs=dict(attrs or {}))
+            row = ItemRow(n, text, vector, ts, ts, 1, attrs=fields)
             return self._commit(op, result, [row], n)
 
         return await self._write(partition, plan, op)
@@ -220,6 +220,7 @@ class Memory:
             Conflict: the item changed after ``cursor``.
         """
         new_text = clean_text(text) if text is not None else None
+        changes = clean_attrs(attrs or {})
         cursor_seq = parse_cursor(partition, cursor) if cursor else None
         vector = (await self._embed([new_text]))[0] if new_text is not None else None
 
@@ -229,7 +230,7 @@ class Memory:
                 return replay
             item = self._check_target(snap, n, cursor_seq)
             merged = dict(item.attrs)
-            for key, value in (attrs or {}).items():
+            for key, value in changes.items():
                 if value is None:
                     merged.pop(key, None)
                 else:
@@ -316,7 +317,8 @@ class Memory:
                     rows.append(ItemRow(
                         n, text, vec, ts, _ms(rec.get("updated"), ts),
                         int(rec.get("revision") or 1),
-                        attrs={k: rec[k] for k in RECORD_FIELDS if rec.get(k) is not None},
+                        attrs=clean_attrs(
+                            {k: rec[k] for k in RECORD_FIELDS if rec.get(k) is not None}),
                     ))
                 counts["new"] = len(rows)
                 if not rows:
