@@ -262,14 +262,14 @@ def export(
 @app.command("import")
 def import_items(
     partition: PartitionOpt,
-    source: Annotated[Path, typer.Argument(help="JSONL file or slug-keyed JSON map ('-': stdin)")],
+    source: Annotated[Path, typer.Argument(help="JSONL or slug-keyed JSON map ('-': stdin)")],
     batch_size: Annotated[int, typer.Option()] = 256,
     display_field: Annotated[str, typer.Option(help="map of records: the text field")] = "text",
     note_field: Annotated[str | None, typer.Option(help="map of records: the note field")] = None,
     data: DataOpt = None,
     model: ModelOpt = None,
 ) -> None:
-    """Import records (JSONL, or a JSON map keyed by slug); embeds in batches with a progress bar."""
+    """Import records (JSONL, or a JSON map keyed by slug), embedding in batches."""
     from tqdm import tqdm
 
     from semmem.importing import read_records

@@ -76,7 +76,8 @@ def clean_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in attrs.items():
         if key not in RECORD_FIELDS:
-            raise InvalidArguments(f"unknown record field {key!r}; known: {', '.join(RECORD_FIELDS)}")
+            known = ", ".join(RECORD_FIELDS)
+            raise InvalidArguments(f"unknown record field {key!r}; known: {known}")
         if value is None or key == "mergedInto":
             out[key] = value
             continue
@@ -94,7 +95,7 @@ def dedupe_key(text: str) -> str:
 
 
 def one_line(text: str) -> str:
-    """The text as one line: every run of line breaks/whitespace containing a newline becomes a space."""
+    """The text as one line: line breaks become spaces."""
     return " ".join(text.splitlines()) if ("\n" in text or "\r" in text) else text
 
 
