@@ -7,7 +7,7 @@ the status and the body. The same table runs against the app (ASGI) and a real u
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,65 +18,19 @@ import pytest
 from tests.web_fixtures import (
     ADMIN,
     AUTH,
-    ServerProcess,
-    app_client,
+    JSON,
+    assert_error,
     envelope,
+    host,
     recall,
+    remember,
+    send,
     tool,
 )
 
+__all__ = ["host"]  # the fixture, imported to run every test here in-process and over HTTP
+
 Body = Callable[[str], Any]  # partition -> JSON value, or raw bytes
-JSON = {"Content-Type": "application/json"}
-
-
-@pytest.fixture(scope="module", params=["app", "server"])
-def host(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-         ) -> Iterator[httpx.Client]:
-    """A client of the app in-process, or of a real uvicorn process on 127.0.0.1."""
-    data = tmp_path_factory.mktemp(f"contract-{request.param}") / "db"
-    if request.param == "app":
-        with app_client(data) as client:
-            yield client
-    else:
-        server = ServerProcess(data).start()
-        try:
-            server.wait_ready()
-            with server.client() as client:
-                yield client
-        finally:
-            server.stop()
-
-
-def send(client: httpx.Client, body: Any, headers: dict[str, str] | None = None
-         ) -> httpx.Response:
-    """POST a body (JSON value or raw bytes) to /memory."""
-    hdrs = {**AUTH, **JSON} if headers is None else headers
-    content = body if isinstance(body, bytes) else json.dumps(body).encode()
-    return client.post("/memory", content=content, headers=hdrs)
-
-
-def remember(client: httpx.Client, partition: str, text: str) -> dict[str, Any]:
-    """Store a fact over HTTP; returns the result."""
-    r = send(client, tool("remember", {"text": text}, partition=partition))
-    assert r.status_code == 200, r.text
-    result: dict[str, Any] = r.json()["result"]
-    return result
-
-
-def assert_error(r: httpx.Response, status: int, code: str) -> dict[str, Any]:
-    """The response is the contract's error envelope with this status and code."""
-    assert r.status_code == status, r.text
-    assert r.headers["content-type"].startswith("application/json")
-    body = r.json()
-    assert set(body) == {"error"}
-    error = body["error"]
-    assert set(error) <= {"code", "message", "details"}
-    assert error["code"] == code
-    assert isinstance(error["message"], str) and error["message"]
-    assert "Traceback" not in r.text
-    if "details" in error:
-        assert isinstance(error["details"], dict)
-    return error  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)
@@ -143,8 +97,8 @@ def _stored(n: int, count: int, **more: Any) -> Callable[[dict[str, Any]], None]
 def _search_hits(body: dict[str, Any]) -> None:
     result = body["result"]
     assert result["count"] == 2
-    assert [i["n"] for i in result["items"]][0] == 1
     first = result["items"][0]
+    assert first["n"] == 1
     assert set(first) >= {"n", "text", "score", "updatedAt"}
     assert first["text"] == "Alice drinks green tea every morning"
 
@@ -158,8 +112,8 @@ SURROGATE = (b'{"version":1,"operation":"recall","operationId":"x","partition":"
 RULES: list[Rule] = [
     # --- happy paths -------------------------------------------------------------------------
     Rule("recall_empty_partition", _recall(), 200, expect=_empty_recall),
-    Rule("recall_relevant_first", _recall(text="Alice drinks green tea every morning?"), 200, facts=TEA,
-         expect=_tea_first),
+    Rule("recall_relevant_first", _recall("Alice drinks green tea every morning?"), 200,
+         facts=TEA, expect=_tea_first),
     Rule("recall_null_text_newest_first", lambda p: recall(None, partition=p), 200, facts=THREE,
          expect=_newest_first),
     Rule("recall_blank_text_newest_first", lambda p: recall("  ", partition=p), 200,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from starlette.testclient import TestClient
 
 from semmem.embedder import Embedder, HashingEmbedder, Vectors
@@ -228,3 +230,59 @@ class ServerProcess:
     def output(self) -> str:
         """What the process printed so far."""
         return self.log.read_text() if self.log.exists() else ""
+
+
+@pytest.fixture(scope="module", params=["app", "server"])
+def host(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+         ) -> Iterator[httpx.Client]:
+    """A client of the app in-process, or of a real uvicorn process on 127.0.0.1.
+
+    Import it into a test module to run that module's tests against both.
+    """
+    data = tmp_path_factory.mktemp(f"host-{request.param}") / "db"
+    if request.param == "app":
+        with app_client(data, max_concurrency=64) as client:
+            yield client
+    else:
+        server = ServerProcess(data, env={"SEMMEM_MAX_CONCURRENCY": "64"}).start()
+        try:
+            server.wait_ready()
+            with server.client() as client:
+                yield client
+        finally:
+            server.stop()
+
+
+JSON = {"Content-Type": "application/json"}
+
+
+def send(client: httpx.Client, body: Any, headers: dict[str, str] | None = None,
+         path: str = "/memory") -> httpx.Response:
+    """POST a body (a JSON value, or raw bytes) to the provider endpoint."""
+    hdrs = {**AUTH, **JSON} if headers is None else headers
+    content = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return client.post(path, content=content, headers=hdrs)
+
+
+def remember(client: httpx.Client, partition: str, text: str) -> dict[str, Any]:
+    """Store a fact over HTTP; returns the tool result."""
+    r = send(client, tool("remember", {"text": text}, partition=partition))
+    assert r.status_code == 200, r.text
+    result: dict[str, Any] = r.json()["result"]
+    return result
+
+
+def assert_error(r: httpx.Response, status: int, code: str) -> dict[str, Any]:
+    """The response is the contract's error envelope with this status and code."""
+    assert r.status_code == status, r.text
+    assert r.headers["content-type"].startswith("application/json")
+    body = r.json()
+    assert set(body) == {"error"}
+    error: dict[str, Any] = body["error"]
+    assert set(error) <= {"code", "message", "details"}
+    assert error["code"] == code
+    assert isinstance(error["message"], str) and error["message"]
+    assert "Traceback" not in r.text
+    if "details" in error:
+        assert isinstance(error["details"], dict)
+    return error
