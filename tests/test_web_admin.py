@@ -7,13 +7,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from starlette.testclient import TestClient
 
-from tests.web_fixtures import ADMIN, AUTH, app_client, assert_error, recall, remember, send
+from tests.web_fixtures import ADMIN, AUTH, Client, app_client, assert_error, recall, remember, send
 
 
 @pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
     """An app holding partitions a (3 facts), b (1 fact) and c (1 fact)."""
     with app_client(tmp_path_factory.mktemp("admin") / "db") as c:
         for text in ("Ann speaks Greek", "Ann lives in Rome", "Ann runs marathons"):
@@ -25,13 +24,13 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
 
 @pytest.mark.parametrize("route", ["/admin/partitions", "/admin/items?partition=a",
                                    "/admin/export?partition=a", "/admin/stats?partition=a"])
-def test_admin_provider_token_forbidden(client: TestClient, route: str) -> None:
+def test_admin_provider_token_forbidden(client: Client, route: str) -> None:
     """A provider token cannot reach the admin API."""
     assert_error(client.get(route, headers=AUTH), 403, "forbidden")
 
 
 @pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong"}])
-def test_admin_without_admin_token_unauthorized(client: TestClient,
+def test_admin_without_admin_token_unauthorized(client: Client,
                                                 headers: dict[str, str]) -> None:
     """No token or an unknown one: 401, checked before the parameters."""
     assert_error(client.get("/admin/items", headers=headers), 401, "unauthorized")
@@ -46,7 +45,7 @@ def test_admin_off_without_admin_tokens(tmp_path: Path) -> None:
     assert "SEMMEM_ADMIN_TOKENS" in error["message"]
 
 
-def test_list_partitions_paged(client: TestClient) -> None:
+def test_list_partitions_paged(client: Client) -> None:
     """Partitions come sorted, a page at a time, with the offset of the next page."""
     first = client.get("/admin/partitions", params={"limit": 2}, headers=ADMIN)
     assert first.json() == {"partitions": ["a", "b"], "total": 3, "next": 2}
@@ -54,7 +53,7 @@ def test_list_partitions_paged(client: TestClient) -> None:
     assert second.json() == {"partitions": ["c"], "total": 3, "next": None}
 
 
-def test_list_items_paged(client: TestClient) -> None:
+def test_list_items_paged(client: Client) -> None:
     """A partition's items in number order, paged, with record fields."""
     r = client.get("/admin/items", params={"partition": "a", "offset": 1, "limit": 1},
                    headers=ADMIN)
@@ -66,7 +65,7 @@ def test_list_items_paged(client: TestClient) -> None:
     assert item["ts"].endswith("Z") and item["updated"].endswith("Z")
 
 
-def test_export_jsonl(client: TestClient) -> None:
+def test_export_jsonl(client: Client) -> None:
     """Export streams one JSON record per line, in number order."""
     r = client.get("/admin/export", params={"partition": "a"}, headers=ADMIN)
     assert r.status_code == 200
@@ -76,20 +75,20 @@ def test_export_jsonl(client: TestClient) -> None:
                                                 "Ann runs marathons"]
 
 
-def test_stats_of_partition(client: TestClient) -> None:
+def test_stats_of_partition(client: Client) -> None:
     """Counters of one partition."""
     body = client.get("/admin/stats", params={"partition": "a"}, headers=ADMIN).json()
     assert (body["partition"], body["count"], body["highest"]) == ("a", 3, 3)
 
 
-def test_admin_bad_parameters_invalid_request(client: TestClient) -> None:
+def test_admin_bad_parameters_invalid_request(client: Client) -> None:
     """Missing partition or an out-of-range page: 400 invalid_request envelope."""
     assert_error(client.get("/admin/items", headers=ADMIN), 400, "invalid_request")
     assert_error(client.get("/admin/partitions", params={"limit": 0}, headers=ADMIN), 400,
                  "invalid_request")
 
 
-def test_delete_partition_removes_only_it(client: TestClient) -> None:
+def test_delete_partition_removes_only_it(client: Client) -> None:
     """Deleting c empties c; a and b keep their facts; deleting again reports false."""
     r = client.delete("/admin/partitions", params={"partition": "c"}, headers=ADMIN)
     assert r.json() == {"deleted": True, "partition": "c"}

@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.web_fixtures import (
     ADMIN,
     AUTH,
     JSON,
+    Client,
     assert_error,
     envelope,
     host,
@@ -94,6 +94,10 @@ def _stored(n: int, count: int, **more: Any) -> Callable[[dict[str, Any]], None]
     return check
 
 
+def _no_hits(body: dict[str, Any]) -> None:
+    assert body == {"result": {"items": [], "count": 0}}
+
+
 def _search_hits(body: dict[str, Any]) -> None:
     result = body["result"]
     assert result["count"] == 2
@@ -130,7 +134,7 @@ RULES: list[Rule] = [
     Rule("search_read_access", _tool("search", {"query": "green tea"}, access="read"), 200,
          facts=TEA, expect=_search_hits),
     Rule("search_empty_partition", _tool("search", {"query": "x", "limit": 50}), 200,
-         expect=lambda b: b == {"result": {"items": [], "count": 0}}),  # type: ignore[func-returns-value]
+         expect=_no_hits),
     Rule("remember_stores", _tool("remember", {"text": "Bob likes chess"}), 200,
          expect=_stored(1, 1)),
     Rule("remember_duplicate_existing", _tool("remember", {"text": "  alice DRINKS green tea "
@@ -250,7 +254,7 @@ RULES: list[Rule] = [
 
 
 @pytest.mark.parametrize("rule", RULES, ids=[r.id for r in RULES])
-def test_contract_rule(host: httpx.Client, rule: Rule) -> None:
+def test_contract_rule(host: Client, rule: Rule) -> None:
     """Each rule: the request gets exactly this status and body."""
     partition = f"rule:{rule.id}"
     for fact in rule.facts:
@@ -260,7 +264,7 @@ def test_contract_rule(host: httpx.Client, rule: Rule) -> None:
         assert r.status_code == rule.status, r.text
         assert r.headers["content-type"].startswith("application/json")
         if rule.expect is not None:
-            assert rule.expect(r.json()) in (None, True)
+            rule.expect(r.json())
     else:
         assert_error(r, rule.status, rule.code)
     if rule.status == 401:
@@ -274,7 +278,7 @@ def test_rules_cover_every_error_code() -> None:
                      "forbidden", "not_found", "too_large"}
 
 
-def test_refused_write_stores_nothing(host: httpx.Client) -> None:
+def test_refused_write_stores_nothing(host: Client) -> None:
     """Refused writes (deadline, access, arguments) leave the partition untouched."""
     p = "refused-writes"
     for body in (tool("remember", {"text": "late"}, partition=p, deadline=-1),
@@ -285,7 +289,7 @@ def test_refused_write_stores_nothing(host: httpx.Client) -> None:
     assert r.json()["text"] == "" and r.json()["sources"] == []
 
 
-def test_recall_has_no_side_effects(host: httpx.Client) -> None:
+def test_recall_has_no_side_effects(host: Client) -> None:
     """Recall twice: identical bodies (same cursor), and the partition is unchanged."""
     p = "recall-no-side-effects"
     remember(host, p, "Carol is allergic to peanuts")
@@ -296,7 +300,7 @@ def test_recall_has_no_side_effects(host: httpx.Client) -> None:
     assert remember(host, p, "A second fact")["n"] == 2
 
 
-def test_recall_caps_sources_at_100(host: httpx.Client) -> None:
+def test_recall_caps_sources_at_100(host: Client) -> None:
     """More than 100 short facts fit the budget: at most 100 lines and sources come back."""
     p = "recall-100"
     for i in range(105):
@@ -308,7 +312,7 @@ def test_recall_caps_sources_at_100(host: httpx.Client) -> None:
     assert len(body["text"].encode()) <= 16384
 
 
-def test_recall_response_fits_64KiB(host: httpx.Client) -> None:
+def test_recall_response_fits_64KiB(host: Client) -> None:
     """Texts that JSON-escape six-fold still give a response within 64 KiB, lines = sources."""
     p = "recall-escaped"
     for i in range(9):
@@ -321,7 +325,7 @@ def test_recall_response_fits_64KiB(host: httpx.Client) -> None:
     assert len(body["text"].split("\n")) == len(body["sources"])
 
 
-def test_search_cut_to_fit_64KiB(host: httpx.Client) -> None:
+def test_search_cut_to_fit_64KiB(host: Client) -> None:
     """Fifty 2,000-character results cannot fit: the best ones that fit come back, marked."""
     p = "search-cut"
     for i in range(40):
@@ -335,7 +339,7 @@ def test_search_cut_to_fit_64KiB(host: httpx.Client) -> None:
     assert result["count"] == 40
 
 
-def test_remember_text_stored_exactly(host: httpx.Client) -> None:
+def test_remember_text_stored_exactly(host: Client) -> None:
     """Unicode, quotes and inner whitespace survive; surrounding whitespace is trimmed."""
     p = "exact-text"
     text = "Zoë's café — «naïve» 東京 🚀  two  spaces"
@@ -345,7 +349,7 @@ def test_remember_text_stored_exactly(host: httpx.Client) -> None:
     assert body["sources"][0]["title"] == text[:80]
 
 
-def test_recall_newlines_become_one_line(host: httpx.Client) -> None:
+def test_recall_newlines_become_one_line(host: Client) -> None:
     """An item with newlines renders as one line, so lines and sources stay aligned."""
     p = "multiline"
     remember(host, p, "line one\nline two\r\nline three")
@@ -354,7 +358,7 @@ def test_recall_newlines_become_one_line(host: httpx.Client) -> None:
     assert len(body["sources"]) == 1
 
 
-def test_numbers_never_reused(host: httpx.Client) -> None:
+def test_numbers_never_reused(host: Client) -> None:
     """Forgetting the newest item does not free its number."""
     p = "numbers"
     remember(host, p, "one")
@@ -365,7 +369,7 @@ def test_numbers_never_reused(host: httpx.Client) -> None:
     assert_error(r, 404, "not_found")
 
 
-def test_partition_only_from_envelope(host: httpx.Client) -> None:
+def test_partition_only_from_envelope(host: Client) -> None:
     """Arguments cannot name a partition: an extra property is refused, not obeyed."""
     remember(host, "owner-a", "secret of A")
     r = send(host, tool("search", {"query": "secret", "partition": "owner-a"},
@@ -375,7 +379,7 @@ def test_partition_only_from_envelope(host: httpx.Client) -> None:
     assert r.json() == {"result": {"items": [], "count": 0}}
 
 
-def test_error_envelope_on_unknown_route_and_method(host: httpx.Client) -> None:
+def test_error_envelope_on_unknown_route_and_method(host: Client) -> None:
     """Starlette's own 404 and 405 use the contract's envelope too."""
     assert_error(host.get("/nowhere"), 404, "not_found")
     r = host.get("/memory", headers=AUTH)
@@ -383,7 +387,7 @@ def test_error_envelope_on_unknown_route_and_method(host: httpx.Client) -> None:
     assert r.headers["allow"] == "POST"
 
 
-def test_envelope_reports_every_field_problem(host: httpx.Client) -> None:
+def test_envelope_reports_every_field_problem(host: Client) -> None:
     """An invalid envelope names the fields at fault in ``details``."""
     body = envelope("recall", version=1, maxBytes=0, access="nope", input={"text": None})
     error = assert_error(send(host, body), 400, "invalid_request")
@@ -391,7 +395,7 @@ def test_envelope_reports_every_field_problem(host: httpx.Client) -> None:
     assert {"access", "maxBytes"} <= fields
 
 
-def test_declared_schema_is_enforced_exactly(host: httpx.Client, tmp_path: Path) -> None:
+def test_declared_schema_is_enforced_exactly(host: Client, tmp_path: Path) -> None:
     """Arguments accepted by the declared schema are accepted; the 422 lists schema problems."""
     error = assert_error(send(host, tool("update", {"n": 0, "text": "", "x": 1})), 422,
                          "invalid_arguments")

@@ -7,7 +7,6 @@ import threading
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 from starlette.testclient import TestClient
 
@@ -17,6 +16,7 @@ from semmem.web.app import create_app
 from tests.web_fixtures import (
     ADMIN,
     GatedEmbedder,
+    Reply,
     SlowEmbedder,
     app_client,
     assert_error,
@@ -85,7 +85,7 @@ def test_request_over_concurrency_limit_overloaded(tmp_path: Path) -> None:
     """Beyond max_concurrency a request gets 429 overloaded with Retry-After, at once."""
     embedder = GatedEmbedder()
     with app_client(tmp_path / "db", embedder=embedder, max_concurrency=1) as c:
-        slow: list[httpx.Response] = []
+        slow: list[Reply] = []
         worker = threading.Thread(target=lambda: slow.append(
             send(c, tool("remember", {"text": "Wes is slow"}, partition="busy"))))
         worker.start()

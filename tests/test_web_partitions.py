@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import httpx
 import pytest
 
-from tests.web_fixtures import ADMIN, assert_error, host, recall, remember, send, tool
+from tests.web_fixtures import ADMIN, Client, assert_error, host, recall, remember, send, tool
 
 __all__ = ["host"]  # the fixture, imported to run every test here in-process and over HTTP
 
@@ -30,7 +29,7 @@ HOSTILE = [
 
 
 @pytest.fixture(scope="module")
-def seeded(host: httpx.Client) -> httpx.Client:
+def seeded(host: Client) -> Client:
     """Every hostile partition holds one secret naming its own index."""
     for i, name in enumerate(HOSTILE):
         assert remember(host, name, f"secret{i} belongs here")["n"] == 1
@@ -38,7 +37,7 @@ def seeded(host: httpx.Client) -> httpx.Client:
 
 
 @pytest.mark.parametrize("i", range(len(HOSTILE)))
-def test_recall_hostile_partition_sees_only_its_own(seeded: httpx.Client, i: int) -> None:
+def test_recall_hostile_partition_sees_only_its_own(seeded: Client, i: int) -> None:
     """Recall and search in each hostile partition return exactly its one secret."""
     name = HOSTILE[i]
     body = send(seeded, recall(None, partition=name)).json()
@@ -49,7 +48,7 @@ def test_recall_hostile_partition_sees_only_its_own(seeded: httpx.Client, i: int
     assert result["count"] == 1
 
 
-def test_forget_in_hostile_partition_touches_no_other(seeded: httpx.Client) -> None:
+def test_forget_in_hostile_partition_touches_no_other(seeded: Client) -> None:
     """Forgetting item 1 of ``x' OR '1'='1`` leaves every other partition's item 1 alone."""
     assert send(seeded, tool("forget", {"n": 1}, partition=HOSTILE[0])).status_code == 200
     assert send(seeded, recall(None, partition=HOSTILE[0])).json()["text"] == ""
@@ -59,7 +58,7 @@ def test_forget_in_hostile_partition_touches_no_other(seeded: httpx.Client) -> N
     remember(seeded, HOSTILE[0], "secret0 belongs here")  # restore for the other tests
 
 
-def test_admin_lists_hostile_partitions_exactly(seeded: httpx.Client) -> None:
+def test_admin_lists_hostile_partitions_exactly(seeded: Client) -> None:
     """The admin API names each partition by its exact string."""
     names: list[str] = []
     offset: int | None = 0
@@ -74,6 +73,6 @@ def test_admin_lists_hostile_partitions_exactly(seeded: httpx.Client) -> None:
         assert [it["text"] for it in items["items"]] == [f"secret{i} belongs here"]
 
 
-def test_empty_partition_refused(seeded: httpx.Client) -> None:
+def test_empty_partition_refused(seeded: Client) -> None:
     """The empty string is not a partition key."""
     assert_error(send(seeded, recall(None, partition="")), 400, "invalid_request")

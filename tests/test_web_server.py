@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -92,13 +93,13 @@ def test_write_replays_after_kill9(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> ServerProcess:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """One server process for the wire-level tests of this module."""
     proc = ServerProcess(tmp_path_factory.mktemp("e2e") / "db",
                          env={"SEMMEM_MAX_CONCURRENCY": "64"}).start()
     try:
         proc.wait_ready()
-        yield proc  # type: ignore[misc]
+        yield proc
     finally:
         proc.stop()
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import httpx
-
 from tests.web_fixtures import (
+    Client,
     assert_error,
     host,
     recall,
@@ -16,19 +15,19 @@ from tests.web_fixtures import (
 __all__ = ["host"]  # the fixture, imported to run every test here in-process and over HTTP
 
 
-def _cursor(client: httpx.Client, partition: str) -> str:
+def _cursor(client: Client, partition: str) -> str:
     r = send(client, recall(None, partition=partition))
     assert r.status_code == 200
     cursor: str = r.json()["cursor"]
     return cursor
 
 
-def _facts(client: httpx.Client, partition: str, *texts: str) -> None:
+def _facts(client: Client, partition: str, *texts: str) -> None:
     for text in texts:
         remember(client, partition, text)
 
 
-def test_update_target_changed_after_cursor_conflicts(host: httpx.Client) -> None:
+def test_update_target_changed_after_cursor_conflicts(host: Client) -> None:
     """The item changed after the recall: 409 conflict, and the item keeps the other edit."""
     p = "cursor-update"
     _facts(host, p, "Dana works at Acme", "Dana has two cats")
@@ -43,7 +42,7 @@ def test_update_target_changed_after_cursor_conflicts(host: httpx.Client) -> Non
         "1. Dana works at Globex")
 
 
-def test_forget_target_changed_after_cursor_conflicts(host: httpx.Client) -> None:
+def test_forget_target_changed_after_cursor_conflicts(host: Client) -> None:
     """Forgetting an item edited after the recall: 409 conflict, nothing forgotten."""
     p = "cursor-forget"
     _facts(host, p, "Eve plays the violin")
@@ -54,7 +53,7 @@ def test_forget_target_changed_after_cursor_conflicts(host: httpx.Client) -> Non
     assert send(host, recall(None, partition=p)).json()["text"] == "1. Eve plays the cello"
 
 
-def test_update_target_forgotten_after_cursor_conflicts(host: httpx.Client) -> None:
+def test_update_target_forgotten_after_cursor_conflicts(host: Client) -> None:
     """The item vanished after the recall: 409 (recall again), not 404."""
     p = "cursor-vanished"
     _facts(host, p, "Frank drives a van")
@@ -64,7 +63,7 @@ def test_update_target_forgotten_after_cursor_conflicts(host: httpx.Client) -> N
                                  partition=p)), 409, "conflict")
 
 
-def test_update_forgotten_before_cursor_not_found(host: httpx.Client) -> None:
+def test_update_forgotten_before_cursor_not_found(host: Client) -> None:
     """The item was already gone when the recall ran: 404 not_found."""
     p = "cursor-gone-before"
     _facts(host, p, "Gina owns a boat")
@@ -74,7 +73,7 @@ def test_update_forgotten_before_cursor_not_found(host: httpx.Client) -> None:
                                  cursor=cursor, partition=p)), 404, "not_found")
 
 
-def test_edit_other_item_after_cursor_applies(host: httpx.Client) -> None:
+def test_edit_other_item_after_cursor_applies(host: Client) -> None:
     """Edits to other items in between do not conflict."""
     p = "cursor-other"
     _facts(host, p, "Hank is a chef", "Hank lives in Oslo")
@@ -86,7 +85,7 @@ def test_edit_other_item_after_cursor_applies(host: httpx.Client) -> None:
     assert r.json() == {"result": {"status": "stored", "n": 2, "count": 2}}
 
 
-def test_two_edits_under_one_cursor_both_apply(host: httpx.Client) -> None:
+def test_two_edits_under_one_cursor_both_apply(host: Client) -> None:
     """Tools of one response share the cursor: edits to different items both apply."""
     p = "cursor-shared"
     _facts(host, p, "Ivy likes jazz", "Ivy likes rock", "Ivy likes folk")
@@ -102,7 +101,7 @@ def test_two_edits_under_one_cursor_both_apply(host: httpx.Client) -> None:
                                         "4. Ivy likes blues"]
 
 
-def test_update_without_cursor_applies_to_current(host: httpx.Client) -> None:
+def test_update_without_cursor_applies_to_current(host: Client) -> None:
     """No cursor: the edit applies to the current state."""
     p = "no-cursor"
     _facts(host, p, "Jon is 30")
@@ -111,7 +110,7 @@ def test_update_without_cursor_applies_to_current(host: httpx.Client) -> None:
     assert r.json() == {"result": {"status": "stored", "n": 1, "count": 1}}
 
 
-def test_remember_retry_replays_byte_for_byte(host: httpx.Client) -> None:
+def test_remember_retry_replays_byte_for_byte(host: Client) -> None:
     """Same operationId and body: the original bytes again, and no second item."""
     p = "replay-remember"
     body = tool("remember", {"text": "Kim's passport expires in May"}, partition=p)
@@ -123,7 +122,7 @@ def test_remember_retry_replays_byte_for_byte(host: httpx.Client) -> None:
     assert remember(host, p, "another fact")["n"] == 2
 
 
-def test_forget_retry_replays_after_item_gone(host: httpx.Client) -> None:
+def test_forget_retry_replays_after_item_gone(host: Client) -> None:
     """A retried forget replays its result instead of answering 404 for the forgotten item."""
     p = "replay-forget"
     _facts(host, p, "Lee has a dog")
@@ -136,7 +135,7 @@ def test_forget_retry_replays_after_item_gone(host: httpx.Client) -> None:
                                        "forgotten": True}}
 
 
-def test_update_retry_with_cursor_replays_not_conflicts(host: httpx.Client) -> None:
+def test_update_retry_with_cursor_replays_not_conflicts(host: Client) -> None:
     """A retried update replays, though its own first attempt changed the item after the cursor."""
     p = "replay-update"
     _facts(host, p, "Max runs on Sundays")
@@ -148,7 +147,7 @@ def test_update_retry_with_cursor_replays_not_conflicts(host: httpx.Client) -> N
     assert again.content == first.content
 
 
-def test_retry_with_other_arguments_is_mismatch(host: httpx.Client) -> None:
+def test_retry_with_other_arguments_is_mismatch(host: Client) -> None:
     """Same operationId, different arguments: 409 idempotency_mismatch, nothing written."""
     p = "mismatch-args"
     body = tool("remember", {"text": "Nia speaks Welsh"}, partition=p)
@@ -159,7 +158,7 @@ def test_retry_with_other_arguments_is_mismatch(host: httpx.Client) -> None:
     assert send(host, recall(None, partition=p)).json()["text"] == "1. Nia speaks Welsh"
 
 
-def test_retry_with_other_tool_is_mismatch(host: httpx.Client) -> None:
+def test_retry_with_other_tool_is_mismatch(host: Client) -> None:
     """Same operationId, different tool: 409 idempotency_mismatch."""
     p = "mismatch-tool"
     _facts(host, p, "Oscar is tall")
@@ -169,7 +168,7 @@ def test_retry_with_other_tool_is_mismatch(host: httpx.Client) -> None:
     assert_error(send(host, other), 409, "idempotency_mismatch")
 
 
-def test_retry_with_other_cursor_is_mismatch(host: httpx.Client) -> None:
+def test_retry_with_other_cursor_is_mismatch(host: Client) -> None:
     """Same operationId, different cursor: 409 idempotency_mismatch."""
     p = "mismatch-cursor"
     _facts(host, p, "Pia reads sci-fi", "Pia reads poetry")
@@ -179,7 +178,7 @@ def test_retry_with_other_cursor_is_mismatch(host: httpx.Client) -> None:
     assert_error(send(host, {**body, "cursor": _cursor(host, p)}), 409, "idempotency_mismatch")
 
 
-def test_same_operation_id_other_partition_independent(host: httpx.Client) -> None:
+def test_same_operation_id_other_partition_independent(host: Client) -> None:
     """Deduplication is by (partition, operationId): another partition is a new write."""
     a = tool("remember", {"text": "Quinn likes maps"}, partition="dedupe-a", operation_id="same")
     b = tool("remember", {"text": "Quinn likes globes"}, partition="dedupe-b",
@@ -188,7 +187,7 @@ def test_same_operation_id_other_partition_independent(host: httpx.Client) -> No
     assert send(host, b).json()["result"] == {"status": "stored", "n": 1, "count": 1}
 
 
-def test_duplicate_remember_replays_existing(host: httpx.Client) -> None:
+def test_duplicate_remember_replays_existing(host: Client) -> None:
     """A duplicate text under a new id answers existing; its retry replays that answer."""
     p = "dup-replay"
     _facts(host, p, "Rae bakes bread")
@@ -198,7 +197,7 @@ def test_duplicate_remember_replays_existing(host: httpx.Client) -> None:
     assert again.content == first.content
 
 
-def test_search_is_not_deduplicated(host: httpx.Client) -> None:
+def test_search_is_not_deduplicated(host: Client) -> None:
     """Reads are not recorded: the same operationId sees newer data."""
     p = "search-fresh"
     body = tool("search", {"query": "violin"}, partition=p)

@@ -10,11 +10,11 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 import pytest
@@ -23,6 +23,30 @@ from starlette.testclient import TestClient
 from semmem.embedder import Embedder, HashingEmbedder, Vectors
 from semmem.settings import Settings
 from semmem.web.app import create_app
+
+
+class Reply(Protocol):
+    """What the tests read of a response (httpx's, or the Starlette test client's)."""
+
+    @property
+    def status_code(self) -> int: ...
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+    @property
+    def content(self) -> bytes: ...
+    @property
+    def text(self) -> str: ...
+    def json(self, **kwargs: Any) -> Any: ...
+
+
+class Client(Protocol):
+    """What the tests use of a client: httpx against a server, or the in-process test client."""
+
+    def get(self, url: str, *, params: Any = ..., headers: Any = ...) -> Reply: ...
+    def post(self, url: str, *, content: Any = ..., json: Any = ..., headers: Any = ...
+             ) -> Reply: ...
+    def delete(self, url: str, *, params: Any = ..., headers: Any = ...) -> Reply: ...
+
 
 TOKEN = "test-token"
 ADMIN_TOKEN = "admin-token"
@@ -84,7 +108,7 @@ def settings_for(data: Path, **overrides: Any) -> Settings:
     return Settings(**values)
 
 
-def wait_ready(client: httpx.Client, timeout: float = 30.0) -> None:
+def wait_ready(client: Client, timeout: float = 30.0) -> None:
     """Poll ``/readyz`` until it answers 200."""
     deadline = time.monotonic() + timeout
     while True:
@@ -234,7 +258,7 @@ class ServerProcess:
 
 @pytest.fixture(scope="module", params=["app", "server"])
 def host(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-         ) -> Iterator[httpx.Client]:
+         ) -> Iterator[Client]:
     """A client of the app in-process, or of a real uvicorn process on 127.0.0.1.
 
     Import it into a test module to run that module's tests against both.
@@ -256,15 +280,15 @@ def host(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
 JSON = {"Content-Type": "application/json"}
 
 
-def send(client: httpx.Client, body: Any, headers: dict[str, str] | None = None,
-         path: str = "/memory") -> httpx.Response:
+def send(client: Client, body: Any, headers: dict[str, str] | None = None,
+         path: str = "/memory") -> Reply:
     """POST a body (a JSON value, or raw bytes) to the provider endpoint."""
     hdrs = {**AUTH, **JSON} if headers is None else headers
     content = body if isinstance(body, bytes) else json.dumps(body).encode()
     return client.post(path, content=content, headers=hdrs)
 
 
-def remember(client: httpx.Client, partition: str, text: str) -> dict[str, Any]:
+def remember(client: Client, partition: str, text: str) -> dict[str, Any]:
     """Store a fact over HTTP; returns the tool result."""
     r = send(client, tool("remember", {"text": text}, partition=partition))
     assert r.status_code == 200, r.text
@@ -272,7 +296,7 @@ def remember(client: httpx.Client, partition: str, text: str) -> dict[str, Any]:
     return result
 
 
-def assert_error(r: httpx.Response, status: int, code: str) -> dict[str, Any]:
+def assert_error(r: Reply, status: int, code: str) -> dict[str, Any]:
     """The response is the contract's error envelope with this status and code."""
     assert r.status_code == status, r.text
     assert r.headers["content-type"].startswith("application/json")

@@ -77,9 +77,10 @@ async def readyz(request: Request) -> Response:
         memory = rt.require_memory()
         await memory.store.meta()  # a real round trip to the store
     except SemmemError as exc:
-        return error_response(exc, "readyz")
+        return error_response(exc, "readyz", quiet=True)  # probes poll; not worth a log line
     except Exception as exc:  # the engine's own errors: the store is not reachable
         return error_response(Unavailable(f"store not reachable: {type(exc).__name__}"), "readyz")
+
     body = {"status": "ready", "model": memory.embedder.model_id}
     return Response(dumps(body), 200, media_type=MEDIA_TYPE)
 

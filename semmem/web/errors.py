@@ -62,8 +62,9 @@ def envelope(code: str, message: str, details: dict[str, Any] | None = None) -> 
     return dumps({"error": error})
 
 
-def error_response(exc: SemmemError, operation_id: str = "-") -> Response:
-    """The response for a domain error, logged with the operation id."""
+def error_response(exc: SemmemError, operation_id: str = "-", *, quiet: bool = False
+                   ) -> Response:
+    """The response for a domain error, logged with the operation id (unless ``quiet``)."""
     status = status_of(exc)
     headers: dict[str, str] = {}
     for cls in type(exc).__mro__:
@@ -73,7 +74,7 @@ def error_response(exc: SemmemError, operation_id: str = "-") -> Response:
     if status == 401:
         headers["WWW-Authenticate"] = 'Bearer realm="semmem"'
     log.log(
-        logging.WARNING if status >= 500 else logging.INFO,
+        logging.DEBUG if quiet else logging.WARNING if status >= 500 else logging.INFO,
         "operation %s: %d %s: %s", operation_id, status, exc.code, exc.message,
     )
     return Response(envelope(exc.code, exc.message, exc.details), status, headers, MEDIA_TYPE)
