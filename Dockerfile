@@ -1,6 +1,7 @@
 # semmem: the HTTP memory provider with its bundled model, runnable with no network at all.
 #
-#   docker build -t semmem .
+#   docker build -t semmem --build-arg TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu .
+#       (leave TORCH_INDEX_URL out where pip already finds a CPU torch wheel)
 #   docker run -d --name semmem -p 127.0.0.1:8080:8080 -v semmem-data:/data \
 #       -e SEMMEM_TOKENS=change-me semmem
 #
