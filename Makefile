@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 MODEL  := models/all-MiniLM-L6-v2
 STAMP  := $(VENV)/.semmem-installed
 
-.PHONY: setup model run test lint typecheck pytest bench clean
+.PHONY: setup model run test lint pytest bench docker-smoke clean
 
 setup: $(STAMP) $(MODEL)/.verified
 
@@ -38,6 +38,9 @@ test: setup lint pytest
 
 bench: setup
 	$(BIN)/python benchmarks/run_all.py
+
+docker-smoke:
+	scripts/docker-smoke.sh
 
 clean:
 	rm -rf $(VENV) $(MODEL) .pytest_cache .mypy_cache .ruff_cache
