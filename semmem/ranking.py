@@ -34,6 +34,7 @@ from semmem.lexical import Bm25Index
 from semmem.snapshot import Snapshot
 
 _DAY_MS = 86_400_000
+_DEDUPE_BLOCK = 32
 
 
 class RankingConfig(BaseSettings):
@@ -61,7 +62,7 @@ class RankingConfig(BaseSettings):
     )
     recency_half_life_days: float = Field(30.0, gt=0, description="half-life of recency")
     min_score: float = Field(
-        0.25, ge=-1, le=1,
+        0.1, ge=-1, le=1,
         description="relevance floor: items whose plain cosine to the input is below it are "
                     "never recalled",
     )
@@ -77,9 +78,21 @@ class RankingConfig(BaseSettings):
 
     @classmethod
     def from_file(cls, path: Path) -> RankingConfig:
-        """Load a JSON ranking file (as written by the tuning notebook); env does not apply."""
+        """Load a JSON ranking file (as written by the tuning notebook).
+
+        The file is the whole configuration: knobs it leaves out take their defaults, and
+        ``SEMMEM_RANKING_*`` variables do not apply.
+
+        Raises:
+            ValueError: not a JSON object, an unknown knob or a value out of range.
+        """
         data = json.loads(path.read_text())
-        return cls.model_validate(data)
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: a ranking file is a JSON object of knobs")
+        defaults = {name: field.get_default(call_default_factory=True)
+                    for name, field in cls.model_fields.items()}
+        # Every knob passed explicitly: init arguments take precedence over the environment.
+        return cls(**{**defaults, **data})
 
     def to_file(self, path: Path) -> None:
         """Write the knobs as JSON."""
@@ -210,13 +223,28 @@ class Ranker:
     def without_near_duplicates(self, snap: Snapshot, ranked: list[Scored]) -> Iterator[Scored]:
         """Yield ``ranked`` lazily, skipping items too similar to one already yielded."""
         threshold = self.config.dedupe_threshold
-        if threshold > 1.0:
+        if threshold > 1.0 or len(ranked) < 2:
             yield from ranked
             return
-        kept: list[int] = []
         vectors: Vectors = snap.vectors
-        for cand in ranked:
-            if kept and float(np.max(vectors[kept] @ vectors[cand.index])) >= threshold:
-                continue
-            kept.append(cand.index)
-            yield cand
+        kept = np.empty((len(ranked), vectors.shape[1]), dtype=np.float32)
+        count = 0
+        # Candidates go in blocks: one matrix product against everything kept so far and one
+        # within the block, then a cheap sequential pass; same result as one-by-one.
+        for start in range(0, len(ranked), _DEDUPE_BLOCK):
+            block = ranked[start:start + _DEDUPE_BLOCK]
+            rows = vectors[[c.index for c in block]]
+            skip: list[bool] = [False] * len(block)
+            if count:
+                near = np.any(rows @ kept[:count].T >= threshold, axis=1)
+                skip = [bool(x) for x in np.atleast_1d(near)]
+            inner = np.triu(rows @ rows.T >= threshold, 1)
+            pairs = bool(inner.any())
+            chosen: list[int] = []
+            for j, cand in enumerate(block):
+                if skip[j] or (pairs and chosen and inner[chosen, j].any()):
+                    continue
+                chosen.append(j)
+                kept[count] = rows[j]
+                count += 1
+                yield cand

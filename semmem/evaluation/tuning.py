@@ -12,7 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from semmem.evaluation.metrics import Summary
+from semmem.evaluation.harness import Outcome
+from semmem.evaluation.metrics import Summary, summarise
 from semmem.evaluation.runner import Evaluation
 from semmem.ranking import RankingConfig
 
@@ -66,6 +67,7 @@ class Fold:
     tuned: Summary
     default: Summary
     cosine: Summary
+    outcomes: list[Outcome]  # the held-out partition's outcomes under the chosen setting
 
 
 def leave_one_out(
@@ -82,11 +84,18 @@ def leave_one_out(
         rest = evaluation.subset(n for n in evaluation.partition_names if n != name)
         best = max(configs, key=lambda c: objective(rest.summary(c)))
         held = evaluation.subset([name])
+        outcomes = held.outcomes(best)
         folds.append(Fold(
             held_out=name,
             chosen={k: v for k, v in best.model_dump().items() if ref.get(k) != v},
-            tuned=held.summary(best),
+            tuned=summarise(outcomes, evaluation.budgets),
+            outcomes=outcomes,
             default=held.summary(default),
             cosine=held.summary(RankingConfig.plain_cosine()),
         ))
     return folds
+
+
+def pooled(folds: Sequence[Fold], budgets: Iterable[int]) -> Summary:
+    """The held-out outcomes of every fold, summarised together (each query counts once)."""
+    return summarise([o for fold in folds for o in fold.outcomes], budgets)

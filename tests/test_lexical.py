@@ -1,0 +1,82 @@
+"""Lexical evidence: tokens, the light stemmer and the BM25 index."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from semmem.lexical import Bm25Index, stem, tokens
+
+
+@pytest.mark.parametrize(
+    "forms",
+    [
+        ("camp", "camps", "camped", "camping"),
+        ("hike", "hikes", "hiked", "hiking"),
+        ("run", "runs", "running"),
+        ("paint", "paints", "painted", "painting"),
+        ("family", "families"),
+        ("study", "studies", "studied", "studying"),
+        ("class", "classes"),
+    ],
+)
+def test_stem_inflections_meet(forms: tuple[str, ...]) -> None:
+    assert len({stem(f) for f in forms}) == 1
+
+
+@pytest.mark.parametrize("word", ["bus", "analysis", "ok", "2023", "3d", "gas"])
+def test_stem_short_or_non_alphabetic_words_unchanged(word: str) -> None:
+    assert stem(word) == word
+
+
+def test_tokens_drop_stop_and_question_words() -> None:
+    assert tokens("What kind of MUSIC would Maya likely want?") == ["music", "maya", "want"]
+
+
+def test_tokens_split_on_punctuation_and_possessives() -> None:
+    assert tokens("Maya's cat, Pixel (8 years)") == ["maya", "cat", "pixel", "8", "year"]
+
+
+def test_tokens_without_stemming_keep_inflections() -> None:
+    assert tokens("hiking trips", stemming=False) == ["hiking", "trips"]
+
+
+def test_scores_rank_the_matching_document_first() -> None:
+    index = Bm25Index.build([
+        "Maya plays bass in a jazz trio",
+        "Maya runs every Saturday",
+        "Tom works night shifts",
+    ])
+    raw, best = index.scores("Which jazz band does she play in?")
+    assert int(np.argmax(raw)) == 0
+    assert raw[1] == 0 and raw[2] == 0
+    assert 0 < raw[0] <= best
+
+
+def test_scores_stemmed_query_meets_inflected_document() -> None:
+    index = Bm25Index.build(["We went camping in the mountains", "A quiet evening at home"])
+    raw, _ = index.scores("camp trip")
+    assert raw[0] > 0 and raw[1] == 0
+
+
+def test_scores_rarer_term_weighs_more() -> None:
+    index = Bm25Index.build(["maya cat", "maya dog", "maya fish", "tom cat"])
+    raw, _ = index.scores("maya")
+    rare, _ = index.scores("dog")
+    assert rare[1] > raw[1] > 0
+
+
+def test_scores_best_counts_unknown_terms_as_rarest() -> None:
+    index = Bm25Index.build(["alpha beta", "beta gamma"], k1=1.2)
+    raw, best = index.scores("zeta")
+    assert not raw.any()
+    assert best == pytest.approx(math.log(1 + 2.5 / 0.5) * 2.2)
+
+
+def test_build_empty_index_scores_nothing() -> None:
+    index = Bm25Index.build([])
+    raw, best = index.scores("anything at all")
+    assert raw.shape == (0,)
+    assert best > 0
