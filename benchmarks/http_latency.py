@@ -151,7 +151,9 @@ def main() -> None:
         data = Path(tmp) / "db"
         seed_s = asyncio.run(seed(data, stored))
         port = free_port()
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SEMMEM_")}
+        # Only the model may come from the caller's environment; the rest is this benchmark's.
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("SEMMEM_") or k == "SEMMEM_MODEL"}
         env.update({"SEMMEM_TOKENS": TOKEN, "SEMMEM_DATA": str(data),
                     "SEMMEM_PORT": str(port), "SEMMEM_LOG_LEVEL": "warning"})
         log = Path(tmp) / "server.log"
@@ -208,6 +210,8 @@ def main() -> None:
         assert isinstance(s, dict)
         print(f"  {name:9s} n={s['n']:4d}  p50 {s['p50_ms']:7.1f} ms  p95 {s['p95_ms']:7.1f} ms"
               f"  mean {s['mean_ms']:7.1f} ms  max {s['max_ms']:7.1f} ms")
+    print(f"  (a sample recall returned {report['sample_recall_lines']} lines at "
+          f"maxBytes {args.max_bytes})")
 
 
 if __name__ == "__main__":
