@@ -72,8 +72,9 @@ class Evaluation:
         """Load a labelled set (JSONL or LoCoMo) and embed it with a model folder (cached)."""
         from semmem.modelfiles import default_model_dir
 
+        labelled = load_dataset(dataset)  # first: a bad file should fail before the model loads
         embedder = model_embedder(model or default_model_dir(), cache_dir)
-        return cls(load_dataset(dataset), embedder, budgets=budgets, probes=probes)
+        return cls(labelled, embedder, budgets=budgets, probes=probes)
 
     @property
     def partition_names(self) -> list[str]:
