@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -11,8 +12,9 @@ import pytest
 from starlette.testclient import TestClient
 
 from semmem.embedder import HashingEmbedder
-from semmem.errors import InvalidInput
+from semmem.errors import InvalidInput, Unavailable
 from semmem.web.app import create_app
+from semmem.web.errors import error_response
 from tests.web_fixtures import (
     ADMIN,
     GatedEmbedder,
@@ -57,6 +59,37 @@ def test_readyz_model_missing_unavailable(tmp_path: Path) -> None:
         assert_error(r, 503, "unavailable")
         assert r.headers["retry-after"] == "2"
     assert "not ready" in call.json()["error"]["message"]
+
+
+def test_startup_model_mismatch_unavailable_without_paths(tmp_path: Path) -> None:
+    """A store embedded by another model: 503 until reindexed; no path reaches the caller."""
+    with app_client(tmp_path / "db") as c:
+        remember(c, "mm", "Ula collects stamps")
+    other = HashingEmbedder(model_id="hashing-other")
+    app = create_app(settings_for(tmp_path / "db"), embedder=other)
+    with TestClient(app) as c:
+        deadline = time.monotonic() + 30
+        while "not ready" not in c.get("/readyz").text:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        r = send(c, recall(None, partition="mm"))
+    error = assert_error(r, 503, "unavailable")
+    assert str(tmp_path) not in r.text and "details" not in error
+
+
+def test_server_error_message_hides_internals(caplog: pytest.LogCaptureFixture) -> None:
+    """A 5xx from the core answers a generic message; the detail is logged with the op id."""
+    exc = Unavailable("write failed: Dataset at path /srv/data/p_abc.lance was not found",
+                      {"uri": "/srv/data"})
+    with caplog.at_level(logging.WARNING, "semmem.web"):
+        response = error_response(exc, "toolcall_9:facts")
+    body = json.loads(bytes(response.body))
+    assert response.status_code == 503 and response.headers["retry-after"] == "2"
+    assert body == {"error": {"code": "unavailable", "message": (
+        "memory is unavailable right now; retry shortly (logged with operation id "
+        "toolcall_9:facts)")}}
+    assert any("/srv/data/p_abc.lance" in rec.getMessage() and "toolcall_9:facts"
+               in rec.getMessage() for rec in caplog.records)
 
 
 def test_metrics_count_requests_latency_and_items(tmp_path: Path) -> None:

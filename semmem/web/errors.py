@@ -44,6 +44,16 @@ STATUS: dict[type[SemmemError], int] = {
 }
 RETRY_AFTER_S: dict[type[SemmemError], int] = {Overloaded: 1, Unavailable: 2}
 MEDIA_TYPE = "application/json"
+# What a caller reads for a server-side failure; the real message (engine errors, paths, store
+# URIs) goes to the log only, since error messages reach the model unchanged.
+PUBLIC_5XX = {
+    500: "internal error; logged with operation id {op}",
+    503: "memory is unavailable right now; retry shortly (logged with operation id {op})",
+}
+
+
+class NotReady(Unavailable):
+    """The app itself is not ready (still loading, or loading failed); its message is public."""
 
 
 def status_of(exc: SemmemError) -> int:
@@ -77,7 +87,10 @@ def error_response(exc: SemmemError, operation_id: str = "-", *, quiet: bool = F
         logging.DEBUG if quiet else logging.WARNING if status >= 500 else logging.INFO,
         "operation %s: %d %s: %s", operation_id, status, exc.code, exc.message,
     )
-    return Response(envelope(exc.code, exc.message, exc.details), status, headers, MEDIA_TYPE)
+    message, details = exc.message, exc.details
+    if status >= 500 and not isinstance(exc, NotReady):
+        message, details = PUBLIC_5XX.get(status, PUBLIC_5XX[500]).format(op=operation_id), None
+    return Response(envelope(exc.code, message, details), status, headers, MEDIA_TYPE)
 
 
 def internal_response(operation_id: str = "-") -> Response:

@@ -16,6 +16,7 @@ from semmem.maintenance import Maintainer
 from semmem.memory import Memory
 from semmem.settings import Settings
 from semmem.web.auth import ProviderAuth, Tokens, load_tokens
+from semmem.web.errors import NotReady
 from semmem.web.limits import Limiter
 from semmem.web.metrics import Metrics
 
@@ -90,10 +91,11 @@ class Runtime:
         """The memory core.
 
         Raises:
-            Unavailable: still loading, or loading failed.
+            NotReady: still loading, or loading failed.
         """
         if self.memory is not None:
             return self.memory
         if self.failure is not None:
-            raise Unavailable(f"not ready: {self.failure.message}")
-        raise Unavailable("starting: the model and the store are still loading; retry shortly")
+            # The failure itself (paths, store URI) is in the log; callers get the gist.
+            raise NotReady("not ready: the model or the store failed to load; see the server log")
+        raise NotReady("starting: the model and the store are still loading; retry shortly")
