@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,11 +17,20 @@ import numpy as np
 
 from semmem.embedder import Embedder
 from semmem.errors import Conflict, IdempotencyMismatch, InvalidArguments, InvalidInput, NotFound
-from semmem.items import RECORD_FIELDS, Item, clean_attrs, clean_text, iso, now_ms, one_line
-from semmem.packing import pack
+from semmem.items import (
+    RECORD_FIELDS,
+    Item,
+    clean_attrs,
+    clean_text,
+    dedupe_key,
+    iso,
+    now_ms,
+    one_line,
+)
+from semmem.packing import pack, pack_candidates
 from semmem.ranking import Ranker, Scored
 from semmem.snapshot import OpRecord, Snapshot
-from semmem.store import ItemRow, Mutation, Store, op_key
+from semmem.store import ItemRow, Lookup, Mutation, Store, op_key
 
 MAX_RECALL_BYTES = 16_384
 MAX_SOURCES = 100
@@ -150,10 +159,15 @@ class Memory:
 
     async def _write(
         self, partition: str, plan: Callable[[Snapshot], Mutation | dict[str, Any]],
-        op: Operation | None, forgot: bool = False,
+        op: Operation | None, forgot: bool = False, *, numbers: list[int] | None = None,
+        texts: list[str] | None = None,
     ) -> dict[str, Any]:
+        lookup = Lookup(
+            ops=[op_key(op.operation_id)] if op is not None else [],
+            numbers=numbers or [], texts=texts or [],
+        )
         result = await self.store.write(
-            partition, plan, deadline_ms=op.deadline_ms if op else None
+            partition, plan, lookup=lookup, deadline_ms=op.deadline_ms if op else None
         )
         if self.on_write is not None:
             self.on_write(partition, forgot)
@@ -207,7 +221,7 @@ class Memory:
             row = ItemRow(n, text, vector, ts, ts, 1, attrs=fields)
             return self._commit(op, result, [row], n)
 
-        return await self._write(partition, plan, op)
+        return await self._write(partition, plan, op, texts=[text])
 
     async def update(
         self, partition: str, n: int, text: str | None = None, *, cursor: str | None = None,
@@ -245,7 +259,7 @@ class Memory:
             result = {"status": "stored", "n": n, "count": snap.count}
             return self._commit(op, result, [row])
 
-        return await self._write(partition, plan, op)
+        return await self._write(partition, plan, op, numbers=_as_numbers([n]))
 
     async def forget(
         self, partition: str, n: int, *, cursor: str | None = None, op: Operation | None = None
@@ -268,7 +282,7 @@ class Memory:
             result = {"status": "stored", "n": n, "count": snap.count - 1, "forgotten": True}
             return self._commit(op, result, [row])
 
-        return await self._write(partition, plan, op, forgot=True)
+        return await self._write(partition, plan, op, forgot=True, numbers=_as_numbers([n]))
 
     async def import_(
         self, partition: str, records: Iterable[dict[str, Any]], *, batch_size: int = 256,
@@ -280,26 +294,22 @@ class Memory:
         back unchanged; texts already present are skipped. Embeds in batches, one commit per
         batch.
         """
-        imported = duplicates = batches = 0
-        batch: list[dict[str, Any]] = []
+        totals = {"imported": 0, "duplicates": 0, "batches": 0}
 
-        async def flush() -> None:
-            nonlocal imported, duplicates, batches
-            if not batch:
-                return
-            texts = [clean_text(r.get("text")) for r in batch]
-            vectors = await self._embed(texts)
+        async def commit(batch: list[dict[str, Any]], texts: list[str], vectors: Any) -> None:
             counts = {"new": 0, "dup": 0}
 
             def plan(snap: Snapshot) -> Mutation | dict[str, Any]:
                 rows: list[ItemRow] = []
                 seen = set()
                 hwm = snap.hwm
+                # The view holds the items with the asked-for numbers; numbers above the
+                # high-water mark were never assigned.
                 taken = {it.n for it in snap.items} | set(snap.tombstones)
                 wanted = [r.get("n") for r in batch]
                 counts["dup"] = 0
                 for rec, text, vec, want in zip(batch, texts, vectors, wanted, strict=True):
-                    key = " ".join(text.split()).casefold()
+                    key = dedupe_key(text)
                     if snap.find_text(text) is not None or key in seen:
                         counts["dup"] += 1
                         continue
@@ -325,20 +335,30 @@ class Memory:
                     return {}
                 return Mutation(items=rows, hwm=hwm)
 
-            await self._write(partition, plan, None)
-            imported += counts["new"]
-            duplicates += counts["dup"]
-            batches += 1
+            await self._write(partition, plan, None, texts=texts,
+                              numbers=_as_numbers(r.get("n") for r in batch))
+            totals["imported"] += counts["new"]
+            totals["duplicates"] += counts["dup"]
+            totals["batches"] += 1
             if progress is not None:
                 progress(len(batch))
-            batch.clear()
 
-        for record in records:
-            batch.append(record)
-            if len(batch) >= batch_size:
-                await flush()
-        await flush()
-        return ImportReport(imported, duplicates, batches)
+        # Pipelined: batch k+1 is embedded (in a thread) while batch k commits, so the model
+        # never waits for the store; commits stay in order, one at a time.
+        pending: asyncio.Future[None] | None = None
+        try:
+            for batch in _batches(records, batch_size):
+                texts = [clean_text(r.get("text")) for r in batch]
+                vectors = await self._embed(texts)
+                if pending is not None:
+                    await pending
+                pending = asyncio.ensure_future(commit(batch, texts, vectors))
+            if pending is not None:
+                await pending
+        finally:
+            if pending is not None and not pending.done():
+                await asyncio.wait([pending])
+        return ImportReport(totals["imported"], totals["duplicates"], totals["batches"])
 
     async def delete_partition(self, partition: str) -> bool:
         """Delete the partition and every file of it. Returns whether it existed."""
@@ -356,26 +376,33 @@ class Memory:
         if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) \
                 or not 1 <= max_bytes <= MAX_RECALL_BYTES:
             raise InvalidInput(f"maxBytes must be an integer from 1 to {MAX_RECALL_BYTES}")
-        snap = await self.store.snapshot(partition)
+        blank = text is None or not text.strip()
+        # The query embedding (the bulk of a recall) runs while the snapshot is checked.
+        embedding = None if blank else asyncio.ensure_future(self._embed([text or ""]))
+        try:
+            snap = await self.store.snapshot(partition)
+        except BaseException:
+            if embedding is not None:
+                embedding.cancel()
+            raise
         cursor = make_cursor(partition, snap.seq)
         if not snap.count:
+            if embedding is not None:
+                embedding.cancel()
             return Recall("", [], cursor, [])
-        scored: list[Scored] = []
-        if text is None or not text.strip():
-            ordered: Iterable[Item] = sorted(
+        if embedding is None:
+            ordered = sorted(
                 (it for it in snap.items if it.surfaced), key=lambda it: (-it.updated, -it.n)
             )
-        else:
-            qvec = (await self._embed([text]))[0]
-            ranked = [s for s in self.ranker.rank(snap, qvec, text) if s.item.surfaced]
-            scored = list(self.ranker.without_near_duplicates(snap, ranked))
-            ordered = (s.item for s in scored)
-        packed = pack(ordered, max_bytes, MAX_SOURCES)
-        chosen = {it.n for it in packed.items}
-        return Recall(
-            packed.text, [source_of(it) for it in packed.items], cursor,
-            [s for s in scored if s.item.n in chosen],
+            packed = pack(ordered, max_bytes, MAX_SOURCES)
+            return Recall(packed.text, [source_of(it) for it in packed.items], cursor, [])
+        qvec = (await embedding)[0]
+        ranked = [s for s in self.ranker.rank(snap, qvec, text or "") if s.item.surfaced]
+        packed, chosen = pack_candidates(
+            ranked, _item_of, max_bytes, MAX_SOURCES,
+            lambda cands: self.ranker.without_near_duplicates(snap, list(cands)),
         )
+        return Recall(packed.text, [source_of(it) for it in packed.items], cursor, chosen)
 
     async def search(self, partition: str, query: str, limit: int = 10) -> dict[str, Any]:
         """The ``limit`` items most similar to ``query``, with scores (no relevance floor).
@@ -445,6 +472,26 @@ class Memory:
                 progress(len(chunk))
         await self.store.replace_vectors(partition, vectors)
         return len(vectors)
+
+
+def _batches(records: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
+    batch: list[dict[str, Any]] = []
+    for record in records:
+        batch.append(record)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _as_numbers(values: Iterable[Any]) -> list[int]:
+    """The valid item numbers among ``values`` (the rest are refused by the write itself)."""
+    return [v for v in values if isinstance(v, int) and not isinstance(v, bool) and v >= 1]
+
+
+def _item_of(scored: Scored) -> Item:
+    return scored.item
 
 
 def _ms(value: Any, default: int | None = None) -> int:

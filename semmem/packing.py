@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from semmem.items import Item, one_line
+
+T = TypeVar("T")
 
 
 def render_line(item: Item) -> str:
@@ -52,3 +55,45 @@ def pack(ranked: Iterable[Item], max_bytes: int, max_items: int = 100) -> Packed
         chosen.append(item)
         used += size
     return Packed("\n".join(lines), chosen)
+
+
+def pack_candidates(
+    candidates: Sequence[T],
+    item_of: Callable[[T], Item],
+    max_bytes: int,
+    max_items: int = 100,
+    distinct: Callable[[Sequence[T]], Iterable[T]] | None = None,
+) -> tuple[Packed, list[T]]:
+    """``pack`` over ranked candidates, filtered lazily by ``distinct`` (near-duplicates).
+
+    The same result as ``pack(item_of(c) for c in distinct(candidates))``, but ``distinct`` is
+    consumed only while some remaining candidate's line could still fit: once the space left
+    is smaller than every later line, packing stops, so the near-duplicate checks (and the
+    rendering) of candidates that cannot be shown are never paid for.
+
+    Returns:
+        The packed text and items, and the chosen candidates in line order.
+    """
+    lines = [render_line(item_of(c)) for c in candidates]
+    sizes = [len(line.encode("utf-8")) for line in lines]
+    # after[i]: the smallest line from position i on; what the budget must still hold.
+    after = [max_bytes + 2] * (len(sizes) + 1)
+    for i in range(len(sizes) - 1, -1, -1):
+        after[i] = min(sizes[i], after[i + 1])
+    position = {id(c): i for i, c in enumerate(candidates)}
+    stream = distinct(candidates) if distinct is not None else candidates
+    chosen: list[T] = []
+    text: list[str] = []
+    used = 0
+    for cand in stream:
+        i = position[id(cand)]
+        sep = 1 if text else 0
+        if used + sep + sizes[i] <= max_bytes:
+            text.append(lines[i])
+            chosen.append(cand)
+            used += sep + sizes[i]
+            if len(chosen) >= max_items:
+                break
+        if used + (1 if text else 0) + after[i + 1] > max_bytes:
+            break  # nothing after this candidate can fit
+    return Packed("\n".join(text), [item_of(c) for c in chosen]), chosen

@@ -47,7 +47,11 @@ class Tombstone:
 
 @dataclass
 class Snapshot:
-    """Live items (number order), tombstones, idempotency records and counters of a partition."""
+    """Live items (number order), tombstones, idempotency records and counters of a partition.
+
+    A *write view* (``live`` set) is the same at one table version, limited to the rows a write
+    looked up (its operation record, the numbers it targets, the texts it may duplicate).
+    """
 
     partition: str
     version: int
@@ -58,6 +62,9 @@ class Snapshot:
     vectors: Vectors
     tombstones: dict[int, Tombstone]
     ops: dict[str, OpRecord]
+    # A write view holds only the rows its write looked up; ``live`` is then the partition's
+    # live item count, which ``items`` alone would not give.
+    live: int | None = None
     derived: dict[str, Any] = field(default_factory=dict)
     _by_n: dict[int, int] = field(default_factory=dict)
     _by_key: dict[str, int] = field(default_factory=dict)
@@ -75,7 +82,7 @@ class Snapshot:
     @property
     def count(self) -> int:
         """Number of live items."""
-        return len(self.items)
+        return len(self.items) if self.live is None else self.live
 
     def get(self, n: int) -> Item | None:
         """The live item numbered ``n``, if any."""

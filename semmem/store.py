@@ -39,12 +39,12 @@ import numpy as np
 import pyarrow as pa
 
 from semmem.errors import DeadlineExceeded, ModelMismatch, Unavailable
-from semmem.items import Item, now_ms
+from semmem.items import Item, dedupe_key, now_ms
 from semmem.snapshot import OpRecord, Snapshot, Tombstone
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: ``dkey`` (duplicate-detection key) on item rows
 REGISTRY = "_semmem"
 HEAD_KEY = "head"
 KIND_HEAD, KIND_ITEM, KIND_OP = 0, 1, 2
@@ -62,8 +62,14 @@ def op_key(operation_id: str) -> str:
     return "o:" + hashlib.sha256(operation_id.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def dkey_of(text: str) -> str:
+    """The duplicate-detection key of an item text: a hash of ``dedupe_key(text)``."""
+    digest = hashlib.sha256(dedupe_key(text).encode("utf-8", "surrogatepass")).hexdigest()
+    return digest[:32]
+
+
 def partition_schema(dim: int) -> pa.Schema:
-    """Arrow schema of a partition table (``SCHEMA_VERSION`` 1)."""
+    """Arrow schema of a partition table (``SCHEMA_VERSION`` 2)."""
     return pa.schema(
         [
             pa.field("key", pa.string(), nullable=False),
@@ -81,6 +87,7 @@ def partition_schema(dim: int) -> pa.Schema:
             pa.field("op_fp", pa.string()),
             pa.field("op_result", pa.string()),
             pa.field("op_expires", pa.int64()),
+            pa.field("dkey", pa.string()),  # v2, last so a migrated v1 table has the same order
         ],
         metadata={"semmem.schema_version": str(SCHEMA_VERSION)},
     )
@@ -113,6 +120,23 @@ class Mutation:
     op: OpRecord | None = None
     hwm: int | None = None  # new highest number, when the write assigns numbers
     result: dict[str, Any] = field(default_factory=dict)  # what the write answers
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """The rows a write decides on, besides the head: its records, numbers and texts."""
+
+    ops: Sequence[str] = ()  # op row keys
+    numbers: Sequence[int] = ()  # item numbers it targets or asks for
+    texts: Sequence[str] = ()  # texts it may duplicate
+
+    def where(self) -> str:
+        """The filter selecting those rows (every value is a hash, a hex key or an integer)."""
+        keys = [HEAD_KEY, *self.ops, *(f"i:{int(n)}" for n in self.numbers)]
+        clause = "key IN (" + ", ".join(f"'{k}'" for k in keys) + ")"
+        if self.texts:
+            clause += " OR dkey IN (" + ", ".join(f"'{dkey_of(t)}'" for t in self.texts) + ")"
+        return clause
 
 
 @dataclass(frozen=True)
@@ -248,7 +272,7 @@ class Store:
     async def _table(self, partition: str, create: bool) -> Any:
         """The partition's table handle (LRU-cached); ``None`` if absent and not ``create``."""
         name = table_name(partition)
-        tbl = self._tables.get(name)
+        tbl: Any = self._tables.get(name)
         if tbl is not None:
             self._tables.move_to_end(name)
             return tbl
@@ -258,6 +282,10 @@ class Store:
             if not create:
                 return None
             tbl = await self._create_table(partition, name)
+        else:
+            if "dkey" not in (await tbl.schema()).names:
+                await asyncio.to_thread(self._migrate_v1, await tbl.uri())
+                await tbl.checkout_latest()
         self._tables[name] = tbl
         while len(self._tables) > self.cache_size:
             self._tables.popitem(last=False)
@@ -271,7 +299,7 @@ class Store:
                     "key": HEAD_KEY, "kind": KIND_HEAD, "n": 0, "text": partition, "vector": None,
                     "ts": now_ms(), "updated": now_ms(), "revision": 0, "seq": 0,
                     "model": self.model_id, "forgotten": False, "attrs": None,
-                    "op_fp": None, "op_result": None, "op_expires": None,
+                    "op_fp": None, "op_result": None, "op_expires": None, "dkey": None,
                 }
             ]
         )
@@ -281,6 +309,25 @@ class Store:
             )
         except ValueError:  # another writer created it first
             return await self.db.open_table(name)
+
+    def _migrate_v1(self, uri: str) -> None:
+        """Schema 1 → 2: add the ``dkey`` column, computed from each item's text."""
+
+        def add(batch: pa.RecordBatch) -> pa.RecordBatch:
+            texts = batch.column("text").to_pylist()
+            kinds = batch.column("kind").to_pylist()
+            keys = [dkey_of(t) if k == KIND_ITEM and t is not None else None
+                    for t, k in zip(texts, kinds, strict=True)]
+            return pa.RecordBatch.from_arrays([pa.array(keys, pa.string())], names=["dkey"])
+
+        def migrate() -> int:
+            ds = lance.dataset(uri, storage_options=self.storage_options or None)
+            if "dkey" not in ds.schema.names:  # another process may have done it meanwhile
+                ds.add_columns(lance.batch_udf(output_schema=pa.schema(
+                    [pa.field("dkey", pa.string())]))(add), read_columns=["text", "kind"])
+            return 1
+
+        _retry_conflicts(migrate)
 
     def _rows(self, rows: list[dict[str, Any]]) -> pa.Table:
         return pa.Table.from_pylist(rows, schema=self.schema)
@@ -357,37 +404,42 @@ class Store:
         partition: str,
         plan: Callable[[Snapshot], Mutation | dict[str, Any]],
         *,
+        lookup: Lookup | None = None,
         deadline_ms: int | None = None,
     ) -> dict[str, Any]:
         """Apply one write atomically, retrying on concurrent commits.
 
-        ``plan`` sees the latest snapshot and returns either the ``Mutation`` to commit (its
-        ``result`` is returned) or a result dict to return without writing (replays,
+        ``plan`` sees a write view of the latest version: the head, the live count and the rows
+        named by ``lookup`` (its operation records, the item numbers it targets, the items whose
+        text equals one of its texts up to case and whitespace), so a write costs the same in a
+        partition of ten items or of a million. It returns either the ``Mutation`` to commit
+        (its ``result`` is returned) or a result dict to return without writing (replays,
         duplicates). It may raise domain errors; it is called again after a lost race.
 
         Raises:
             DeadlineExceeded: the deadline passed before the commit could start.
             Unavailable: the write kept losing races or the store failed.
         """
+        lookup = lookup or Lookup()
         lock = self._partition_locks.setdefault(partition, asyncio.Lock())
         async with lock:  # writers in this process queue instead of racing each other
             tbl = await self._table(partition, create=True)
+            uri = await tbl.uri()
             for attempt in range(MAX_WRITE_ATTEMPTS):
                 version = await tbl.version()
-                snap = await self._snapshot_at(partition, tbl, version)
-                decision = plan(snap)
+                ds, view = await asyncio.to_thread(self._view, uri, partition, version, lookup)
+                decision = plan(view)
                 if not isinstance(decision, Mutation):
                     return decision
-                if snap.model is not None and snap.model != self.model_id:
+                if view.model is not None and view.model != self.model_id:
                     raise ModelMismatch(
-                        f"partition was embedded with {snap.model!r}; run `semmem reindex`"
+                        f"partition was embedded with {view.model!r}; run `semmem reindex`"
                     )
                 if deadline_ms is not None and now_ms() >= deadline_ms:
                     raise DeadlineExceeded("deadline passed before the write was committed")
-                rows = self._mutation_rows(snap, decision)
-                uri = await tbl.uri()
+                rows = self._mutation_rows(view, decision)
                 try:
-                    await asyncio.to_thread(self._cas_merge, uri, version, rows)
+                    await asyncio.to_thread(self._cas_merge, ds, rows)
                 except OSError as exc:
                     if not _is_commit_conflict(exc):
                         raise Unavailable(f"write failed: {exc}") from exc
@@ -398,42 +450,40 @@ class Store:
                 return decision.result
             raise Unavailable("too many concurrent writers on this partition; retry")
 
+    def _view(
+        self, uri: str, partition: str, version: int, lookup: Lookup
+    ) -> tuple[Any, Snapshot]:
+        """The write view of ``partition`` at ``version`` and the dataset to commit against."""
+        ds = lance.dataset(uri, version=version, storage_options=self.storage_options or None)
+        data = ds.to_table(filter=lookup.where())
+        live = ds.count_rows(filter=f"kind = {KIND_ITEM} AND forgotten = false")
+        view = self._build_snapshot(partition, version, data)
+        view.live = live
+        return ds, view
+
     def _mutation_rows(self, snap: Snapshot, m: Mutation) -> pa.Table:
         seq = snap.seq + 1
-        rows: list[dict[str, Any]] = [
-            {
-                "key": HEAD_KEY, "kind": KIND_HEAD, "n": max(snap.hwm, m.hwm or 0),
-                "text": snap.partition, "vector": None, "ts": now_ms(), "updated": now_ms(),
-                "revision": 0, "seq": seq, "model": self.model_id, "forgotten": False,
-                "attrs": None, "op_fp": None, "op_result": None, "op_expires": None,
-            }
-        ]
+        now = now_ms()
+        rows = _Columns()
+        rows.add(key=HEAD_KEY, kind=KIND_HEAD, n=max(snap.hwm, m.hwm or 0), text=snap.partition,
+                 ts=now, updated=now, revision=0, seq=seq, model=self.model_id)
         for it in m.items:
-            rows.append(
-                {
-                    "key": f"i:{it.n}", "kind": KIND_ITEM, "n": it.n, "text": it.text,
-                    "vector": None if it.vector is None else it.vector.astype(np.float32).tolist(),
-                    "ts": it.ts, "updated": it.updated, "revision": it.revision, "seq": seq,
-                    "model": None if it.forgotten else self.model_id, "forgotten": it.forgotten,
-                    "attrs": json.dumps(it.attrs, ensure_ascii=False) if it.attrs else None,
-                    "op_fp": None, "op_result": None, "op_expires": None,
-                }
+            rows.add(
+                key=f"i:{it.n}", kind=KIND_ITEM, n=it.n, text=it.text, vector=it.vector,
+                ts=it.ts, updated=it.updated, revision=it.revision, seq=seq,
+                model=None if it.forgotten else self.model_id, forgotten=it.forgotten,
+                attrs=json.dumps(it.attrs, ensure_ascii=False) if it.attrs else None,
+                dkey=None if it.text is None else dkey_of(it.text),
             )
         if m.op is not None:
-            rows.append(
-                {
-                    "key": m.op.key, "kind": KIND_OP, "n": 0, "text": None, "vector": None,
-                    "ts": now_ms(), "updated": now_ms(), "revision": 0, "seq": seq,
-                    "model": None, "forgotten": False, "attrs": None, "op_fp": m.op.fingerprint,
-                    "op_result": m.op.result, "op_expires": m.op.expires,
-                }
-            )
-        return self._rows(rows)
+            rows.add(key=m.op.key, kind=KIND_OP, n=0, ts=now, updated=now, revision=0, seq=seq,
+                     op_fp=m.op.fingerprint, op_result=m.op.result, op_expires=m.op.expires)
+        return rows.table(self.schema, self.dim)
 
-    def _cas_merge(self, uri: str, version: int, rows: pa.Table) -> None:
-        # Lance's own retries would re-run the merge on top of a concurrent commit and silently
-        # overwrite it; with none, a concurrent head update makes this commit fail instead.
-        ds = lance.dataset(uri, version=version, storage_options=self.storage_options or None)
+    def _cas_merge(self, ds: Any, rows: pa.Table) -> None:
+        # ``ds`` is opened at the version the decision was computed on. Lance's own retries
+        # would re-run the merge on top of a concurrent commit and silently overwrite it; with
+        # none, a concurrent head update makes this commit fail instead.
         (
             ds.merge_insert("key")
             .when_matched_update_all()
@@ -540,6 +590,38 @@ class Store:
             return len(ds.get_fragments()) >= max_versions
 
         return await asyncio.to_thread(check)
+
+
+class _Columns:
+    """Rows gathered column by column, so vectors go to Arrow as one array, not as lists."""
+
+    _NAMES = ("key", "kind", "n", "text", "ts", "updated", "revision", "seq", "model",
+              "forgotten", "attrs", "op_fp", "op_result", "op_expires", "dkey")
+
+    def __init__(self) -> None:
+        self.cols: dict[str, list[Any]] = {name: [] for name in self._NAMES}
+        self.vectors: list[np.ndarray | None] = []
+
+    def add(self, *, vector: np.ndarray | None = None, forgotten: bool = False,
+            **values: Any) -> None:
+        for name in self._NAMES:
+            self.cols[name].append(forgotten if name == "forgotten" else values.get(name))
+        self.vectors.append(vector)
+
+    def table(self, schema: pa.Schema, dim: int) -> pa.Table:
+        valid = np.array([v is not None for v in self.vectors], dtype=bool)
+        flat = np.zeros((len(self.vectors), dim), dtype=np.float32)
+        for i, v in enumerate(self.vectors):
+            if v is not None:
+                flat[i] = v
+        vector = pa.FixedSizeListArray.from_arrays(
+            pa.array(flat.reshape(-1), pa.float32()), dim, mask=pa.array(~valid)
+        )
+        arrays = [
+            vector if f.name == "vector" else pa.array(self.cols[f.name], f.type)
+            for f in schema
+        ]
+        return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def _delete(uri: str, where: str, storage_options: dict[str, str]) -> int:

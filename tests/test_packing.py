@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from semmem.items import Item
-from semmem.packing import pack, render_line
+from semmem.packing import pack, pack_candidates, render_line
 
 
 def _item(n: int, text: str, **attrs: object) -> Item:
@@ -62,3 +64,49 @@ def test_render_line_appends_note_after_em_dash() -> None:
     assert render_line(_item(7, "Knee injury", note="resolved 2021")) == (
         "7. Knee injury — resolved 2021")
     assert render_line(_item(8, "two\nlines")) == "8. two lines"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(texts, min_size=0, max_size=40), st.integers(min_value=1, max_value=400),
+       st.integers(min_value=0, max_value=5))
+def test_pack_candidates_equals_pack_over_the_distinct_stream(
+    items: list[str], budget: int, every: int
+) -> None:
+    ranked = [_item(i + 1, t) for i, t in enumerate(items)]
+
+    def distinct(cands: Sequence[Item]) -> Iterator[Item]:  # drop every k-th, like a deduper
+        return (c for j, c in enumerate(cands) if not every or j % (every + 1) != every)
+
+    packed, chosen = pack_candidates(ranked, lambda it: it, budget, 100, distinct)
+    reference = pack(list(distinct(ranked)), budget)
+    assert packed.text == reference.text
+    assert [it.n for it in packed.items] == [it.n for it in reference.items] == [
+        it.n for it in chosen]
+
+
+def test_pack_candidates_stops_consuming_once_nothing_left_can_fit() -> None:
+    ranked = [_item(i, "x" * 20) for i in range(1, 401)]
+    pulled: list[int] = []
+
+    def distinct(cands: Sequence[Item]) -> Iterator[Item]:
+        for c in cands:
+            pulled.append(c.n)
+            yield c
+
+    packed, _ = pack_candidates(ranked, lambda it: it, 100, 100, distinct)
+    assert [it.n for it in packed.items] == [1, 2, 3, 4]  # 4 lines of 23/24 bytes fill 95
+    assert pulled == [1, 2, 3, 4]
+
+
+def test_pack_candidates_keeps_looking_for_a_small_line_that_fits() -> None:
+    ranked = [_item(1, "a" * 50), *(_item(i, "b" * 60) for i in range(2, 300)), _item(300, "c")]
+    pulled: list[int] = []
+
+    def distinct(cands: Sequence[Item]) -> Iterator[Item]:
+        for c in cands:
+            pulled.append(c.n)
+            yield c
+
+    packed, _ = pack_candidates(ranked, lambda it: it, 70, 100, distinct)
+    assert [it.n for it in packed.items] == [1, 300]
+    assert pulled[-1] == 300

@@ -186,3 +186,22 @@ async def test_reindex_moves_store_to_new_model(tmp_path: Path) -> None:
     snap = await fresh.store.snapshot("p")
     assert {it.model for it in snap.items} == {"model-b"} and snap.vectors.shape == (2, 32)
     assert (await fresh.search("p", "alpha", 1))["items"][0]["n"] == 1
+
+
+async def test_schema_one_table_is_migrated_and_still_detects_duplicates(tmp_path: Path) -> None:
+    import lance
+
+    mem = await open_memory(tmp_path, HashingEmbedder())
+    await mem.remember("p", "Alice likes   green tea")
+    await mem.remember("p", "Bob runs on Mondays")
+    uri = str(tmp_path / f"{table_name('p')}.lance")
+    lance.dataset(uri).drop_columns(["dkey"])  # what a schema-1 store holds
+    assert "dkey" not in lance.dataset(uri).schema.names
+    fresh = await open_memory(tmp_path, HashingEmbedder())
+    result = await fresh.remember("p", "alice LIKES green tea")
+    assert result == {"status": "stored", "n": 1, "count": 2, "existing": True}
+    assert "dkey" in lance.dataset(uri).schema.names
+    assert (await fresh.remember("p", "Carmen sails"))["n"] == 3
+    report = await fresh.import_("p", [{"text": "BOB runs on mondays"}, {"text": "new one"}])
+    assert (report.imported, report.duplicates) == (1, 1)
+    assert [it.n for it in await fresh.list("p")] == [1, 2, 3, 4]
