@@ -151,9 +151,9 @@ def main() -> None:
         data = Path(tmp) / "db"
         seed_s = asyncio.run(seed(data, stored))
         port = free_port()
-        # Only the model may come from the caller's environment; the rest is this benchmark's.
+        # Only the model and its threads may come from the caller's environment.
         env = {k: v for k, v in os.environ.items()
-               if not k.startswith("SEMMEM_") or k == "SEMMEM_MODEL"}
+               if not k.startswith("SEMMEM_") or k in ("SEMMEM_MODEL", "SEMMEM_TORCH_THREADS")}
         env.update({"SEMMEM_TOKENS": TOKEN, "SEMMEM_DATA": str(data),
                     "SEMMEM_PORT": str(port), "SEMMEM_LOG_LEVEL": "warning"})
         log = Path(tmp) / "server.log"
