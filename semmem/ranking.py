@@ -120,8 +120,11 @@ class Scored:
 
 @dataclass(frozen=True)
 class _Centred:
-    mean: Vectors
-    vectors: Vectors
+    """What centring needs per snapshot: O(n) numbers, no second copy of the vectors."""
+
+    mean: npt.NDArray[np.float64]
+    item_dot_mean: npt.NDArray[np.float64]  # v_i · μ'
+    norms: npt.NDArray[np.float64]  # |v_i − μ'|
 
 
 def _rank_text(item: Item) -> str:
@@ -130,11 +133,12 @@ def _rank_text(item: Item) -> str:
 
 
 def _centred(snap: Snapshot, share: float) -> _Centred:
-    mean = (snap.vectors.mean(axis=0) * share).astype(np.float32)
-    shifted = snap.vectors - mean
-    norms = np.linalg.norm(shifted, axis=1, keepdims=True)
+    mean = snap.vectors.astype(np.float64).mean(axis=0) * share
+    dots = snap.vectors @ mean
+    squares = np.einsum("ij,ij->i", snap.vectors, snap.vectors, dtype=np.float64)
+    norms = np.sqrt(np.maximum(squares - 2 * dots + mean @ mean, 0.0))
     norms[norms == 0] = 1.0
-    return _Centred(mean, (shifted / norms).astype(np.float32))
+    return _Centred(mean, dots, norms)
 
 
 class Ranker:
@@ -150,10 +154,15 @@ class Ranker:
         share = cfg.centering * snap.count / (snap.count + cfg.centering_items)
         if share <= 0:
             return cosine
-        centred = snap.cached(f"centred:{share!r}", lambda s: _centred(s, share))
-        query = query_vec.reshape(-1) - centred.mean
-        norm = float(np.linalg.norm(query))
-        return centred.vectors @ (query / norm if norm > 0 else query)
+        c = snap.cached(f"centred:{share!r}", lambda s: _centred(s, share))
+        # (v − μ)·(q − μ) = v·q − v·μ − q·μ + μ·μ: only the plain cosine is O(n·dim).
+        query = query_vec.reshape(-1).astype(np.float64)
+        q_mean = float(query @ c.mean)
+        mean_sq = float(c.mean @ c.mean)
+        q_norm = float(np.sqrt(max(float(query @ query) - 2 * q_mean + mean_sq, 0.0))) or 1.0
+        dots = cosine - c.item_dot_mean - q_mean + mean_sq
+        out: npt.NDArray[np.float32] = (dots / (c.norms * q_norm)).astype(np.float32)
+        return out
 
     def _lexical(self, snap: Snapshot, query: str) -> npt.NDArray[np.float32]:
         cfg = self.config
