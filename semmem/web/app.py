@@ -17,7 +17,7 @@ from semmem.embedder import Embedder
 from semmem.errors import InvalidInput, SemmemError, Unavailable
 from semmem.memory import Memory
 from semmem.settings import Settings
-from semmem.web import admin, provider
+from semmem.web import admin, console, provider
 from semmem.web.declaration import check_path
 from semmem.web.errors import MEDIA_TYPE, error_response, http_error_response, internal_response
 from semmem.web.jsonio import dumps
@@ -40,6 +40,8 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None,
         raise InvalidInput(f"path {settings.path!r} is taken by the admin or ops endpoints")
     check_path(settings.path)
     runtime = Runtime(settings, embedder=embedder, memory=memory)
+    if runtime.auth.admin and settings.path.startswith(console.PREFIX):
+        raise InvalidInput(f"path {settings.path!r} is taken by the console")
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -58,6 +60,8 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None,
     app.add_api_route("/healthz", healthz, methods=["GET"])
     app.add_api_route("/readyz", readyz, methods=["GET"])
     app.add_api_route("/metrics", metrics, methods=["GET"])
+    if runtime.auth.admin:  # the console is off unless an admin token is configured
+        app.mount(console.PREFIX, console.create_console(runtime))
     app.add_exception_handler(SemmemError, _on_semmem_error)
     app.add_exception_handler(HTTPException, _on_http_error)
     app.add_exception_handler(RequestValidationError, _on_validation_error)

@@ -1,0 +1,185 @@
+"""The console's forms (POST): add, edit and forget items, search, recall preview, delete.
+
+Writes answer with a 303 to a page (so reloading never repeats them); searches and recall
+previews are POSTs too, to keep memory text out of URLs, browser history and access logs.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from semmem.errors import Conflict, InvalidInput, NotFound
+from semmem.items import Item
+from semmem.memory import MAX_RECALL_BYTES, MAX_SEARCH_LIMIT
+from semmem.web.console import data
+from semmem.web.console.guard import Form, memory_of, require_post, runtime
+from semmem.web.console.pages import redirect
+from semmem.web.console.render import page, url
+from semmem.web.console.session import Session
+from semmem.web.errors import status_of
+from semmem.web.limits import fit_recall
+
+EDITABLE = ("note", "status", "surfacing")
+
+
+def partition_field(form: Form) -> str:
+    """The form's partition key, exactly.
+
+    Raises:
+        InvalidInput: missing or empty.
+    """
+    partition = form.fields.get("p", "")
+    if not partition:
+        raise InvalidInput("no partition given")
+    return partition
+
+
+async def _partition_page(request: Request, session: Session, partition: str, *,
+                          form: dict[str, Any], search: dict[str, Any] | None = None,
+                          preview: dict[str, Any] | None = None, error: str | None = None,
+                          status: int = 200) -> Response:
+    async with memory_of(request) as memory:
+        view = await data.partition_view(memory, partition, 1)
+    return page(request, "partition.html", status, title=f"Partition {partition}",
+                session=session, view=view, form=form, search=search, preview=preview,
+                error=error)
+
+
+def _form_values(form: Form) -> dict[str, Any]:
+    return {"q": form.get("q"), "limit": form.get("limit") or 10, "text": form.get("text"),
+            "max_bytes": form.get("max_bytes") or 2048, "add_text": form.get("add_text"),
+            "add_note": form.get("add_note")}
+
+
+async def add(request: Request) -> Response:
+    """Remember a text (with an optional note) in the partition."""
+    session, form = await require_post(request)
+    key = partition_field(form)
+    note = form.get("add_note").strip()
+    try:
+        async with memory_of(request) as memory:
+            result = await memory.remember(key, form.get("add_text"),
+                                           attrs={"note": note} if note else None)
+    except InvalidInput as exc:
+        return await _partition_page(request, session, key, form=_form_values(form),
+                                     error=f"Not added: {exc.message}", status=status_of(exc))
+    runtime(request).metrics.partition_count(key, result.get("count"))
+    done = "existing" if result.get("existing") else "added"
+    return redirect(url("/partition", p=key, done=done, n=result["n"]))
+
+
+async def search(request: Request) -> Response:
+    """The partition page with search results: the real ranking, with scores, no floor."""
+    session, form = await require_post(request)
+    key = partition_field(form)
+    values = _form_values(form)
+    try:
+        limit = form.integer("limit", 1, MAX_SEARCH_LIMIT, 10)
+        async with memory_of(request) as memory:
+            result = await memory.search(key, form.get("q"), limit)
+    except InvalidInput as exc:
+        return await _partition_page(request, session, key, form=values,
+                                     error=f"Search: {exc.message}", status=status_of(exc))
+    return await _partition_page(request, session, key, form=values,
+                                 search={"query": form.get("q"), **result})
+
+
+async def recall(request: Request) -> Response:
+    """The partition page with a recall preview: exactly the body a host would receive."""
+    session, form = await require_post(request)
+    key = partition_field(form)
+    values = _form_values(form)
+    try:
+        budget = form.integer("max_bytes", 1, MAX_RECALL_BYTES)
+        text = form.get("text")
+        async with memory_of(request) as memory:
+            result = await memory.recall(key, text if text.strip() else None, budget)
+    except InvalidInput as exc:
+        return await _partition_page(request, session, key, form=values,
+                                     error=f"Recall preview: {exc.message}",
+                                     status=status_of(exc))
+    body = fit_recall(result.wire())  # the provider's own serialisation and 64 KiB cut
+    wire = json.loads(body)
+    preview = {
+        "input": text, "max_bytes": budget, "text": wire["text"], "sources": wire["sources"],
+        "cursor": wire["cursor"], "bytes": data.utf8_len(wire["text"]),
+        "body": body.decode("utf-8"), "body_bytes": len(body),
+        "scores": data.recall_scores(result.scored),
+    }
+    return await _partition_page(request, session, key, form=values, preview=preview)
+
+
+def _changes(item: Item, form: Form) -> tuple[str | None, dict[str, str | None]]:
+    """The new text (``None``: unchanged) and the record fields that differ (``None``: clear)."""
+    text = form.get("text").strip()
+    new_text = text if text != item.text.replace("\r\n", "\n") else None
+    attrs: dict[str, str | None] = {}
+    for name in EDITABLE:
+        value = form.get(name).strip()
+        if value != str(item.attrs.get(name) or ""):
+            attrs[name] = value or None
+    return new_text, attrs
+
+
+async def edit(request: Request) -> Response:
+    """Save an item's text, note, status and surfacing, unless it changed since the form."""
+    session, form = await require_post(request)
+    key = partition_field(form)
+    n = form.integer("n", 1, 2**62)
+    cursor = form.get("cursor") or None
+    async with memory_of(request) as memory:
+        current, fresh = await data.item_view(memory, key, n)
+        if current is None:
+            raise NotFound(f"item {n} is not in this partition (never added, or forgotten)")
+        new_text, attrs = _changes(current, form)
+        if new_text is None and not attrs:
+            return redirect(url("/partition", p=key, done="unchanged", n=n))
+        try:
+            await memory.update(key, n, new_text, cursor=cursor, attrs=attrs)
+        except (Conflict, InvalidInput) as exc:
+            error = exc.message
+            if isinstance(exc, Conflict):
+                current, fresh = await data.item_view(memory, key, n)
+                error = (f"Item #{n} was changed by someone else after you opened it. Its "
+                         "current version is shown; your edits are kept in the form: save "
+                         "again to replace it.")
+            if current is None:
+                raise
+            values = {"text": form.get("text"), **{f: form.get(f) for f in EDITABLE}}
+            return page(request, "item.html", status_of(exc), title=f"Item #{n}",
+                        session=session, partition=key, item=current, cursor=fresh,
+                        values=values, error=error,
+                        current=current if isinstance(exc, Conflict) else None)
+    return redirect(url("/partition", p=key, done="edited", n=n))
+
+
+async def forget(request: Request) -> Response:
+    """Forget an item (unless it changed since the page showing it was rendered)."""
+    _, form = await require_post(request)
+    key = partition_field(form)
+    n = form.integer("n", 1, 2**62)
+    async with memory_of(request) as memory:
+        result = await memory.forget(key, n, cursor=form.get("cursor") or None)
+    runtime(request).metrics.partition_count(key, result.get("count"))
+    return redirect(url("/partition", p=key, done="forgot", n=n))
+
+
+async def delete(request: Request) -> Response:
+    """Delete the partition once the owner typed its name (or short id) exactly."""
+    session, form = await require_post(request)
+    key = partition_field(form)
+    phrase = data.confirm_phrase(key)
+    async with memory_of(request) as memory:
+        if form.fields.get("confirm", "") != phrase:
+            count = (await memory.stats(key))["count"]
+            return page(request, "delete.html", 400, title=f"Delete {key}", session=session,
+                        partition=key, count=count, phrase=phrase,
+                        error="The confirmation does not match; nothing was deleted.")
+        await memory.delete_partition(key)
+    runtime(request).metrics.forget_partition(key)
+    return redirect(url("/", done="deleted"))
+

@@ -1,0 +1,126 @@
+"""What the console's pages show, read from the memory core (no HTTP here)."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from dataclasses import dataclass
+
+from semmem.items import Item
+from semmem.memory import Memory, make_cursor
+from semmem.ranking import Scored
+from semmem.snapshot import Snapshot
+
+PAGE_SIZE = 25
+PARTITIONS_PAGE_SIZE = 50
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass(frozen=True)
+class PartitionRow:
+    """One line of the partitions page."""
+
+    name: str
+    count: int
+    last_update: int | None
+
+
+@dataclass(frozen=True)
+class Paging:
+    """Where a page sits among all pages (pages count from 1)."""
+
+    page: int
+    pages: int
+    total: int
+    size: int
+
+    @classmethod
+    def of(cls, page: int, total: int, size: int) -> Paging:
+        """Clamp ``page`` into the pages that exist."""
+        pages = max(1, math.ceil(total / size))
+        return cls(min(max(page, 1), pages), pages, total, size)
+
+    @property
+    def offset(self) -> int:
+        """Index of the first entry on this page."""
+        return (self.page - 1) * self.size
+
+
+def last_update(snap: Snapshot) -> int | None:
+    """When anything in the partition last changed (an edit, an addition or a forget)."""
+    times = [it.updated for it in snap.items] + [t.updated for t in snap.tombstones.values()]
+    return max(times) if times else None
+
+
+async def partitions_page(memory: Memory, prefix: str, page: int
+                          ) -> tuple[list[PartitionRow], Paging]:
+    """Partitions whose name starts with ``prefix``, one page, with counts and last update.
+
+    Only the partitions on the page are read (each is a snapshot the store caches anyway).
+    """
+    names = [n for n in await memory.store.partitions() if n.startswith(prefix)]
+    paging = Paging.of(page, len(names), PARTITIONS_PAGE_SIZE)
+    rows = []
+    for name in names[paging.offset:paging.offset + paging.size]:
+        snap = await memory.store.snapshot(name)
+        rows.append(PartitionRow(name, snap.count, last_update(snap)))
+    return rows, paging
+
+
+@dataclass(frozen=True)
+class PartitionView:
+    """The partition page's data: counters, one page of items newest first, the read cursor."""
+
+    partition: str
+    count: int
+    highest: int
+    forgotten: int
+    model: str | None
+    last_update: int | None
+    items: list[Item]
+    paging: Paging
+    cursor: str
+
+
+async def partition_view(memory: Memory, partition: str, page: int) -> PartitionView:
+    """One page of a partition's items, highest number (newest) first."""
+    snap = await memory.store.snapshot(partition)
+    paging = Paging.of(page, snap.count, PAGE_SIZE)
+    newest_first = snap.items[::-1]
+    return PartitionView(
+        partition, snap.count, snap.hwm, len(snap.tombstones), snap.model, last_update(snap),
+        newest_first[paging.offset:paging.offset + paging.size], paging,
+        make_cursor(partition, snap.seq),
+    )
+
+
+async def item_view(memory: Memory, partition: str, n: int) -> tuple[Item | None, str]:
+    """Item ``n`` (``None`` if it is not live) and the cursor of the state it was read in."""
+    snap = await memory.store.snapshot(partition)
+    return snap.get(n), make_cursor(partition, snap.seq)
+
+
+def confirm_phrase(partition: str) -> str:
+    """What an owner types to delete a partition: its name, or a short id if it is untypable."""
+    if partition.isprintable() and partition == partition.strip() and len(partition) <= 100:
+        return partition
+    digest = hashlib.sha256(partition.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"partition-{digest[:12]}"
+
+
+def export_filename(partition: str) -> str:
+    """A safe ASCII download name that still hints at the partition."""
+    slug = _UNSAFE.sub("-", partition).strip("-.")[:40] or "partition"
+    digest = hashlib.sha256(partition.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"semmem-{slug}-{digest}.jsonl"
+
+
+def recall_scores(scored: list[Scored]) -> dict[str, float]:
+    """Each recalled item's ranking score, by source id."""
+    return {str(s.item.n): round(float(s.score), 4) for s in scored}
+
+
+def utf8_len(text: str) -> int:
+    """Bytes of ``text`` in UTF-8 (what ``maxBytes`` counts)."""
+    return len(text.encode("utf-8"))

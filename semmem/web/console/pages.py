@@ -1,0 +1,183 @@
+"""The console's read-only pages (GET) and signing in and out."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from urllib.parse import urlsplit
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response, StreamingResponse
+
+from semmem.errors import InvalidInput, NotFound
+from semmem.web.console import data
+from semmem.web.console.guard import (
+    Refused,
+    memory_of,
+    read_form,
+    require_post,
+    require_session,
+    runtime,
+)
+from semmem.web.console.render import PREFIX, page, url
+from semmem.web.console.session import (
+    clear_cookie,
+    new_session,
+    plain_http_from_afar,
+    read_session,
+    same_origin,
+    set_cookie,
+)
+from semmem.web.jsonio import dumps
+
+# What a redirect after a write may announce: fixed texts, so a link cannot put words on the page.
+FLASH = {
+    "added": "Item #{n} added.",
+    "existing": "That text is already item #{n}; nothing new was stored.",
+    "edited": "Item #{n} saved.",
+    "unchanged": "Nothing changed in item #{n}.",
+    "forgot": "Item #{n} forgotten.",
+    "deleted": "Partition deleted.",
+    "signedout": "Signed out.",
+}
+
+
+def flash_of(request: Request) -> str | None:
+    """The message a redirect asked for (``?done=…&n=…``), if it is one of ours."""
+    template = FLASH.get(request.query_params.get("done", ""))
+    if template is None:
+        return None
+    n = request.query_params.get("n", "")
+    return template.format(n=n if n.isdigit() else "?")
+
+
+def query_int(request: Request, name: str, default: int = 1) -> int:
+    """A positive integer query parameter; anything else means ``default``."""
+    raw = request.query_params.get(name, "")
+    return int(raw) if raw.isdigit() and 0 < len(raw) < 10 else default
+
+
+def partition_param(request: Request) -> str:
+    """The ``p`` query parameter: the partition key, exactly (any string but empty).
+
+    Raises:
+        InvalidInput: missing or empty.
+    """
+    partition = request.query_params.get("p", "")
+    if not partition:
+        raise InvalidInput("no partition given (?p=…)")
+    return partition
+
+
+def safe_next(target: str) -> str:
+    """Where to go after signing in: a console path on this server, nothing else."""
+    parts = urlsplit(target)
+    if (target.startswith(PREFIX + "/") and not parts.scheme and not parts.netloc
+            and "\\" not in target and "//" not in parts.path):
+        return target
+    return PREFIX + "/"
+
+
+def redirect(target: str) -> RedirectResponse:
+    """A 303: after a POST the browser GETs the target (no resubmission on reload)."""
+    return RedirectResponse(target, 303)
+
+
+# ----- signing in and out ---------------------------------------------------------------------
+async def signin_form(request: Request) -> Response:
+    """The sign-in page (straight on to the console when already signed in)."""
+    nxt = safe_next(request.query_params.get("next", ""))
+    session = read_session(request)
+    if session is not None and runtime(request).auth.admin.matches(session.bearer):
+        return redirect(nxt)
+    return page(request, "signin.html", title="Sign in", next=nxt, flash=flash_of(request))
+
+
+async def signin(request: Request) -> Response:
+    """Check an admin token and keep it in the session cookie."""
+    if not same_origin(request):
+        raise Refused(403, "cross-site request refused: the Origin is not this console")
+    if plain_http_from_afar(request):
+        raise Refused(403, "over plain HTTP the console only accepts sign-ins from this machine; "
+                           "use HTTPS (a TLS proxy) or an SSH tunnel to a loopback port")
+    form = await read_form(request)
+    token, nxt = form.get("token").strip(), safe_next(form.get("next"))
+    auth = runtime(request).auth
+    session = new_session(token)
+    if token and auth.admin.matches(session.bearer):
+        response = redirect(nxt)
+        set_cookie(response, request, session)
+        return response
+    if token and auth.tokens.matches(session.bearer):
+        status, error = 403, "This is a provider token; the console needs an admin token."
+    else:
+        status, error = 401, "Wrong admin token."
+    return page(request, "signin.html", status, title="Sign in", next=nxt, error=error)
+
+
+async def signout(request: Request) -> Response:
+    """End the session: the cookie is dropped."""
+    await require_post(request)
+    response = redirect(url("/signin", done="signedout"))
+    clear_cookie(response, request)
+    return response
+
+
+# ----- pages ----------------------------------------------------------------------------------
+async def partitions(request: Request) -> Response:
+    """Every partition (filtered by prefix), paged, with item counts and last update."""
+    session = require_session(request)
+    prefix = request.query_params.get("prefix", "")
+    async with memory_of(request) as memory:
+        rows, paging = await data.partitions_page(memory, prefix, query_int(request, "page"))
+    return page(request, "partitions.html", title="Partitions", session=session, rows=rows,
+                paging=paging, prefix=prefix, flash=flash_of(request))
+
+
+async def partition(request: Request) -> Response:
+    """One partition: counters, its items newest first (paged), and the search/recall forms."""
+    session = require_session(request)
+    key = partition_param(request)
+    async with memory_of(request) as memory:
+        view = await data.partition_view(memory, key, query_int(request, "page"))
+    return page(request, "partition.html", title=f"Partition {key}", session=session,
+                view=view, flash=flash_of(request), search=None, preview=None,
+                form={"q": "", "limit": 10, "text": "", "max_bytes": 2048})
+
+
+async def item(request: Request) -> Response:
+    """The edit form of one item."""
+    session = require_session(request)
+    key = partition_param(request)
+    n = query_int(request, "n", 0)
+    async with memory_of(request) as memory:
+        found, cursor = await data.item_view(memory, key, n)
+    if found is None:
+        raise NotFound(f"item {n} is not in this partition (never added, or forgotten)")
+    return page(request, "item.html", title=f"Item #{n}", session=session, partition=key,
+                item=found, cursor=cursor, values=None, current=None)
+
+
+async def export(request: Request) -> Response:
+    """The partition as JSONL, as a download (the ``semmem import`` format)."""
+    require_session(request)
+    key = partition_param(request)
+    async with memory_of(request) as memory:
+        records = [rec async for rec in memory.export(key)]
+
+    async def lines() -> AsyncIterator[bytes]:
+        for rec in records:
+            yield dumps(rec) + b"\n"
+
+    disposition = f'attachment; filename="{data.export_filename(key)}"'
+    return StreamingResponse(lines(), media_type="application/x-ndjson",
+                             headers={"Content-Disposition": disposition})
+
+
+async def delete_form(request: Request) -> Response:
+    """Ask for the typed confirmation before deleting a partition."""
+    session = require_session(request)
+    key = partition_param(request)
+    async with memory_of(request) as memory:
+        stats = await memory.stats(key)
+    return page(request, "delete.html", title=f"Delete {key}", session=session, partition=key,
+                count=stats["count"], phrase=data.confirm_phrase(key))
