@@ -1,13 +1,29 @@
-"""Bearer tokens: loaded from configuration, compared in constant time."""
+"""Bearer tokens: loaded from configuration (the file re-read when it changes), compared in
+constant time."""
 
 from __future__ import annotations
 
+import hashlib
 import hmac
+import logging
+import os
 import secrets
+import threading
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
 from semmem.errors import Forbidden, InvalidInput, Unauthorized
+
+log = logging.getLogger("semmem.web")
+
+RECHECK_S = 1.0  # how often a tokens file is looked at (one stat) for changes
+
+
+def _parse(inline: str | None, lines: Iterable[str]) -> tuple[str, ...]:
+    tokens = [t.strip() for t in (inline or "").split(",")]
+    tokens.extend(line.strip() for line in lines if not line.lstrip().startswith("#"))
+    return tuple(dict.fromkeys(t for t in tokens if t))
 
 
 def load_tokens(inline: str | None, file: Path | None) -> tuple[str, ...]:
@@ -16,14 +32,14 @@ def load_tokens(inline: str | None, file: Path | None) -> tuple[str, ...]:
     Raises:
         InvalidInput: the file cannot be read.
     """
-    tokens = [t.strip() for t in (inline or "").split(",")]
+    lines: list[str] = []
     if file is not None:
         try:
             lines = Path(file).read_text(encoding="utf-8").splitlines()
-        except OSError as exc:
-            raise InvalidInput(f"cannot read tokens file {file}: {exc.strerror}") from None
-        tokens.extend(line.strip() for line in lines if not line.lstrip().startswith("#"))
-    return tuple(dict.fromkeys(t for t in tokens if t))
+        except (OSError, UnicodeDecodeError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) else "not UTF-8"
+            raise InvalidInput(f"cannot read tokens file {file}: {why}") from None
+    return _parse(inline, lines)
 
 
 def generate_token() -> str:
@@ -42,23 +58,92 @@ def bearer_of(header: str | None) -> bytes | None:
     return token.encode("utf-8", "surrogateescape")
 
 
-class Tokens:
-    """A set of accepted tokens; ``matches`` looks at every one so timing reveals nothing."""
+def _digest(token: bytes) -> bytes:
+    # Comparing fixed-length digests keeps even the token's length out of the timing, and the
+    # process holds no token in the clear after start-up.
+    return hashlib.sha256(token).digest()
 
-    def __init__(self, tokens: Iterable[str]) -> None:
-        self._tokens = tuple(t.encode("utf-8") for t in tokens)
+
+class Tokens:
+    """The accepted tokens; ``matches`` looks at every one so timing reveals nothing.
+
+    Built with ``file``, the set is the inline tokens plus the file's, and the file is looked
+    at (one ``stat``) at most every ``recheck_s`` seconds: when its modification time, size or
+    inode changed, it is read again, so tokens rotate without a restart. A file that can no
+    longer be read contributes no token (fail closed: revoking wins over availability) until it
+    can be read again; that is logged as an error.
+    """
+
+    def __init__(self, tokens: Iterable[str] = (), *, inline: str | None = None,
+                 file: Path | None = None, recheck_s: float = RECHECK_S) -> None:
+        self._fixed = tuple(tokens)
+        self._inline = inline
+        self._file = Path(file) if file is not None else None
+        self._recheck_s = recheck_s
+        self._lock = threading.Lock()
+        self._checked = time.monotonic()
+        self._signature: tuple[int, int, int] | None = None
+        self._digests: tuple[bytes, ...] = ()
+        if self._file is None:
+            self._set(_parse(inline, ()))
+        else:
+            self._signature = self._stat()
+            self._set(load_tokens(inline, self._file))  # unreadable at start: refuse to start
+
+    @classmethod
+    def configured(cls, inline: str | None, file: Path | None,
+                   recheck_s: float = RECHECK_S) -> Tokens:
+        """The tokens of a ``SEMMEM_*TOKENS`` / ``SEMMEM_*TOKENS_FILE`` pair."""
+        return cls(inline=inline, file=file, recheck_s=recheck_s)
+
+    def _set(self, tokens: tuple[str, ...]) -> None:
+        self._digests = tuple(_digest(t.encode("utf-8")) for t in (*self._fixed, *tokens))
+
+    def _stat(self) -> tuple[int, int, int] | None:
+        assert self._file is not None
+        try:
+            st = os.stat(self._file)
+        except OSError:
+            return None
+        return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+    def refresh(self) -> None:
+        """Re-read the tokens file if it changed since it was last read."""
+        if self._file is None:
+            return
+        with self._lock:
+            now = time.monotonic()
+            if now - self._checked < self._recheck_s:
+                return
+            self._checked = now
+            signature = self._stat()
+            if signature == self._signature:
+                return
+            self._signature = signature
+            try:
+                tokens = load_tokens(self._inline, self._file)
+            except InvalidInput as exc:
+                log.error("%s; its tokens are refused until it can be read", exc.message)
+                tokens = _parse(self._inline, ())
+            else:
+                log.warning("tokens file %s changed: %d token(s) now accepted",
+                            self._file, len(tokens) + len(self._fixed))
+            self._set(tokens)
 
     def __bool__(self) -> bool:
-        return bool(self._tokens)
+        self.refresh()
+        return bool(self._digests)
 
     def matches(self, header: str | None) -> bool:
         """Whether the header carries one of the tokens (constant time over all of them)."""
+        self.refresh()
         given = bearer_of(header)
         if given is None:
             return False
+        digest = _digest(given)
         found = False
-        for token in self._tokens:
-            found |= hmac.compare_digest(given, token)
+        for token in self._digests:
+            found |= hmac.compare_digest(digest, token)
         return found
 
 

@@ -13,9 +13,14 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     for key, value in pairs:
         if key in obj:
             # Two "partition" keys could be read differently by the host and by us.
-            raise InvalidInput(f"duplicate key {key!r} in the JSON body")
+            raise InvalidInput(f"duplicate key {_short(key)} in the JSON body")
         obj[key] = value
     return obj
+
+
+def _short(value: str, limit: int = 40) -> str:
+    """A caller's string for a message: quoted and cut, so logs never carry a whole value."""
+    return repr(value if len(value) <= limit else value[:limit] + "…")
 
 
 def _no_constant(name: str) -> Any:
@@ -57,6 +62,8 @@ def loads(body: bytes) -> Any:
                            {"position": exc.pos}) from None
     except RecursionError:
         raise InvalidInput("body is nested too deeply") from None
+    except ValueError:  # an integer of over 4,300 digits (CPython's conversion limit)
+        raise InvalidInput("body holds a number too long to read") from None
     _check_unicode(value)
     return value
 

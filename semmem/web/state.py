@@ -15,10 +15,11 @@ from semmem.errors import SemmemError, Unavailable
 from semmem.maintenance import Maintainer
 from semmem.memory import Memory
 from semmem.settings import Settings
-from semmem.web.auth import ProviderAuth, Tokens, load_tokens
+from semmem.web.auth import ProviderAuth, Tokens
 from semmem.web.errors import NotReady
 from semmem.web.limits import Limiter
 from semmem.web.metrics import Metrics
+from semmem.web.purging import Purger
 
 log = logging.getLogger("semmem.web")
 
@@ -30,14 +31,15 @@ class Runtime:
                  memory: Memory | None = None) -> None:
         self.settings = settings
         self.auth = ProviderAuth(
-            Tokens(load_tokens(settings.tokens, settings.tokens_file)),
-            Tokens(load_tokens(settings.admin_tokens, settings.admin_tokens_file)),
+            Tokens.configured(settings.tokens, settings.tokens_file),
+            Tokens.configured(settings.admin_tokens, settings.admin_tokens_file),
             insecure=settings.insecure,
         )
         self.limiter = Limiter(settings.max_concurrency)
         self.metrics = Metrics()
         self.memory: Memory | None = None
         self.maintainer: Maintainer | None = None
+        self.purger: Purger | None = None
         self.failure: SemmemError | None = None
         self._embedder = embedder
         self._given = memory
@@ -62,9 +64,13 @@ class Runtime:
                 memory = await open_memory(self.settings, embedder)
             maintainer = Maintainer(memory.store, self.settings.maintenance_delay_s,
                                     self.settings.compact_every)
-            memory.on_write = maintainer.touched
+            purger = Purger(maintainer, memory.store.version_retention.total_seconds(),
+                            self.settings.maintenance_delay_s)
+            memory.on_write = purger.on_write
             maintainer.start()
-            self.memory, self.maintainer = memory, maintainer
+            # Whatever a killed process had scheduled is lost: purge every partition once.
+            purger.sweep(await memory.store.partitions())
+            self.memory, self.maintainer, self.purger = memory, maintainer, purger
             log.info("ready: model %s, store %s", memory.embedder.model_id, memory.store.uri)
         except SemmemError as exc:
             self.failure = exc
@@ -81,11 +87,13 @@ class Runtime:
             self._loading.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._loading
+        if self.purger is not None:
+            self.purger.stop()
         if self.maintainer is not None:
             await self.maintainer.stop()
         if self.memory is not None and self._owned:
             await self.memory.store.close()
-        self.memory = self.maintainer = None
+        self.memory = self.maintainer = self.purger = None
 
     def require_memory(self) -> Memory:
         """The memory core.
