@@ -53,7 +53,7 @@ def _environment() -> jinja2.Environment:
         autoescape=True, trim_blocks=True, lstrip_blocks=True,
         undefined=jinja2.StrictUndefined,  # a misspelt variable is an error, not a blank
     )
-    env.globals.update(url=url, when=when, prefix=PREFIX)
+    env.globals.update(url=url, when=when, console_root=PREFIX)
     return env
 
 
