@@ -172,7 +172,7 @@ def sign_in(driver: WebDriver, base: str, token: str) -> None:
 
 def item_numbers(driver: WebDriver) -> list[int]:
     """The numbers of the items listed on a partition page, in page order."""
-    return [int(el.get_attribute("id").split("-")[1])
+    return [int(str(el.get_attribute("id")).split("-")[1])
             for el in driver.find_elements(By.CSS_SELECTOR, "#items > li")]
 
 

@@ -140,5 +140,8 @@ async def memory_of(request: Request) -> AsyncIterator[Memory]:
     except SemmemError as exc:
         status = status_of(exc)
         raise
+    except Exception:
+        status = 500
+        raise
     finally:
         rt.metrics.observe("admin", "", status, time.perf_counter() - started)
