@@ -121,12 +121,15 @@ class Memory:
         *,
         idempotency_ttl_ms: int = 24 * 3600 * 1000,
         on_write: Callable[[str, bool], None] | None = None,
+        index_candidates: int = 200,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.ranker = ranker or Ranker()
         self.idempotency_ttl_ms = idempotency_ttl_ms
         self.on_write = on_write
+        # How many nearest items the vector index hands to ranking in an indexed partition.
+        self.index_candidates = index_candidates
 
     async def _embed(self, texts: list[str]) -> np.ndarray:
         return await asyncio.to_thread(self.embedder.embed_batch, texts)
@@ -380,7 +383,7 @@ class Memory:
         # The query embedding (the bulk of a recall) runs while the snapshot is checked.
         embedding = None if blank else asyncio.ensure_future(self._embed([text or ""]))
         try:
-            snap = await self.store.snapshot(partition)
+            snap = await self.store.read_view(partition)
         except BaseException:
             if embedding is not None:
                 embedding.cancel()
@@ -391,12 +394,16 @@ class Memory:
                 embedding.cancel()
             return Recall("", [], cursor, [])
         if embedding is None:
+            if snap.indexed:
+                snap = await self.store.recent(snap, 3 * MAX_SOURCES)
             ordered = sorted(
                 (it for it in snap.items if it.surfaced), key=lambda it: (-it.updated, -it.n)
             )
             packed = pack(ordered, max_bytes, MAX_SOURCES)
             return Recall(packed.text, [source_of(it) for it in packed.items], cursor, [])
         qvec = (await embedding)[0]
+        if snap.indexed:
+            snap = await self.store.nearest(snap, qvec, self.index_candidates)
         ranked = [s for s in self.ranker.rank(snap, qvec, text or "") if s.item.surfaced]
         packed, chosen = pack_candidates(
             ranked, _item_of, max_bytes, MAX_SOURCES,
@@ -415,10 +422,13 @@ class Memory:
         if isinstance(limit, bool) or not isinstance(limit, int) \
                 or not 1 <= limit <= MAX_SEARCH_LIMIT:
             raise InvalidArguments(f"limit must be an integer from 1 to {MAX_SEARCH_LIMIT}")
-        snap = await self.store.snapshot(partition)
+        snap = await self.store.read_view(partition)
         if not snap.count:
             return {"items": [], "count": 0}
+        total = snap.count
         qvec = (await self._embed([query]))[0]
+        if snap.indexed:
+            snap = await self.store.nearest(snap, qvec, max(limit, self.index_candidates))
         ranked = self.ranker.rank(snap, qvec, query, floor=False)[:limit]
         items = []
         for s in ranked:
@@ -428,7 +438,7 @@ class Memory:
             }
             entry.update({k: s.item.attrs[k] for k in RECORD_FIELDS[:4] if k in s.item.attrs})
             items.append(entry)
-        return {"items": items, "count": snap.count}
+        return {"items": items, "count": total}
 
     async def list(
         self, partition: str, *, offset: int = 0, limit: int | None = None,

@@ -65,6 +65,9 @@ class Snapshot:
     # A write view holds only the rows its write looked up; ``live`` is then the partition's
     # live item count, which ``items`` alone would not give.
     live: int | None = None
+    # Past the store's index threshold a read view holds no items: recall and search ask the
+    # vector index for candidates instead (``Store.nearest``).
+    indexed: bool = False
     derived: dict[str, Any] = field(default_factory=dict)
     _by_n: dict[int, int] = field(default_factory=dict)
     _by_key: dict[str, int] = field(default_factory=dict)

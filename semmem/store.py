@@ -49,6 +49,10 @@ REGISTRY = "_semmem"
 HEAD_KEY = "head"
 KIND_HEAD, KIND_ITEM, KIND_OP = 0, 1, 2
 MAX_WRITE_ATTEMPTS = 40
+INDEX_THRESHOLD = 50_000  # rows; see docs/scaling.md for the measurements behind it
+VECTOR_INDEX = "vector_idx"
+_ITEM_COLUMNS = ["key", "kind", "n", "text", "vector", "ts", "updated", "revision", "seq",
+                 "model", "forgotten", "attrs"]
 
 
 def table_name(partition: str) -> str:
@@ -148,6 +152,7 @@ class MaintenanceReport:
     compacted: bool
     versions_removed: int
     seconds: float
+    indexed: str = ""  # "built" / "updated" when the partition is past the index threshold
 
 
 class Store:
@@ -163,6 +168,8 @@ class Store:
         read_consistency: timedelta = timedelta(0),
         cache_size: int = 256,
         version_retention: timedelta = timedelta(seconds=10),
+        index_threshold: int = INDEX_THRESHOLD,
+        cache_items: int = 2_000_000,
     ) -> None:
         self.uri = uri
         self.dim = dim
@@ -171,6 +178,10 @@ class Store:
         self.read_consistency = read_consistency
         self.cache_size = cache_size
         self.version_retention = version_retention
+        # Partitions with more rows than this are read through the vector index, not loaded.
+        self.index_threshold = index_threshold
+        # Cached snapshots hold at most this many items in all (besides ``cache_size``).
+        self.cache_items = cache_items
         self.schema = partition_schema(dim)
         self._db: lancedb.AsyncConnection | None = None
         self._tables: OrderedDict[str, Any] = OrderedDict()
@@ -339,7 +350,7 @@ class Store:
             self._snapshots.pop(table_name(partition), None)
             return Snapshot.empty(partition, self.dim)
         try:
-            version = await tbl.version()
+            version = await tbl.version()  # ~0.1 ms locally: the cache is keyed by version
         except Exception as exc:
             self._tables.pop(table_name(partition), None)
             raise Unavailable(f"cannot read partition: {exc}") from exc
@@ -348,15 +359,109 @@ class Store:
     async def _snapshot_at(self, partition: str, tbl: Any, version: int) -> Snapshot:
         name = table_name(partition)
         snap = self._snapshots.get(name)
-        if snap is not None and snap.version == version:
+        if snap is not None and snap.version == version and not snap.indexed:
             self._snapshots.move_to_end(name)
             return snap
         data = await tbl.to_arrow()
         snap = await asyncio.to_thread(self._build_snapshot, partition, version, data)
-        self._snapshots[name] = snap
-        while len(self._snapshots) > self.cache_size:
-            self._snapshots.popitem(last=False)
+        self._remember_snapshot(name, snap)
         return snap
+
+    def _remember_snapshot(self, name: str, snap: Snapshot) -> None:
+        """Cache ``snap``, evicting the least recently used past the size and item bounds."""
+        self._snapshots[name] = snap
+        self._snapshots.move_to_end(name)
+        items = sum(len(s.items) for s in self._snapshots.values())
+        while len(self._snapshots) > 1 and (
+            len(self._snapshots) > self.cache_size or items > self.cache_items
+        ):
+            _, gone = self._snapshots.popitem(last=False)
+            items -= len(gone.items)
+
+    def cache_stats(self) -> dict[str, int]:
+        """What the caches hold now: open tables, cached snapshots and their items."""
+        return {
+            "tables": len(self._tables),
+            "snapshots": len(self._snapshots),
+            "items": sum(len(s.items) for s in self._snapshots.values()),
+        }
+
+    async def read_view(self, partition: str) -> Snapshot:
+        """The full snapshot up to the index threshold, else a head-and-count ``indexed`` view."""
+        # Past the threshold the items come from ``nearest`` or ``recent``: loading a million
+        # rows per table version would cost seconds and gigabytes.
+        tbl = await self._table(partition, create=False)
+        name = table_name(partition)
+        if tbl is None:
+            self._snapshots.pop(name, None)
+            return Snapshot.empty(partition, self.dim)
+        try:
+            version = await tbl.version()
+        except Exception as exc:
+            self._tables.pop(name, None)
+            raise Unavailable(f"cannot read partition: {exc}") from exc
+        cached = self._snapshots.get(name)
+        if cached is not None and cached.version == version:
+            self._snapshots.move_to_end(name)
+            return cached
+        if await tbl.count_rows() <= self.index_threshold:
+            return await self._snapshot_at(partition, tbl, version)
+        uri = await tbl.uri()
+        _, view = await asyncio.to_thread(self._view, uri, partition, version, Lookup())
+        view.indexed = True
+        self._remember_snapshot(name, view)
+        return view
+
+    async def nearest(self, view: Snapshot, query: np.ndarray, k: int) -> Snapshot:
+        """The ``k`` live items of an indexed partition nearest to ``query`` (cosine), as a
+        snapshot of those items only; rows not yet in the index are searched exactly."""
+        tbl = await self._table(view.partition, create=False)
+        if tbl is None:
+            return Snapshot.empty(view.partition, self.dim)
+        q = (
+            tbl.vector_search(np.asarray(query, np.float32).reshape(-1))
+            .column("vector").distance_type("cosine").nprobes(20).refine_factor(2)
+            .limit(k).select(_ITEM_COLUMNS)
+        )
+        data = await q.to_arrow()
+        return await asyncio.to_thread(self._candidates, view, data)
+
+    async def recent(self, view: Snapshot, k: int) -> Snapshot:
+        """The ``k`` most recently updated live items of an indexed partition."""
+        tbl = await self._table(view.partition, create=False)
+        if tbl is None:
+            return Snapshot.empty(view.partition, self.dim)
+        uri = await tbl.uri()
+
+        def load() -> Snapshot:
+            ds = lance.dataset(uri, storage_options=self.storage_options or None)
+            live = f"kind = {KIND_ITEM} AND forgotten = false"
+            cols = ds.to_table(columns=["n", "updated"], filter=live)
+            updated = cols.column("updated").to_numpy()
+            top = np.argsort(-updated, kind="stable")[:k]
+            numbers = cols.column("n").to_numpy()[top].tolist()
+            if not numbers:
+                return self._candidates(view, ds.to_table(columns=_ITEM_COLUMNS, limit=0))
+            keys = ", ".join(f"'i:{int(n)}'" for n in numbers)
+            return self._candidates(
+                view, ds.to_table(columns=_ITEM_COLUMNS, filter=f"key IN ({keys})"))
+
+        return await asyncio.to_thread(load)
+
+    def _candidates(self, view: Snapshot, data: pa.Table) -> Snapshot:
+        rows = data.select(_ITEM_COLUMNS).to_pylist()
+        rows = [r for r in rows if r["kind"] == KIND_ITEM and not r["forgotten"]]
+        rows.sort(key=lambda r: r["n"])
+        items = [
+            Item(n=r["n"], text=r["text"], ts=r["ts"], updated=r["updated"],
+                 revision=r["revision"], seq=r["seq"], model=r["model"],
+                 attrs=json.loads(r["attrs"]) if r["attrs"] else {})
+            for r in rows
+        ]
+        vectors = np.array([r["vector"] for r in rows], dtype=np.float32).reshape(-1, self.dim)
+        # ``count`` is the candidates' (ranking indexes them); the partition's is ``view.count``.
+        return Snapshot(view.partition, view.version, view.hwm, view.seq, view.model, items,
+                        vectors, {}, {})
 
     def _build_snapshot(self, partition: str, version: int, data: pa.Table) -> Snapshot:
         cols = {name: data.column(name) for name in data.column_names if name != "vector"}
@@ -568,6 +673,7 @@ class Store:
                 return 1
 
             compacted = bool(_retry_conflicts(compact))
+        indexed = self._index_sync(uri)
         ds = lance.dataset(uri, storage_options=self.storage_options or None)
         stats = ds.cleanup_old_versions(older_than=retention, error_if_tagged_old_versions=False)
         return MaintenanceReport(
@@ -576,7 +682,47 @@ class Store:
             compacted=compacted,
             versions_removed=int(getattr(stats, "old_versions", 0)),
             seconds=time.perf_counter() - started,
+            indexed=indexed,
         )
+
+    async def build_index(self, partition: str) -> str:
+        """Build (or bring up to date) the indexes of a partition past the index threshold."""
+        tbl = await self._table(partition, create=False)
+        if tbl is None:
+            return ""
+        done = await asyncio.to_thread(self._index_sync, await tbl.uri())
+        await tbl.checkout_latest()
+        return done
+
+    def _index_sync(self, uri: str) -> str:
+        """Past the threshold: a cosine IVF-HNSW-SQ index on vectors and B-trees on ``key`` and
+        ``dkey`` (the write views' lookups); later passes fold new rows into them."""
+        ds = lance.dataset(uri, storage_options=self.storage_options or None)
+        if ds.count_rows() <= self.index_threshold:
+            return ""
+        have = {idx.name for idx in ds.describe_indices()}
+        if VECTOR_INDEX in have:
+            def update() -> int:
+                lance.dataset(uri, storage_options=self.storage_options or None
+                              ).optimize.optimize_indices()
+                return 1
+
+            _retry_conflicts(update)
+            return "updated"
+
+        def build() -> int:
+            d = lance.dataset(uri, storage_options=self.storage_options or None)
+            for column in ("key", "dkey"):
+                if f"{column}_idx" not in have:
+                    d.create_scalar_index(column, "BTREE", name=f"{column}_idx", replace=True)
+            d = lance.dataset(uri, storage_options=self.storage_options or None)
+            # Rows without a vector (head, records, tombstones) are left out of the index.
+            d.create_index("vector", "IVF_HNSW_SQ", name=VECTOR_INDEX, metric="cosine",
+                           replace=True)
+            return 1
+
+        _retry_conflicts(build)
+        return "built"
 
     async def needs_maintenance(self, partition: str, max_versions: int = 32) -> bool:
         """Whether enough commits piled up since the last compaction to warrant one."""

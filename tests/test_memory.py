@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from semmem.embedder import HashingEmbedder
 from semmem.errors import (
     Conflict,
     DeadlineExceeded,
@@ -13,7 +16,8 @@ from semmem.errors import (
     NotFound,
 )
 from semmem.items import now_ms
-from semmem.memory import Memory, Operation, parse_cursor
+from semmem.memory import Memory, Operation, make_cursor, parse_cursor
+from semmem.store import Store
 
 
 async def test_remember_numbers_from_one(memory: Memory) -> None:
@@ -244,3 +248,68 @@ async def test_delete_partition_removes_everything(memory: Memory) -> None:
     assert await memory.list("p") == []
     assert await memory.store.partitions() == ["q"]
     assert await memory.delete_partition("p") is False
+
+
+# ----- partitions past the index threshold (read through the vector index) -------------------
+async def _indexed(tmp_path: Path, count: int = 120) -> Memory:
+    embedder = HashingEmbedder()
+    store = Store(str(tmp_path / "db"), dim=embedder.dim, model_id=embedder.model_id,
+                  index_threshold=50)
+    await store.open()
+    memory = Memory(store, embedder, index_candidates=40)
+    await memory.import_("p", [{"text": f"fact {i} about topic{i % 7} and word{i}"}
+                               for i in range(count)])
+    return memory
+
+
+async def test_maintain_builds_the_index_only_past_the_threshold(tmp_path: Path) -> None:
+    memory = await _indexed(tmp_path, count=40)
+    report = await memory.store.maintain("p")
+    assert report is not None and report.indexed == ""
+    assert not (await memory.store.read_view("p")).indexed
+    await memory.import_("p", [{"text": f"more {i}"} for i in range(20)])
+    report = await memory.store.maintain("p")
+    assert report is not None and report.indexed == "built"
+    view = await memory.store.read_view("p")
+    assert view.indexed and view.count == 60 and view.items == []
+    report = await memory.store.maintain("p")
+    assert report is not None and report.indexed == "updated"
+
+
+async def test_recall_indexed_partition_finds_relevant_and_unindexed_rows(
+    tmp_path: Path,
+) -> None:
+    memory = await _indexed(tmp_path)
+    await memory.store.maintain("p")
+    result = await memory.recall("p", "word42 topic0", 200)
+    assert result.text.split("\n")[0] == "43. fact 42 about topic0 and word42"
+    assert result.cursor == make_cursor("p", (await memory.store.snapshot("p")).seq)
+    added = await memory.remember("p", "zebra quartz xylophone")  # after the index was built
+    assert added == {"status": "stored", "n": 121, "count": 121}
+    assert (await memory.recall("p", "zebra quartz xylophone", 200)).text.startswith(
+        "121. zebra quartz xylophone")
+    await memory.update("p", 43, "kiwi mango papaya")
+    assert "43. kiwi mango papaya" in (await memory.recall("p", "kiwi mango papaya", 300)).text
+    assert "word42" not in (await memory.recall("p", "word42 topic0", 300)).text
+    await memory.forget("p", 121)
+    assert "zebra" not in (await memory.recall("p", "zebra quartz xylophone", 300)).text
+    found = await memory.search("p", "word7 topic0", 3)
+    assert found["count"] == 120 and found["items"][0]["n"] == 8
+    newest = await memory.recall("p", None, 200)
+    assert newest.text.split("\n")[0] == "43. kiwi mango papaya"  # most recently updated
+    again = await memory.remember("p", "FACT 5 about topic5   and word5")
+    assert again == {"status": "stored", "n": 6, "count": 120, "existing": True}
+
+
+async def test_snapshot_cache_is_bounded_by_items(tmp_path: Path) -> None:
+    embedder = HashingEmbedder()
+    store = Store(str(tmp_path / "db"), dim=embedder.dim, model_id=embedder.model_id,
+                  cache_items=100)
+    await store.open()
+    memory = Memory(store, embedder)
+    for p in ("a", "b", "c"):
+        await memory.import_(p, [{"text": f"{p} fact {i}"} for i in range(60)])
+        assert len((await memory.recall(p, f"{p} fact 1", 100)).sources) >= 1
+    stats = store.cache_stats()
+    assert stats["items"] <= 100 and stats["snapshots"] == 1
+    assert (await memory.recall("a", "a fact 7", 100)).text.startswith("8. a fact 7")
