@@ -8,7 +8,7 @@ from semmem.embedder import CachedEmbedder, Embedder, SentenceTransformerEmbedde
 from semmem.memory import Memory
 from semmem.ranking import Ranker, RankingConfig
 from semmem.settings import Settings
-from semmem.store import Store
+from semmem.store import INDEX_THRESHOLD, Store
 
 
 def load_embedder(settings: Settings) -> Embedder:
@@ -34,6 +34,9 @@ def make_store(settings: Settings, embedder: Embedder) -> Store:
         read_consistency=timedelta(milliseconds=settings.read_consistency_ms),
         cache_size=settings.cache_size,
         version_retention=timedelta(seconds=settings.version_retention_s),
+        # Not settings yet (requested): read them when they exist, else the measured defaults.
+        index_threshold=getattr(settings, "index_threshold", INDEX_THRESHOLD),
+        cache_items=getattr(settings, "cache_items", 2_000_000),
     )
 
 
@@ -47,4 +50,5 @@ async def open_memory(
     return Memory(
         store, embedder, Ranker(load_ranking(settings)),
         idempotency_ttl_ms=settings.idempotency_ttl_s * 1000,
+        index_candidates=getattr(settings, "index_candidates", 200),
     )
