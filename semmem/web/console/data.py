@@ -13,7 +13,7 @@ from semmem.ranking import Scored
 from semmem.snapshot import Snapshot
 
 PAGE_SIZE = 25
-PARTITIONS_PAGE_SIZE = 50
+PARTITIONS_PAGE_SIZE = 25  # each listed partition is read (cold: ~23 ms per 2k items)
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
