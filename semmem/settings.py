@@ -33,6 +33,15 @@ class Settings(BaseSettings):
         2.0, ge=0, description="coalescing delay before maintenance after writes"
     )
     compact_every: int = Field(32, ge=2, description="compact a partition at this many fragments")
+    index_threshold: int = Field(
+        50_000, ge=1, description="rows past which a partition gets an ANN vector index"
+    )
+    index_candidates: int = Field(
+        200, ge=1, description="candidates read from the ANN index per recall/search"
+    )
+    cache_items: int = Field(
+        2_000_000, ge=1, description="items held in cached snapshots across partitions"
+    )
     idempotency_ttl_s: int = Field(86_400, ge=1, description="keep write records this long")
 
     # model and ranking
