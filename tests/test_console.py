@@ -576,3 +576,31 @@ def test_console_answers_unavailable_when_store_failed(tmp_path: Path) -> None:
         assert r.headers["retry-after"] == "2"
         r = post(c, "/partition/add", csrf, p="a", add_text="x")
         assert r.status_code == 503
+
+
+async def test_partitions_page_reads_indexed_partitions_without_their_items(
+        tmp_path: Path) -> None:
+    """Past the store's index threshold a partition's count and last update come from the read
+    view and one recent item, not from loading the partition."""
+    from semmem.memory import Memory
+    from semmem.store import Store
+
+    embedder = HashingEmbedder()
+    store = Store(str(tmp_path / "db"), dim=embedder.dim, model_id=embedder.model_id,
+                  index_threshold=5)
+    await store.open()
+    memory = Memory(store, embedder)
+    try:
+        await memory.import_("big", ({"text": f"fact {i}", "updated": 1_000 + i}
+                                     for i in range(12)))
+        await memory.remember("small", "one fact")
+        await memory.forget("big", 3)
+        rows, paging = await data.partitions_page(memory, "", 1)
+        assert (await store.read_view("big")).indexed
+        big = await store.snapshot("big")
+        assert [(r.name, r.count) for r in rows] == [("big", 11), ("small", 1)]
+        assert rows[0].last_update == max(it.updated for it in big.items) == 1_011
+        assert rows[1].last_update == (await store.snapshot("small")).items[0].updated
+        assert paging == data.Paging(1, 1, 2, data.PARTITIONS_PAGE_SIZE)
+    finally:
+        await store.close()
