@@ -51,6 +51,7 @@ KIND_HEAD, KIND_ITEM, KIND_OP = 0, 1, 2
 MAX_WRITE_ATTEMPTS = 40
 INDEX_THRESHOLD = 50_000  # rows; see docs/scaling.md for the measurements behind it
 VECTOR_INDEX = "vector_idx"
+FRAGMENT_ROWS = 65_536
 _ITEM_COLUMNS = ["key", "kind", "n", "text", "vector", "ts", "updated", "revision", "seq",
                  "model", "forgotten", "attrs"]
 
@@ -667,8 +668,11 @@ class Store:
         if needs:
             def compact() -> int:
                 d = lance.dataset(uri, storage_options=self.storage_options or None)
+                # Fragments stay ≤ FRAGMENT_ROWS so that purging one forgotten text rewrites
+                # one bounded fragment, not a million-row partition.
                 d.optimize.compact_files(
-                    materialize_deletions=True, materialize_deletions_threshold=0.0
+                    target_rows_per_fragment=FRAGMENT_ROWS,
+                    materialize_deletions=True, materialize_deletions_threshold=0.0,
                 )
                 return 1
 
