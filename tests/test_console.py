@@ -604,3 +604,27 @@ async def test_partitions_page_reads_indexed_partitions_without_their_items(
         assert paging == data.Paging(1, 1, 2, data.PARTITIONS_PAGE_SIZE)
     finally:
         await store.close()
+
+
+def test_rotated_admin_tokens_file_ends_old_sessions(tmp_path: Path) -> None:
+    tokens = tmp_path / "admin-tokens"
+    tokens.write_text("# admins\n")  # no token yet: the console is there, nobody gets in
+    with console_client(tmp_path / "db", admin_tokens=None, admin_tokens_file=tokens) as c:
+        wait_ready(c)
+        r = c.post("/console/signin", data={"token": "first-admin-token"}, headers=ORIGIN)
+        assert r.status_code == 401
+        tokens.write_text("# admins\nfirst-admin-token\n")
+        time.sleep(1.2)  # the file is looked at for changes at most once a second
+        csrf = sign_in(c, "first-admin-token")
+        assert c.get("/console/").status_code == 200
+        tokens.write_text("# admins, rotated\nsecond-admin-token\n")
+        time.sleep(1.2)
+        r = c.get("/console/")
+        assert r.status_code == 303 and r.headers["location"].startswith("/console/signin")
+        r = post(c, "/partition/add", csrf, p="a", add_text="after revocation")
+        assert r.status_code == 303 and r.headers["location"] == "/console/signin"
+        sign_in(c, "second-admin-token")
+        assert c.get("/console/").status_code == 200
+        listed = c.get("/admin/items", params={"partition": "a"},
+                       headers={"Authorization": "Bearer second-admin-token"})
+        assert listed.json()["items"] == []

@@ -40,7 +40,9 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None,
         raise InvalidInput(f"path {settings.path!r} is taken by the admin or ops endpoints")
     check_path(settings.path)
     runtime = Runtime(settings, embedder=embedder, memory=memory)
-    if runtime.auth.admin and settings.path.startswith(console.PREFIX):
+    # On with admin tokens, or a file for them (re-read when it changes, so it may fill later).
+    with_console = bool(runtime.auth.admin) or settings.admin_tokens_file is not None
+    if with_console and settings.path.startswith(console.PREFIX):
         raise InvalidInput(f"path {settings.path!r} is taken by the console")
 
     @asynccontextmanager
@@ -60,7 +62,7 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None,
     app.add_api_route("/healthz", healthz, methods=["GET"])
     app.add_api_route("/readyz", readyz, methods=["GET"])
     app.add_api_route("/metrics", metrics, methods=["GET"])
-    if runtime.auth.admin:  # the console is off unless an admin token is configured
+    if with_console:
         app.mount(console.PREFIX, console.create_console(runtime))
     app.add_exception_handler(SemmemError, _on_semmem_error)
     app.add_exception_handler(HTTPException, _on_http_error)
