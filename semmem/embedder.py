@@ -71,8 +71,8 @@ class SentenceTransformerEmbedder:
         self._lock = threading.Lock()
         self._torch = torch
         self.model_id = spec.model_id
-        dim_of = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
-        dim = dim_of()
+        dim_of = getattr(self._model, "get_embedding_dimension", None)
+        dim = dim_of() if dim_of else self._model.get_sentence_embedding_dimension()
         if dim is None:
             dim = int(self._model.encode(["x"]).shape[1])
         self.dim = int(dim)
