@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 MODEL  := models/all-MiniLM-L6-v2
 STAMP  := $(VENV)/.semmem-installed
 
-.PHONY: setup model run test lint pytest bench docker-smoke clean
+.PHONY: setup model run test lint pytest browser bench docker-smoke clean
 
 setup: $(STAMP) $(MODEL)/.verified
 
@@ -31,7 +31,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check semmem tests benchmarks
 	$(BIN)/mypy
 
-pytest: setup
+# Debian's chromium + chromedriver for the console's browser tests (installs as root when missing)
+browser:
+	scripts/ensure-browser.sh
+
+pytest: setup browser
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 test: setup lint pytest
