@@ -121,7 +121,7 @@ class Memory:
         *,
         idempotency_ttl_ms: int = 24 * 3600 * 1000,
         on_write: Callable[[str, bool], None] | None = None,
-        index_candidates: int = 200,
+        index_candidates: int = 100,
     ) -> None:
         self.store = store
         self.embedder = embedder

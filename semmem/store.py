@@ -422,7 +422,7 @@ class Store:
         q = (
             tbl.vector_search(np.asarray(query, np.float32).reshape(-1))
             .column("vector").distance_type("cosine").nprobes(20).refine_factor(2)
-            .limit(k).select(_ITEM_COLUMNS)
+            .ef(max(2 * k, 128)).limit(k).select(_ITEM_COLUMNS)
         )
         data = await q.to_arrow()
         return await asyncio.to_thread(self._candidates, view, data)
