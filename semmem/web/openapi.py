@@ -1,0 +1,195 @@
+"""An OpenAPI 3.1 document of the provider endpoint, derived from the tool definitions.
+
+The app serves no schema (``openapi_url=None``): hosts get the ``httpMemory`` declaration
+instead. This document exists for tools that speak OpenAPI (the fuzz tests run schemathesis
+on it) and is built from the same ``TOOLS`` and limits the server enforces, so it cannot drift.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+
+from semmem import __version__
+from semmem.errors import SemmemError
+from semmem.web.envelope import MAX_CURSOR_BYTES, MAX_RECALL_BYTES, PROTOCOL_VERSION
+from semmem.web.errors import RETRY_AFTER_S, STATUS
+from semmem.web.limits import MAX_SOURCES
+from semmem.web.tools import TOOLS
+
+_REF = "#/components/schemas/"
+
+
+def _envelope(operation: str, extra: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "version": {"const": PROTOCOL_VERSION},
+            "operation": {"const": operation},
+            "operationId": {"type": "string", "minLength": 1},
+            "partition": {"type": "string", "minLength": 1},
+            "access": {"enum": ["read", "read-write"]},
+            "deadlineAt": {"type": "string", "format": "date-time"},
+            **extra,
+        },
+        "required": ["version", "operation", "operationId", "partition", "access",
+                     "deadlineAt", *required],
+    }
+
+
+def _codes() -> dict[int, list[str]]:
+    """Error codes each status can carry (from the one status table)."""
+    by_status: dict[int, list[str]] = {}
+    stack: list[type[SemmemError]] = [SemmemError]
+    while stack:
+        cls = stack.pop()
+        stack.extend(cls.__subclasses__())
+        for base in cls.__mro__:
+            if base in STATUS:
+                by_status.setdefault(STATUS[base], [])
+                if cls.code not in by_status[STATUS[base]]:
+                    by_status[STATUS[base]].append(cls.code)
+                break
+    return by_status
+
+
+def provider_openapi(path: str = "/memory") -> dict[str, Any]:
+    """The OpenAPI 3.1 document of ``POST <path>``: requests, results and error envelopes."""
+    schemas: dict[str, Any] = {
+        "RecallRequest": _envelope("recall", {
+            "input": {"type": "object", "properties": {"text": {"type": ["string", "null"]}},
+                      "required": ["text"]},
+            "maxBytes": {"type": "integer", "minimum": 1, "maximum": MAX_RECALL_BYTES},
+        }, ["input", "maxBytes"]),
+        "Recall": {
+            "type": "object",
+            "properties": {
+                "text": {"type": "string"},
+                "sources": {"type": "array", "maxItems": MAX_SOURCES, "items": {
+                    "type": "object",
+                    "properties": {"id": {"type": "string"}, "title": {"type": "string"},
+                                   "revision": {"type": "string"},
+                                   "updatedAt": {"type": "string"}},
+                    "required": ["id"], "additionalProperties": False}},
+                "cursor": {"type": "string"},
+            },
+            "required": ["text", "sources"],
+            "additionalProperties": False,
+        },
+        "SearchResult": {
+            "type": "object",
+            "properties": {
+                "items": {"type": "array", "items": {
+                    "type": "object",
+                    "properties": {"n": {"type": "integer", "minimum": 1},
+                                   "text": {"type": "string"}, "score": {"type": "number"},
+                                   "updatedAt": {"type": "string"}},
+                    "required": ["n", "text", "score", "updatedAt"]}},
+                "count": {"type": "integer", "minimum": 0},
+                "truncated": {"const": True},
+            },
+            "required": ["items", "count"],
+            "additionalProperties": False,
+        },
+        "WriteResult": {
+            "type": "object",
+            "properties": {
+                "status": {"const": "stored"}, "n": {"type": "integer", "minimum": 1},
+                "count": {"type": "integer", "minimum": 0}, "existing": {"const": True},
+                "forgotten": {"const": True},
+            },
+            "required": ["status", "n", "count"],
+            "additionalProperties": False,
+        },
+        "ToolResult": {
+            "type": "object",
+            "properties": {"result": {"oneOf": [{"$ref": _REF + "SearchResult"},
+                                                {"$ref": _REF + "WriteResult"}]}},
+            "required": ["result"],
+            "additionalProperties": False,
+        },
+    }
+    tool_refs = []
+    for spec in TOOLS:
+        name = f"{spec.name.capitalize()}Call"
+        schemas[name] = _envelope("tool", {
+            "tool": {"const": spec.name},
+            "arguments": spec.declaration()["input"],
+            "cursor": {"type": ["string", "null"], "maxLength": MAX_CURSOR_BYTES},
+        }, ["tool", "arguments"])
+        tool_refs.append({"$ref": _REF + name})
+
+    responses: dict[str, Any] = {
+        "200": {"description": "a recall or a tool result", "content": {"application/json": {
+            "schema": {"oneOf": [{"$ref": _REF + "Recall"}, {"$ref": _REF + "ToolResult"}]}}}},
+    }
+    for status in sorted(_codes()):
+        responses[str(status)] = _error_response(status)
+
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "semmem HTTP memory provider", "version": __version__},
+        "paths": {path: {"post": {
+            "operationId": "provider",
+            "summary": "recall, or call a memory tool (protocol version 1)",
+            "security": [{"bearer": []}],
+            "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                "oneOf": [{"$ref": _REF + "RecallRequest"}, *tool_refs]}}}},
+            "responses": responses,
+        }}},
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+    }
+
+
+def _error_response(status: int) -> dict[str, Any]:
+    """The documented response of an error status: the envelope with that status's codes."""
+    codes = _codes()[status]
+    schema = {
+        "type": "object",
+        "properties": {"error": {
+            "type": "object",
+            "properties": {"code": {"enum": sorted(codes)}, "message": {"type": "string"},
+                           "details": {"type": "object"}},
+            "required": ["code", "message"],
+            "additionalProperties": False}},
+        "required": ["error"],
+        "additionalProperties": False,
+    }
+    entry: dict[str, Any] = {"description": ", ".join(sorted(codes)),
+                             "content": {"application/json": {"schema": schema}}}
+    if status in {STATUS[cls] for cls in RETRY_AFTER_S}:
+        entry["headers"] = {"Retry-After": {"required": True, "schema": {"type": "string"}}}
+    return entry
+
+
+# What the admin API and the probes can answer besides 200 (FastAPI's description says 422
+# for bad parameters; the app answers 400 with the error envelope).
+_ADMIN_ERRORS = (400, 401, 403, 429, 503)
+_OPS_ERRORS = {"/readyz": (503,)}
+_NOT_JSON = {"/admin/export": "application/x-ndjson", "/metrics": "text/plain"}
+
+
+def api_openapi(app: FastAPI, path: str = "/memory") -> dict[str, Any]:
+    """The whole HTTP API as one OpenAPI 3.1 document: the provider endpoint, and the admin
+    and ops endpoints as FastAPI describes them with their real error answers."""
+    doc = provider_openapi(path)
+    described = app.openapi()
+    for route, operations in described["paths"].items():
+        errors = _ADMIN_ERRORS if route.startswith("/admin") else _OPS_ERRORS.get(route, ())
+        for operation in operations.values():
+            responses = operation["responses"]
+            responses.pop("422", None)
+            if route in _NOT_JSON:
+                responses["200"]["content"] = {_NOT_JSON[route]: {"schema": {"type": "string"}}}
+            responses.update({str(status): _error_response(status) for status in errors})
+            if route.startswith("/admin"):
+                operation["security"] = [{"bearer": []}]
+        doc["paths"][route] = operations
+    extra = described.get("components", {}).get("schemas", {})
+    doc["components"]["schemas"].update(
+        {k: v for k, v in extra.items() if k not in ("HTTPValidationError", "ValidationError")})
+    return doc
