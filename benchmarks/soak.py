@@ -372,10 +372,17 @@ class Soak:
         orphaned: set[str] = set()
         for table in self.server.data.glob("*.lance"):
             used: set[str] = set()
-            ds = lance.dataset(str(table))
-            for v in ds.versions():
-                for frag in lance.dataset(str(table), version=v["version"]).get_fragments():
-                    used.update(Path(f.path).name for f in frag.data_files())
+            for _ in range(20):  # the running server's cleanup may drop a version meanwhile
+                try:
+                    ds = lance.dataset(str(table))
+                    for v in ds.versions():
+                        old = lance.dataset(str(table), version=v["version"])
+                        used.update(Path(f.path).name for frag in old.get_fragments()
+                                    for f in frag.data_files())
+                    break
+                except (ValueError, OSError):
+                    used.clear()
+                    time.sleep(0.05)
             for path in table.rglob("*"):
                 if path.is_file():
                     blob = path.read_bytes()

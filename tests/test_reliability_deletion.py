@@ -50,13 +50,18 @@ def referenced(path: Path) -> bool:
     table = next(p for p in path.parents if p.suffix == ".lance")
     if path.parent.name != "data":
         return True  # manifests, deletion files: part of a version
-    ds = lance.dataset(str(table))
-    return any(
-        Path(f.path).name == path.name
-        for v in ds.versions()
-        for frag in lance.dataset(str(table), version=v["version"]).get_fragments()
-        for f in frag.data_files()
-    )
+    for _ in range(20):  # a running server's cleanup may remove a version while we look
+        try:
+            ds = lance.dataset(str(table))
+            return any(
+                Path(f.path).name == path.name
+                for v in ds.versions()
+                for frag in lance.dataset(str(table), version=v["version"]).get_fragments()
+                for f in frag.data_files()
+            )
+        except (ValueError, OSError):
+            time.sleep(0.05)
+    raise AssertionError(f"cannot read the versions of {table}")
 
 
 def wait_gone(root: Path, needles: list[str], limit: float,

@@ -59,8 +59,8 @@ def bearer_of(header: str | None) -> bytes | None:
 
 
 def _digest(token: bytes) -> bytes:
-    # Comparing fixed-length digests keeps even the token's length out of the timing, and the
-    # process holds no token in the clear after start-up.
+    # Comparing fixed-length digests keeps even the token's length out of the timing
+    # (hmac.compare_digest returns early on a length mismatch).
     return hashlib.sha256(token).digest()
 
 

@@ -73,7 +73,9 @@ async def _recall(rt: Runtime, memory: Memory, req: RecallRequest) -> bytes:
 async def _tool(rt: Runtime, memory: Memory, req: ToolRequest) -> bytes:
     spec = BY_NAME.get(req.tool)
     if spec is None:
-        raise InvalidInput(f"unknown tool {req.tool!r}", {"tools": sorted(BY_NAME)})
+        # The name is not echoed: error messages are logged, and it is the caller's string.
+        raise InvalidInput("unknown tool; the tools are " + ", ".join(sorted(BY_NAME)),
+                           {"tools": sorted(BY_NAME)})
     if spec.access == "write" and not req.writable:
         raise Forbidden(f"the {spec.name} tool writes; this memory is bound read-only")
     args = spec.validate(req.arguments)

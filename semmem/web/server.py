@@ -59,6 +59,7 @@ def serve(settings: Settings, *, embedder: Embedder | None = None,
     """Serve the provider on ``settings.host:settings.port`` until interrupted."""
     import uvicorn
 
+    from semmem.web.accesslog import AccessLog
     from semmem.web.app import create_app
 
     settings = prepare(settings, out or sys.stdout)
@@ -68,8 +69,10 @@ def serve(settings: Settings, *, embedder: Embedder | None = None,
         verify(settings.model)  # fail now, not after the port opened, if the model is broken
     logging.basicConfig(level=settings.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    app = create_app(settings, embedder=embedder)
+    app = AccessLog(create_app(settings, embedder=embedder))
+    # access_log=False: uvicorn's line shows the query string (admin partitions); ours doesn't.
     uvicorn.run(
         app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(),
         server_header=False, proxy_headers=False, timeout_graceful_shutdown=5,
+        access_log=False,
     )

@@ -1,0 +1,51 @@
+"""One log line per HTTP request: method, path, status, time — never the query string.
+
+Replaces uvicorn's access log, which prints the query string, and the admin API carries the
+partition in it (``/admin/items?partition=…``): partition keys name owners' namespaces and stay
+out of the log, like fact texts and tokens. Probes log at debug level (they poll).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+log = logging.getLogger("semmem.access")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+PROBES = ("/healthz", "/readyz", "/metrics")
+
+
+class AccessLog:
+    """ASGI middleware logging each HTTP request once it is answered."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve the request through the app, then log it (lifespan passes straight through)."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 0
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            path = str(scope.get("path", ""))[:200]
+            level = logging.DEBUG if path in PROBES else logging.INFO
+            log.log(level, "%s %s %d %.1f ms", scope.get("method", "-"), path, status,
+                    (time.perf_counter() - started) * 1000)
