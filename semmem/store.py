@@ -25,6 +25,7 @@ import asyncio
 import hashlib
 import json
 import logging
+import math
 import random
 import time
 from collections import OrderedDict
@@ -421,8 +422,8 @@ class Store:
             return Snapshot.empty(view.partition, self.dim)
         q = (
             tbl.vector_search(np.asarray(query, np.float32).reshape(-1))
-            .column("vector").distance_type("cosine").nprobes(20).refine_factor(2)
-            .ef(max(2 * k, 128)).limit(k).select(_ITEM_COLUMNS)
+            .column("vector").distance_type("cosine").nprobes(_nprobes(view.count))
+            .limit(k).select(_ITEM_COLUMNS)
         )
         data = await q.to_arrow()
         return await asyncio.to_thread(self._candidates, view, data)
@@ -699,7 +700,7 @@ class Store:
         return done
 
     def _index_sync(self, uri: str) -> str:
-        """Past the threshold: a cosine IVF-HNSW-SQ index on vectors and B-trees on ``key`` and
+        """Past the threshold: a cosine IVF-flat index on vectors and B-trees on ``key`` and
         ``dkey`` (the write views' lookups); later passes fold new rows into them."""
         ds = lance.dataset(uri, storage_options=self.storage_options or None)
         if ds.count_rows() <= self.index_threshold:
@@ -720,9 +721,12 @@ class Store:
                 if f"{column}_idx" not in have:
                     d.create_scalar_index(column, "BTREE", name=f"{column}_idx", replace=True)
             d = lance.dataset(uri, storage_options=self.storage_options or None)
-            # Rows without a vector (head, records, tombstones) are left out of the index.
-            d.create_index("vector", "IVF_HNSW_SQ", name=VECTOR_INDEX, metric="cosine",
-                           replace=True)
+            # IVF with exact (flat) distances in the probed lists: on a million real-like
+            # embeddings it kept recall@10 ≥ 0.96 where IVF-HNSW-SQ reached 0.2–0.67 at the
+            # same latency (docs/benchmarks.md). Rows without a vector (head, records,
+            # tombstones) are left out of the index.
+            d.create_index("vector", "IVF_FLAT", name=VECTOR_INDEX, metric="cosine",
+                           num_partitions=_lists(d.count_rows()), replace=True)
             return 1
 
         _retry_conflicts(build)
@@ -772,6 +776,16 @@ class _Columns:
             for f in schema
         ]
         return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _lists(rows: int) -> int:
+    """IVF lists for a partition of ``rows`` rows: about √rows, so a list holds about √rows."""
+    return max(1, math.isqrt(max(rows, 1)))
+
+
+def _nprobes(rows: int) -> int:
+    """Lists searched per query: 5 % of them, at least 10 (measured at 1M: recall@10 0.98)."""
+    return max(10, math.ceil(0.05 * _lists(rows)))
 
 
 def _delete(uri: str, where: str, storage_options: dict[str, str]) -> int:
