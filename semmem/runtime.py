@@ -37,6 +37,7 @@ def make_store(settings: Settings, embedder: Embedder) -> Store:
         # Not settings yet (requested): read them when they exist, else the measured defaults.
         index_threshold=getattr(settings, "index_threshold", INDEX_THRESHOLD),
         cache_items=getattr(settings, "cache_items", 2_000_000),
+        cache_bytes=getattr(settings, "cache_bytes", 1 << 30),
     )
 
 

@@ -172,6 +172,7 @@ class Store:
         version_retention: timedelta = timedelta(seconds=10),
         index_threshold: int = INDEX_THRESHOLD,
         cache_items: int = 2_000_000,
+        cache_bytes: int = 1 << 30,
     ) -> None:
         self.uri = uri
         self.dim = dim
@@ -184,6 +185,9 @@ class Store:
         self.index_threshold = index_threshold
         # Cached snapshots hold at most this many items in all (besides ``cache_size``).
         self.cache_items = cache_items
+        # LanceDB's own caches (index pages, file metadata) for every table this store opens;
+        # without a bound they grow with the number of partitions ever touched.
+        self.cache_bytes = cache_bytes
         self.schema = partition_schema(dim)
         self._db: lancedb.AsyncConnection | None = None
         self._tables: OrderedDict[str, Any] = OrderedDict()
@@ -203,6 +207,10 @@ class Store:
                 self.uri,
                 read_consistency_interval=self.read_consistency,
                 storage_options=self.storage_options or None,
+                session=lancedb.Session(
+                    index_cache_size_bytes=self.cache_bytes,
+                    metadata_cache_size_bytes=max(self.cache_bytes // 4, 1 << 20),
+                ),
             )
             meta = await self.meta()
         except Exception as exc:  # the engine's errors are not a documented tree
