@@ -53,6 +53,7 @@ MAX_WRITE_ATTEMPTS = 40
 INDEX_THRESHOLD = 50_000  # rows; see docs/scaling.md for the measurements behind it
 VECTOR_INDEX = "vector_idx"
 FRAGMENT_ROWS = 65_536
+REGISTRY_COMPACT_EVERY = 64
 _ITEM_COLUMNS = ["key", "kind", "n", "text", "vector", "ts", "updated", "revision", "seq",
                  "model", "forgotten", "attrs"]
 
@@ -261,6 +262,20 @@ class Store:
         await (
             reg.merge_insert("key").when_matched_update_all().when_not_matched_insert_all()
         ).execute(data)
+        # One commit (and one small fragment) per partition created: compact now and then, or
+        # every later registry read and write would scan thousands of fragments.
+        if await reg.version() % REGISTRY_COMPACT_EVERY == 0:
+            uri = await reg.uri()
+
+            def compact() -> int:
+                ds = lance.dataset(uri, storage_options=self.storage_options or None)
+                ds.optimize.compact_files()
+                lance.dataset(uri, storage_options=self.storage_options or None
+                              ).cleanup_old_versions(older_than=self.version_retention)
+                return 1
+
+            await asyncio.to_thread(_retry_conflicts, compact)
+            await reg.checkout_latest()
 
     async def meta(self) -> dict[str, Any] | None:
         """The store's metadata (schema version, model), or ``None`` for a new store."""
