@@ -98,3 +98,47 @@ def test_delete_partition_removes_only_it(client: Client) -> None:
     assert again.json() == {"deleted": False, "partition": "c"}
     names = client.get("/admin/partitions", headers=ADMIN).json()["partitions"]
     assert names == ["a", "b"]
+
+
+def test_admin_edit_item_sets_record_fields(client: Client) -> None:
+    """PATCH /admin/items sets note/status; recall renders the note and skips inactive items."""
+    r = client.patch("/admin/items", params={"partition": "b", "n": 1}, headers=ADMIN,
+                     json={"note": "bought 2023"})
+    assert r.status_code == 200
+    body = r.json()
+    assert (body["status"], body["n"], body["item"]["note"]) == ("stored", 1, "bought 2023")
+    assert send(client, recall(None, partition="b")).json()["text"] == (
+        "1. Ben has a kayak — bought 2023")
+    client.patch("/admin/items", params={"partition": "b", "n": 1}, headers=ADMIN,
+                 json={"status": "inactive", "note": None})
+    assert send(client, recall(None, partition="b")).json()["text"] == ""
+    found = send(client, {**recall(None, partition="b"), "operation": "tool", "tool": "search",
+                          "arguments": {"query": "kayak"}}).json()["result"]["items"][0]
+    assert found["status"] == "inactive" and "note" not in found
+    client.patch("/admin/items", params={"partition": "b", "n": 1}, headers=ADMIN,
+                 json={"status": None, "text": "Ben has two kayaks"})
+    assert send(client, recall(None, partition="b")).json()["text"] == "1. Ben has two kayaks"
+
+
+@pytest.mark.parametrize(("params", "body", "status", "code"), [
+    ({"partition": "b", "n": 1}, {"colour": "red"}, 422, "invalid_arguments"),
+    ({"partition": "b", "n": 1}, {}, 422, "invalid_arguments"),
+    ({"partition": "b", "n": 1}, {"note": "x" * 501}, 422, "invalid_arguments"),
+    ({"partition": "b", "n": 1}, {"status": 5}, 422, "invalid_arguments"),
+    ({"partition": "b", "n": 99}, {"note": "x"}, 404, "not_found"),
+    ({"partition": "b", "n": 0}, {"note": "x"}, 400, "invalid_request"),
+])
+def test_admin_edit_item_refusals(client: Client, params: dict[str, object],
+                                  body: dict[str, object], status: int, code: str) -> None:
+    """Bad record edits are refused with the contract's envelope and change nothing."""
+    before = client.get("/admin/items", params={"partition": "b"}, headers=ADMIN).json()
+    r = client.patch("/admin/items", params=params, headers=ADMIN, json=body)
+    assert_error(r, status, code)
+    assert client.get("/admin/items", params={"partition": "b"}, headers=ADMIN).json() == before
+
+
+def test_admin_edit_item_needs_admin_token(client: Client) -> None:
+    """A provider token cannot edit items."""
+    r = client.patch("/admin/items", params={"partition": "b", "n": 1}, headers=AUTH,
+                     json={"note": "x"})
+    assert_error(r, 403, "forbidden")

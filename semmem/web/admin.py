@@ -1,4 +1,4 @@
-"""The owners' admin API (admin tokens only): list partitions, list/export items, delete.
+"""The owners' admin API (admin tokens only): list partitions, list/export/edit items, delete.
 
 Partitions travel as a query parameter, never as a path segment, so any partition string
 (slashes, quotes, unicode) names exactly itself.
@@ -13,7 +13,8 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request
 from starlette.responses import Response, StreamingResponse
 
-from semmem.errors import SemmemError
+from semmem.errors import InvalidArguments, InvalidInput, SemmemError
+from semmem.items import RECORD_FIELDS
 from semmem.memory import Memory
 from semmem.web.errors import MEDIA_TYPE, error_response
 from semmem.web.jsonio import dumps
@@ -84,6 +85,38 @@ async def list_items(request: Request, rt: RuntimeDep, partition: PartitionQ,
         nxt = offset + limit if offset + limit < stats["count"] else None
         return _json({"items": [it.public() for it in items], "count": stats["count"],
                       "next": nxt})
+
+    return await _guarded(request, rt, work)
+
+
+EDITABLE = ("text", *(f for f in RECORD_FIELDS if f != "slug"))
+
+
+@router.patch("/items")
+async def edit_item(request: Request, rt: RuntimeDep, partition: PartitionQ,
+                    n: Annotated[int, Query(ge=1)]) -> Response:
+    """Change item ``n``'s text and/or record fields (note, status, surfacing, mergedInto).
+
+    The body is a JSON object with any of those keys; ``null`` clears a record field.
+    """
+
+    async def work(memory: Memory) -> Response:
+        try:
+            body = await request.json()
+        except ValueError as exc:
+            raise InvalidInput("body is not JSON") from exc
+        if not isinstance(body, dict) or not body:
+            raise InvalidArguments(f"body must be a non-empty object with keys from {EDITABLE}")
+        unknown = sorted(set(body) - set(EDITABLE))
+        if unknown:
+            raise InvalidArguments(f"unknown fields {unknown}; editable: {list(EDITABLE)}")
+        text = body.get("text")
+        attrs = {k: v for k, v in body.items() if k != "text"}
+        result = await memory.update(partition, n, text, attrs=attrs)
+        if text is not None and rt.purger is not None:
+            rt.purger.purge(partition)  # the replaced text leaves the disk like a forgotten one
+        item = (await memory.store.snapshot(partition)).get(n)
+        return _json({**result, "item": item.public() if item else None})
 
     return await _guarded(request, rt, work)
 
