@@ -130,8 +130,11 @@ class Memory:
         self.on_write = on_write
         # How many nearest items the vector index hands to ranking in an indexed partition.
         self.index_candidates = index_candidates
+        self._batcher = _Batcher(embedder)
 
     async def _embed(self, texts: list[str]) -> np.ndarray:
+        if len(texts) == 1:
+            return (await self._batcher.embed(texts[0])).reshape(1, -1)
         return await asyncio.to_thread(self.embedder.embed_batch, texts)
 
     def _replay(self, snap: Snapshot, op: Operation | None) -> dict[str, Any] | None:
@@ -482,6 +485,52 @@ class Memory:
                 progress(len(chunk))
         await self.store.replace_vectors(partition, vectors)
         return len(vectors)
+
+
+class _Batcher:
+    """Coalesces concurrent single-text embeddings (queries, remembers) into one model call.
+
+    The model is one lock and two cores: eight queries embedded together cost ~3 ms each
+    instead of ~10 ms one by one. Nothing waits on purpose: a text arriving while the model is
+    idle goes at once, alone; texts arriving while it is busy go together in the next call.
+    """
+
+    def __init__(self, embedder: Embedder, max_batch: int = 32) -> None:
+        self.embedder = embedder
+        self.max_batch = max_batch
+        self._pending: list[tuple[str, asyncio.Future[np.ndarray]]] = []
+        self._draining = False
+        self._task: asyncio.Future[None] | None = None
+        self.calls = 0  # model calls made (for tests and metrics)
+
+    async def embed(self, text: str) -> np.ndarray:
+        """The vector of ``text``, embedded with whatever else is waiting."""
+        future: asyncio.Future[np.ndarray] = asyncio.get_running_loop().create_future()
+        self._pending.append((text, future))
+        if not self._draining:
+            self._draining = True
+            self._task = asyncio.ensure_future(self._drain())
+        return await future
+
+    async def _drain(self) -> None:
+        try:
+            while self._pending:
+                batch = self._pending[:self.max_batch]
+                del self._pending[:self.max_batch]
+                texts = [t for t, _ in batch]
+                self.calls += 1
+                try:
+                    vectors = await asyncio.to_thread(self.embedder.embed_batch, texts)
+                except Exception as exc:
+                    for _, future in batch:
+                        if not future.done():
+                            future.set_exception(exc)
+                    continue
+                for (_, future), vector in zip(batch, vectors, strict=True):
+                    if not future.done():
+                        future.set_result(vector)
+        finally:
+            self._draining = False
 
 
 def _batches(records: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -313,3 +314,35 @@ async def test_snapshot_cache_is_bounded_by_items(tmp_path: Path) -> None:
     stats = store.cache_stats()
     assert stats["items"] <= 100 and stats["snapshots"] == 1
     assert (await memory.recall("a", "a fact 7", 100)).text.startswith("8. a fact 7")
+
+
+async def test_concurrent_recalls_share_model_calls(tmp_path: Path) -> None:
+    import threading
+
+    class Counting(HashingEmbedder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.batches: list[int] = []
+            self.gate = threading.Event()
+
+        def embed_batch(self, texts: list[str]):  # type: ignore[no-untyped-def]
+            self.gate.wait(5)  # holds the model until the test lets it go
+            self.batches.append(len(texts))
+            return super().embed_batch(texts)
+
+    embedder = Counting()
+    store = Store(str(tmp_path / "db"), dim=embedder.dim, model_id=embedder.model_id)
+    await store.open()
+    memory = Memory(store, embedder)
+    embedder.gate.set()
+    await memory.import_("p", [{"text": f"fact {i} about topic{i}"} for i in range(20)])
+    embedder.gate.clear()
+    embedder.batches.clear()
+    queries = [f"topic{i} fact {i}" for i in range(8)]
+    pending = asyncio.gather(*(memory.recall("p", q, 200) for q in queries))
+    await asyncio.sleep(0.2)
+    embedder.gate.set()
+    results = await pending
+    assert [r.text.split("\n")[0] for r in results] == [
+        f"{i + 1}. fact {i} about topic{i}" for i in range(8)]
+    assert embedder.batches == [8]  # all eight queued before the model was free: one call
