@@ -459,11 +459,13 @@ class Memory:
             yield item.public()
 
     async def stats(self, partition: str) -> dict[str, Any]:
-        """Counters of one partition."""
-        snap = await self.store.snapshot(partition)
+        """Counters of one partition (read without loading it when it is indexed)."""
+        snap = await self.store.read_view(partition)
+        forgotten = (await self.store.count_forgotten(partition) if snap.indexed
+                     else len(snap.tombstones))
         return {
             "partition": partition, "count": snap.count, "highest": snap.hwm,
-            "forgotten": len(snap.tombstones), "version": snap.version, "seq": snap.seq,
+            "forgotten": forgotten, "version": snap.version, "seq": snap.seq,
             "model": snap.model,
         }
 

@@ -473,6 +473,13 @@ class Store:
 
         return await asyncio.to_thread(load)
 
+    async def count_forgotten(self, partition: str) -> int:
+        """How many tombstones (forgotten numbers) the partition holds."""
+        tbl = await self._table(partition, create=False)
+        if tbl is None:
+            return 0
+        return int(await tbl.count_rows(f"kind = {KIND_ITEM} AND forgotten = true"))
+
     def _candidates(self, view: Snapshot, data: pa.Table) -> Snapshot:
         rows = data.select(_ITEM_COLUMNS).to_pylist()
         rows = [r for r in rows if r["kind"] == KIND_ITEM and not r["forgotten"]]

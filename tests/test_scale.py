@@ -79,3 +79,13 @@ async def test_processes_writing_an_indexed_partition_lose_nothing(tmp_path: Pat
     assert (await memory.store.read_view("p")).count == 100
     found = await memory.search("p", "worker 1 fact 9", 1)
     assert found["items"][0]["text"] == "worker 1 fact 9" and found["count"] == 100
+
+
+async def test_stats_of_an_indexed_partition_do_not_load_it(tmp_path: Path) -> None:
+    memory = await _memory(tmp_path, index_threshold=50)
+    await memory.import_("p", [{"text": f"fact {i}"} for i in range(80)])
+    await memory.forget("p", 5)
+    await memory.forget("p", 6)
+    stats = await memory.stats("p")
+    assert (stats["count"], stats["highest"], stats["forgotten"]) == (78, 80, 2)
+    assert memory.store.cache_stats()["items"] == 0
