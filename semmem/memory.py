@@ -503,14 +503,23 @@ class _Batcher:
         self._pending: list[tuple[str, asyncio.Future[np.ndarray]]] = []
         self._draining = False
         self._task: asyncio.Future[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.calls = 0  # model calls made (for tests and metrics)
 
     async def embed(self, text: str) -> np.ndarray:
         """The vector of ``text``, embedded with whatever else is waiting."""
-        future: asyncio.Future[np.ndarray] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        if self._draining and self._loop is not loop:
+            if self._loop is not None and not self._loop.is_closed():
+                # Another event loop is draining (a core shared across threads): embed alone.
+                vectors = await asyncio.to_thread(self.embedder.embed_batch, [text])
+                alone: np.ndarray = vectors[0]
+                return alone
+            self._pending, self._draining = [], False  # that loop is gone, and its waiters
+        future: asyncio.Future[np.ndarray] = loop.create_future()
         self._pending.append((text, future))
         if not self._draining:
-            self._draining = True
+            self._draining, self._loop = True, loop
             self._task = asyncio.ensure_future(self._drain())
         return await future
 

@@ -346,3 +346,18 @@ async def test_concurrent_recalls_share_model_calls(tmp_path: Path) -> None:
     assert [r.text.split("\n")[0] for r in results] == [
         f"{i + 1}. fact {i} about topic{i}" for i in range(8)]
     assert embedder.batches == [8]  # all eight queued before the model was free: one call
+
+
+def test_memory_recalls_from_successive_event_loops(tmp_path: Path) -> None:
+    async def build() -> Memory:
+        embedder = HashingEmbedder()
+        store = Store(str(tmp_path / "db"), dim=embedder.dim, model_id=embedder.model_id)
+        await store.open()
+        memory = Memory(store, embedder)
+        await memory.remember("p", "Alice likes green tea")
+        return memory
+
+    memory = asyncio.run(build())
+    for _ in range(2):  # each asyncio.run is a new loop; the batcher must not wait on the old
+        result = asyncio.run(asyncio.wait_for(memory.recall("p", "green tea", 100), 10))
+        assert result.text == "1. Alice likes green tea"
