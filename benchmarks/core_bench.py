@@ -15,12 +15,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.factgen import QUERIES, facts  # noqa: E402
-from semmem.embedder import CachedEmbedder, SentenceTransformerEmbedder  # noqa: E402
-from semmem.maintenance import Maintainer  # noqa: E402
-from semmem.memory import Memory  # noqa: E402
-from semmem.modelfiles import default_model_dir  # noqa: E402
-from semmem.store import Store  # noqa: E402
+from benchmarks.factgen import QUERIES, facts
+from semmem.embedder import CachedEmbedder, SentenceTransformerEmbedder
+from semmem.maintenance import Maintainer
+from semmem.memory import Memory
+from semmem.modelfiles import default_model_dir
+from semmem.store import Store
 
 
 def pct(values: list[float], q: float) -> float:
@@ -47,7 +47,8 @@ async def main(sizes: list[int]) -> None:
         await mem.import_("import", [{"text": t} for t in sample])
         imp = len(sample) / (time.perf_counter() - t0)
         rows.append(("raw batch embedding (1k facts)", f"{raw:.0f} facts/s"))
-        rows.append(("import (1k facts, batches of 256)", f"{imp:.0f} facts/s ({imp / raw:.2f}x raw)"))
+        rows.append(("import (1k facts, batches of 256)",
+                     f"{imp:.0f} facts/s ({imp / raw:.2f}x raw)"))
 
         # single remember latency
         lat = []
@@ -55,7 +56,8 @@ async def main(sizes: list[int]) -> None:
             t0 = time.perf_counter()
             await mem.remember("writes", f"single fact number {i} about {base[i]}")
             lat.append((time.perf_counter() - t0) * 1000)
-        rows.append(("remember p50 / p95 (60 writes)", f"{pct(lat, .5):.1f} / {pct(lat, .95):.1f} ms"))
+        rows.append(("remember p50 / p95 (60 writes)",
+                     f"{pct(lat, .5):.1f} / {pct(lat, .95):.1f} ms"))
 
         for size in sizes:
             part = f"size-{size}"

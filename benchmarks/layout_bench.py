@@ -87,7 +87,8 @@ async def main(parts: int, facts: int) -> None:
     with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
         one = await per_partition(a, parts, facts)
         two = await shared(b, parts, facts)
-    print(f"{parts} partitions × {facts} facts\n\n| layout | measure | median |\n| --- | --- | --- |")
+    print(f"{parts} partitions × {facts} facts\n")
+    print("| layout | measure | median |\n| --- | --- | --- |")
     for k, v in one.items():
         print(f"| table per partition | {k} | {v} |")
     for k, v in two.items():

@@ -30,6 +30,7 @@ from semmem.embedder import CachedEmbedder, SentenceTransformerEmbedder
 from semmem.items import now_ms
 from semmem.memory import Memory
 from semmem.modelfiles import default_model_dir
+from semmem.runtime import limit_blas_threads
 from semmem.store import ItemRow, Mutation, Store
 
 
@@ -42,6 +43,7 @@ def disk_bytes(root: Path) -> int:
 
 
 async def main() -> None:
+    limit_blas_threads()  # as the server does (semmem.runtime.open_memory)
     parser = argparse.ArgumentParser()
     parser.add_argument("--partitions", type=int, default=10_000)
     parser.add_argument("--facts", type=int, default=50)

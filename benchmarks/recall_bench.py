@@ -41,6 +41,7 @@ from semmem.items import now_ms
 from semmem.memory import MAX_SOURCES, Memory
 from semmem.modelfiles import default_model_dir
 from semmem.packing import pack_candidates
+from semmem.runtime import limit_blas_threads
 from semmem.store import ItemRow, Mutation, Store
 
 BUDGET = 1024
@@ -229,6 +230,7 @@ def row(r: dict[str, Any]) -> str:
 
 
 async def main() -> None:
+    limit_blas_threads()  # as the server does (semmem.runtime.open_memory)
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="100,1000,10000")
     parser.add_argument("--reps", type=int, default=120)

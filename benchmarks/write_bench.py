@@ -23,10 +23,12 @@ from benchmarks.recall_bench import pct
 from semmem.embedder import CachedEmbedder, SentenceTransformerEmbedder
 from semmem.memory import Memory
 from semmem.modelfiles import default_model_dir
+from semmem.runtime import limit_blas_threads
 from semmem.store import Store
 
 
 async def main() -> None:
+    limit_blas_threads()  # as the server does (semmem.runtime.open_memory)
     parser = argparse.ArgumentParser()
     parser.add_argument("--facts", type=int, default=2000)
     parser.add_argument("--remembers", type=int, default=60)
