@@ -37,7 +37,10 @@ class Settings(BaseSettings):
         50_000, ge=1, description="rows past which a partition gets an ANN vector index"
     )
     index_candidates: int = Field(
-        200, ge=1, description="candidates read from the ANN index per recall/search"
+        100, ge=1, description="candidates read from the ANN index per recall/search"
+    )
+    cache_bytes: int = Field(
+        1 << 30, ge=1 << 20, description="bytes of LanceDB's index and metadata caches"
     )
     cache_items: int = Field(
         2_000_000, ge=1, description="items held in cached snapshots across partitions"
