@@ -274,7 +274,9 @@ class Memory:
             result = {"status": "stored", "n": n, "count": snap.count}
             return self._commit(op, result, [row])
 
-        return await self._write(partition, plan, op, numbers=_as_numbers([n]))
+        # a replaced text must leave the disk like a forgotten one: purge as after a forget
+        return await self._write(partition, plan, op, forgot=new_text is not None,
+                                 numbers=_as_numbers([n]))
 
     async def forget(
         self, partition: str, n: int, *, cursor: str | None = None, op: Operation | None = None

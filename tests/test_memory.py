@@ -361,3 +361,14 @@ def test_memory_recalls_from_successive_event_loops(tmp_path: Path) -> None:
     for _ in range(2):  # each asyncio.run is a new loop; the batcher must not wait on the old
         result = asyncio.run(asyncio.wait_for(memory.recall("p", "green tea", 100), 10))
         assert result.text == "1. Alice likes green tea"
+
+
+async def test_update_reports_replaced_text_as_dropped(memory: Memory) -> None:
+    """A text update tells the write hook a text left (so every surface purges it); a
+    record-field edit does not."""
+    calls: list[tuple[str, bool]] = []
+    memory.on_write = lambda partition, dropped: calls.append((partition, dropped))
+    await memory.remember("p", "old text")
+    await memory.update("p", 1, "new text")
+    await memory.update("p", 1, attrs={"note": "n"})
+    assert calls == [("p", False), ("p", True), ("p", False)]

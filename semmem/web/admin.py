@@ -113,8 +113,6 @@ async def edit_item(request: Request, rt: RuntimeDep, partition: PartitionQ,
         text = body.get("text")
         attrs = {k: v for k, v in body.items() if k != "text"}
         result = await memory.update(partition, n, text, attrs=attrs)
-        if text is not None and rt.purger is not None:
-            rt.purger.purge(partition)  # the replaced text leaves the disk like a forgotten one
         item = (await memory.store.snapshot(partition)).get(n)
         return _json({**result, "item": item.public() if item else None})
 

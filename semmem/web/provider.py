@@ -84,8 +84,6 @@ async def _tool(rt: Runtime, memory: Memory, req: ToolRequest) -> bytes:
     if spec.name == "search":
         return fit_search(result)
     rt.metrics.writes.labels(spec.name).inc()
-    if spec.name == "update" and rt.purger is not None:
-        rt.purger.purge(req.partition)  # the replaced text must leave the disk like a forgotten one
     # sort_keys: a replay decodes the stored result, so bytes must not depend on dict order.
     body = dumps({"result": result}, sort_keys=True)
     if len(body) > MAX_RESPONSE:
