@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed "
                                 "(a dev dependency: pip install -c requirements.lock selenium)")
 
-from selenium.common.exceptions import TimeoutException  # noqa: E402
+from selenium.common.exceptions import TimeoutException, WebDriverException  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
@@ -115,16 +116,38 @@ def wait(driver: WebDriver, condition: Callable[[Any], Any], what: str) -> Any:
                              ) from None
 
 
+def mark_page(driver: WebDriver) -> str:
+    """Tag the current document so that a later wait can tell when another one replaced it."""
+    marker = uuid.uuid4().hex
+    driver.execute_script("window.__semmemPage = arguments[0]", marker)
+    return marker
+
+
+def wait_for_next_page(driver: WebDriver, marker: str, what: str) -> None:
+    """Wait until a document other than the one tagged ``marker`` has completely loaded.
+
+    Polls a script instead of ``staleness_of``: mid-navigation chromedriver can answer an element
+    query with an inspector error ("Node with given id does not belong to the document") that
+    ``staleness_of`` does not treat as stale, so it failed the test on a busy machine.
+    """
+    def loaded(d: WebDriver) -> bool:
+        try:
+            return bool(d.execute_script(
+                "return document.readyState === 'complete' && window.__semmemPage !== arguments[0]",
+                marker))
+        except WebDriverException:  # the old document is being torn down; ask again
+            return False
+    wait(driver, loaded, what)
+
+
 def submit(driver: WebDriver, button: WebElement, *, accept_confirm: bool = False) -> None:
     """Click a submit button and wait for the next page to load."""
-    old = driver.find_element(By.TAG_NAME, "html")
+    marker = mark_page(driver)
     button.click()
     if accept_confirm:
         wait(driver, ec.alert_is_present(), "the confirmation dialog")
         driver.switch_to.alert.accept()
-    wait(driver, ec.staleness_of(old), "the next page")
-    wait(driver, lambda d: d.execute_script("return document.readyState") == "complete",
-         "the page to load")
+    wait_for_next_page(driver, marker, "the next page")
 
 
 def fill(driver: WebDriver, field_id: str, value: str) -> None:
@@ -334,9 +357,9 @@ def test_console_keyboard_and_phone(server: ServerProcess, browser: WebDriver,
     d.get(f"{base}/console/signin")
     # The token field has focus; typing and Enter signs in.
     d.switch_to.active_element.send_keys(ADMIN_TOKEN)
-    old = d.find_element(By.TAG_NAME, "html")
+    marker = mark_page(d)
     d.switch_to.active_element.send_keys(Keys.ENTER)
-    wait(d, ec.staleness_of(old), "the partitions page")
+    wait_for_next_page(d, marker, "the partitions page")
     assert d.title == "Partitions · semmem console"
     # Tab order: the skip link comes first and jumps to the content.
     d.find_element(By.TAG_NAME, "body").send_keys(Keys.TAB)
@@ -347,9 +370,9 @@ def test_console_keyboard_and_phone(server: ServerProcess, browser: WebDriver,
     d.find_element(By.ID, "add_text").send_keys("Bob takes the 7:40 train")
     d.switch_to.active_element.send_keys(Keys.TAB)
     assert d.switch_to.active_element.get_attribute("id") == "add_note"
-    old = d.find_element(By.TAG_NAME, "html")
+    marker = mark_page(d)
     d.switch_to.active_element.send_keys("weekdays", Keys.ENTER)
-    wait(d, ec.staleness_of(old), "the partition page")
+    wait_for_next_page(d, marker, "the partition page")
     assert text(d, ".flash") == "Item #1 added."
     # "/" jumps to the search box.
     d.find_element(By.TAG_NAME, "body").send_keys("/")
