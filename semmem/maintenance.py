@@ -4,6 +4,8 @@ Writes report themselves here (``touched``); a partition is maintained once enou
 piled up (``compact_every``) and, after a forget, as soon as the old versions holding the text
 are past the store's retention, so a forgotten text leaves every file within
 ``version_retention + delay + the maintenance pass`` (documented as the forget window).
+The registry (partition names) is maintained under the key ``REGISTRY`` after a partition is
+deleted.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from dataclasses import dataclass, field
 from semmem.store import Store
 
 log = logging.getLogger(__name__)
+
+REGISTRY = None  # the key under which the registry, not a partition, is due
 
 
 @dataclass
@@ -33,13 +37,14 @@ class Maintainer:
     store: Store
     delay_s: float = 2.0
     compact_every: int = 32
-    _due: dict[str, _Due] = field(default_factory=dict)
+    _due: dict[str | None, _Due] = field(default_factory=dict)
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
     _task: asyncio.Task[None] | None = None
-    passes: int = 0
+    passes: int = 0  # partition passes done
+    registry_passes: int = 0
 
-    def touched(self, partition: str, forgot: bool) -> None:
-        """Record a committed write (called by the memory core)."""
+    def touched(self, partition: str | None, forgot: bool) -> None:
+        """Record a committed write (called by the memory core); ``REGISTRY`` for the registry."""
         due = self._due.setdefault(partition, _Due(at=float("inf")))
         due.writes += 1
         now = time.monotonic()
@@ -71,6 +76,11 @@ class Maintainer:
         for partition in ready:
             due = self._due.pop(partition)
             try:
+                if partition is REGISTRY:
+                    await self.store.maintain_registry()
+                    self.registry_passes += 1
+                    log.info("maintained the registry")
+                    continue
                 report = await self.store.maintain(partition)
                 self.passes += 1
                 log.info("maintained partition table %s in %.3fs",

@@ -122,6 +122,7 @@ class Memory:
         *,
         idempotency_ttl_ms: int = 24 * 3600 * 1000,
         on_write: Callable[[str, bool], None] | None = None,
+        on_drop: Callable[[str], None] | None = None,
         index_candidates: int = 100,
         model_executor: ThreadPoolExecutor | None = None,
     ) -> None:
@@ -130,6 +131,8 @@ class Memory:
         self.ranker = ranker or Ranker()
         self.idempotency_ttl_ms = idempotency_ttl_ms
         self.on_write = on_write
+        # Called after a partition is deleted (the server purges its name from the registry).
+        self.on_drop = on_drop
         # How many nearest items the vector index hands to ranking in an indexed partition.
         self.index_candidates = index_candidates
         # Every model call runs on this one thread: torch's CPU kernels run ~25 % slower on any
@@ -379,7 +382,10 @@ class Memory:
 
     async def delete_partition(self, partition: str) -> bool:
         """Delete the partition and every file of it. Returns whether it existed."""
-        return await self.store.drop(partition)
+        existed = await self.store.drop(partition)
+        if existed and self.on_drop is not None:
+            self.on_drop(partition)
+        return existed
 
     # ----- reads -------------------------------------------------------------------------------
     async def recall(self, partition: str, text: str | None, max_bytes: int) -> Recall:

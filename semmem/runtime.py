@@ -47,6 +47,7 @@ def make_store(settings: Settings, embedder: Embedder) -> Store:
         read_consistency=timedelta(milliseconds=settings.read_consistency_ms),
         cache_size=settings.cache_size,
         version_retention=timedelta(seconds=settings.version_retention_s),
+        orphan_age=timedelta(seconds=settings.orphan_age_s),
         # Not settings yet (requested): read them when they exist, else the measured defaults.
         index_threshold=getattr(settings, "index_threshold", INDEX_THRESHOLD),
         cache_items=getattr(settings, "cache_items", 2_000_000),

@@ -29,6 +29,9 @@ class Settings(BaseSettings):
     version_retention_s: float = Field(
         10.0, ge=0, description="old table versions kept this long before cleanup"
     )
+    orphan_age_s: float = Field(
+        600.0, ge=0, description="unreferenced data files (a killed write's) deleted this old"
+    )
     maintenance_delay_s: float = Field(
         2.0, ge=0, description="coalescing delay before maintenance after writes"
     )

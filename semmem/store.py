@@ -1,6 +1,7 @@
 """Storage of partitions in LanceDB: one table per partition, optimistic compare-and-swap writes.
 
-This is the only module that imports ``lancedb`` and ``lance``.
+This is the only module that imports ``lancedb`` and ``lance`` (``storefiles`` lists and deletes
+the files it names).
 
 Layout (``SCHEMA_VERSION``): the store URI holds a registry table ``_semmem`` (store metadata and
 the partition name of every table) and one table per partition named ``p_<sha256(partition)>``,
@@ -38,10 +39,12 @@ import lance
 import lancedb
 import numpy as np
 import pyarrow as pa
+from lance.optimize import Compaction, CompactionOptions
 
 from semmem.errors import DeadlineExceeded, ModelMismatch, Unavailable
 from semmem.items import Item, dedupe_key, now_ms
 from semmem.snapshot import OpRecord, Snapshot, Tombstone
+from semmem.storefiles import filesystem, remove_data_files, stale_data_files
 
 log = logging.getLogger(__name__)
 
@@ -156,6 +159,7 @@ class MaintenanceReport:
     versions_removed: int
     seconds: float
     indexed: str = ""  # "built" / "updated" when the partition is past the index threshold
+    orphans_removed: int = 0  # data files no version references, older than ``orphan_age``
 
 
 class Store:
@@ -171,6 +175,7 @@ class Store:
         read_consistency: timedelta = timedelta(0),
         cache_size: int = 256,
         version_retention: timedelta = timedelta(seconds=10),
+        orphan_age: timedelta = timedelta(minutes=10),
         index_threshold: int = INDEX_THRESHOLD,
         cache_items: int = 2_000_000,
         cache_bytes: int = 1 << 30,
@@ -182,6 +187,9 @@ class Store:
         self.read_consistency = read_consistency
         self.cache_size = cache_size
         self.version_retention = version_retention
+        # Data files no version references are deleted once this old: younger ones may belong
+        # to a write or compaction (of any process) that has not committed yet.
+        self.orphan_age = orphan_age
         # Partitions with more rows than this are read through the vector index, not loaded.
         self.index_threshold = index_threshold
         # Cached snapshots hold at most this many items in all (besides ``cache_size``).
@@ -267,15 +275,25 @@ class Store:
         if await reg.version() % REGISTRY_COMPACT_EVERY == 0:
             uri = await reg.uri()
 
-            def compact() -> int:
-                ds = lance.dataset(uri, storage_options=self.storage_options or None)
-                ds.optimize.compact_files()
-                lance.dataset(uri, storage_options=self.storage_options or None
-                              ).cleanup_old_versions(older_than=self.version_retention)
-                return 1
-
-            await asyncio.to_thread(_retry_conflicts, compact)
+            await asyncio.to_thread(self._maintain_registry_sync, uri, self.version_retention)
             await reg.checkout_latest()
+
+    async def maintain_registry(self, *, retention: timedelta | None = None) -> None:
+        """Compact the registry and remove its old versions, so a deleted partition's name
+        leaves every file once its versions are older than ``retention``."""
+        reg = await self._registry(create=False)
+        if reg is None:
+            return
+        keep = self.version_retention if retention is None else retention
+        await asyncio.to_thread(self._maintain_registry_sync, await reg.uri(), keep)
+        await reg.checkout_latest()
+
+    def _maintain_registry_sync(self, uri: str, retention: timedelta) -> None:
+        _retry_conflicts(lambda: int(self._compact(uri, {
+            "materialize_deletions": True, "materialize_deletions_threshold": 0.0})))
+        ds = lance.dataset(uri, storage_options=self.storage_options or None)
+        ds.cleanup_old_versions(older_than=retention, error_if_tagged_old_versions=False)
+        self._sweep_orphans(uri)
 
     async def meta(self) -> dict[str, Any] | None:
         """The store's metadata (schema version, model), or ``None`` for a new store."""
@@ -697,17 +715,13 @@ class Store:
             f.metadata.num_deletions for f in ds.get_fragments()
         )
         if needs:
-            def compact() -> int:
-                d = lance.dataset(uri, storage_options=self.storage_options or None)
-                # Fragments stay ≤ FRAGMENT_ROWS so that purging one forgotten text rewrites
-                # one bounded fragment, not a million-row partition.
-                d.optimize.compact_files(
-                    target_rows_per_fragment=FRAGMENT_ROWS,
-                    materialize_deletions=True, materialize_deletions_threshold=0.0,
-                )
-                return 1
-
-            compacted = bool(_retry_conflicts(compact))
+            # Fragments stay ≤ FRAGMENT_ROWS so that purging one forgotten text rewrites one
+            # bounded fragment, not a million-row partition.
+            options: CompactionOptions = {
+                "target_rows_per_fragment": FRAGMENT_ROWS, "materialize_deletions": True,
+                "materialize_deletions_threshold": 0.0,
+            }
+            compacted = bool(_retry_conflicts(lambda: int(self._compact(uri, options))))
         indexed = self._index_sync(uri)
         ds = lance.dataset(uri, storage_options=self.storage_options or None)
         stats = ds.cleanup_old_versions(older_than=retention, error_if_tagged_old_versions=False)
@@ -718,7 +732,58 @@ class Store:
             versions_removed=int(getattr(stats, "old_versions", 0)),
             seconds=time.perf_counter() - started,
             indexed=indexed,
+            orphans_removed=self._sweep_orphans(uri),
         )
+
+    def _compact(self, uri: str, options: CompactionOptions) -> bool:
+        """Compact a table; returns whether there was anything to do.
+
+        Lance leaves the rewritten files of a compaction that loses its commit to a concurrent
+        write in place for its 7-day GC; they copy live rows, so a text forgotten later would
+        stay on disk. They are ours and no version references them: delete them at once.
+        """
+        ds = lance.dataset(uri, storage_options=self.storage_options or None)
+        plan = Compaction.plan(ds, options)
+        if not plan.num_tasks():
+            return False
+        rewrites: list[Any] = []
+        try:
+            for task in plan.tasks:
+                rewrites.append(task.execute(ds))
+            Compaction.commit(ds, rewrites)
+        except BaseException as exc:
+            committing = len(rewrites) == plan.num_tasks()
+            if not committing or _is_commit_conflict(exc):  # certainly not committed
+                names = {_file_name(f.path) for r in rewrites for frag in r.new_fragments
+                         for f in frag.data_files()}
+                fs, table = filesystem(uri, self.storage_options)
+                removed = remove_data_files(fs, table, names)
+                log.info("compaction did not commit (%s); removed its %d file(s)",
+                         type(exc).__name__, removed)
+            raise
+        return True
+
+    def _sweep_orphans(self, uri: str) -> int:
+        """Delete data files that no version of the table references and that are older than
+        ``orphan_age`` (left by a process killed mid-write or mid-compaction)."""
+        fs, table = filesystem(uri, self.storage_options)
+        stale = stale_data_files(fs, table, self.orphan_age)
+        if not stale:
+            return 0
+        ds = lance.dataset(uri, storage_options=self.storage_options or None)
+        stale -= _data_files(ds)
+        if not stale:
+            return 0
+        for version in ds.versions():  # any version a reader may still check out
+            try:
+                stale -= _data_files(ds.checkout_version(version["version"]))
+            except (OSError, ValueError):  # removed by a concurrent cleanup meanwhile
+                continue
+        removed = remove_data_files(fs, table, stale)
+        if removed:
+            log.info("removed %d unreferenced data file(s) of table %s", removed,
+                     table.rsplit("/", 1)[-1])
+        return removed
 
     async def build_index(self, partition: str) -> str:
         """Build (or bring up to date) the indexes of a partition past the index threshold."""
@@ -816,6 +881,15 @@ def _lists(rows: int) -> int:
 def _nprobes(rows: int) -> int:
     """Lists searched per query: 5 % of them, at least 24 (recall@10 ≥ 0.95 from 50k to 1M)."""
     return max(24, math.ceil(0.05 * _lists(rows)))
+
+
+def _file_name(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+def _data_files(ds: Any) -> set[str]:
+    return {_file_name(f.path) for frag in ds.get_fragments()
+            for f in frag.metadata.data_files()}
 
 
 def _delete(uri: str, where: str, storage_options: dict[str, str]) -> int:

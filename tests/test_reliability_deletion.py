@@ -8,6 +8,7 @@ scanned byte by byte. The window with the settings here (retention 1 s, delay 0.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 from collections.abc import Callable
@@ -137,9 +138,6 @@ def test_delete_partition_leaves_no_text(tmp_path: Path) -> None:
         assert files_with(data, kept)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "store.py: Store.drop deletes the registry row of the partition, but the _semmem registry "
-    "table is never compacted or cleaned, so its old data file keeps the partition name"))
 def test_delete_partition_leaves_no_partition_name(tmp_path: Path) -> None:
     """After deleting a partition its name (an owner's namespace) is in no file."""
     data, name = tmp_path / "db", marker()
@@ -189,14 +187,12 @@ def test_forget_while_compaction_races_writes_unreferenced(tmp_path: Path) -> No
         wait_gone(data, markers, WINDOW + 15, keep=referenced)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "store.py: a compaction that loses its commit to a concurrent write (and a process killed "
-    "mid-write or mid-compaction) leaves data files no version references, holding copies of "
-    "the rows; Lance's cleanup_old_versions keeps such files for 7 days unless "
-    "delete_unverified, so a text forgotten later stays on disk that long"))
-async def test_forget_after_compaction_lost_race_leaves_no_orphan(tmp_path: Path) -> None:
-    """Compactions racing a stream of writes (some lose and leave their rewritten files), then
-    every text forgotten and maintained with zero retention: no file may hold any of them."""
+async def test_forget_after_compaction_lost_race_leaves_no_orphan(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Compactions racing a stream of writes (some lose their commit: Lance would keep their
+    rewritten files for 7 days), then every text forgotten and maintained with zero retention:
+    no file may hold any of them."""
     emb = HashingEmbedder()
     store = Store(str(tmp_path / "db"), dim=emb.dim, model_id=emb.model_id)
     await store.open()
@@ -213,12 +209,14 @@ async def test_forget_after_compaction_lost_race_leaves_no_orphan(tmp_path: Path
             await store.maintain("p")
             await asyncio.sleep(0)
 
-    for _ in range(20):  # until some compaction lost its commit and left its files behind
+    caplog.set_level(logging.INFO, logger="semmem.store")
+    for _ in range(20):  # until some compaction lost its commit
         await asyncio.gather(writes(), compactions())
-        if any(not referenced(f) for f in root.rglob("p_*.lance/data/*")):
+        if any("compaction did not commit" in r.getMessage() for r in caplog.records):
             break
     else:
         pytest.skip("no compaction lost a race on this run")
+    assert [f.name for f in root.rglob("p_*.lance/data/*") if not referenced(f)] == []
     for item in await memory.list("p"):
         await memory.forget("p", item.n)
     await store.maintain("p")  # compact: the forgotten rows leave the live data file

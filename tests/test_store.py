@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import shutil
 import threading
 from datetime import timedelta
 from pathlib import Path
@@ -141,6 +142,42 @@ async def test_delete_partition_leaves_no_bytes(memory: Memory) -> None:
     await memory.remember("kept", "another fact")
     await memory.delete_partition("gone")
     assert _scan(Path(memory.store.uri), marker.encode()) == []
+
+
+async def test_delete_partition_name_leaves_registry_after_maintenance(memory: Memory) -> None:
+    name = "partition-name-marker-5c1e"
+    await memory.remember(name, "a fact")
+    await memory.remember("kept", "another fact")
+    await memory.delete_partition(name)
+    await memory.store.maintain_registry(retention=timedelta(0))
+    assert _scan(Path(memory.store.uri), name.encode()) == []
+    assert await memory.store.partitions() == ["kept"]
+
+
+async def test_maintenance_removes_old_unreferenced_files_only(memory: Memory) -> None:
+    """A data file no version references (what a write killed before its commit leaves) goes
+    once older than ``orphan_age``; every referenced file stays."""
+    marker = "orphan-marker-2b7d"
+    await memory.remember("p", f"the secret is {marker}")
+    for i in range(3):
+        await memory.remember("p", f"fact {i}")
+    data = Path(memory.store.uri) / f"{table_name('p')}.lance" / "data"
+    (holder,) = _scan(data, marker.encode())
+    leftover = data / f"0{holder.name}"
+    shutil.copyfile(holder, leftover)
+    await memory.forget("p", 1)
+    await memory.store.maintain("p", retention=timedelta(0))
+    assert _scan(Path(memory.store.uri), marker.encode()) == [leftover]  # young: may be a write
+    memory.store.orphan_age = timedelta(0)
+    report = await memory.store.maintain("p", retention=timedelta(0))
+    assert report is not None and report.orphans_removed == 1
+    assert _scan(Path(memory.store.uri), marker.encode()) == []
+    await memory.remember("p", "fact 3")
+    await memory.store.maintain("p")  # versions within retention keep their files
+    assert [it.text for it in await memory.list("p")] == [f"fact {i}" for i in range(4)]
+    fresh = await open_memory(Path(memory.store.uri), memory.embedder)  # reads every file anew
+    assert len(await fresh.list("p")) == 4
+    await fresh.store.close()
 
 
 async def test_many_small_writes_stay_compact_with_maintenance(memory: Memory) -> None:

@@ -66,10 +66,12 @@ class Runtime:
                                     self.settings.compact_every)
             purger = Purger(maintainer, memory.store.version_retention.total_seconds(),
                             self.settings.maintenance_delay_s)
-            memory.on_write = purger.on_write
+            memory.on_write, memory.on_drop = purger.on_write, purger.on_drop
             maintainer.start()
-            # Whatever a killed process had scheduled is lost: purge every partition once.
-            purger.sweep(await memory.store.partitions())
+            # Whatever a killed process had scheduled is lost: purge every partition once, and
+            # again when the files its last writes may have left are old enough to delete.
+            purger.sweep(await memory.store.partitions(),
+                         memory.store.orphan_age.total_seconds())
             self.memory, self.maintainer, self.purger = memory, maintainer, purger
             log.info("ready: model %s, store %s", memory.embedder.model_id, memory.store.uri)
         except SemmemError as exc:
