@@ -184,10 +184,18 @@ class Memory:
             ops=[op_key(op.operation_id)] if op is not None else [],
             numbers=numbers or [], texts=texts or [],
         )
+        committed = False
+
+        def planned(view: Snapshot) -> Mutation | dict[str, Any]:
+            nonlocal committed  # the last plan's decision is what the store acts on
+            decision = plan(view)
+            committed = isinstance(decision, Mutation)
+            return decision
+
         result = await self.store.write(
-            partition, plan, lookup=lookup, deadline_ms=op.deadline_ms if op else None
+            partition, planned, lookup=lookup, deadline_ms=op.deadline_ms if op else None
         )
-        if self.on_write is not None:
+        if committed and self.on_write is not None:  # not for replays and duplicates
             self.on_write(partition, forgot)
         return result
 

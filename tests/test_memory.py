@@ -372,3 +372,17 @@ async def test_update_reports_replaced_text_as_dropped(memory: Memory) -> None:
     await memory.update("p", 1, "new text")
     await memory.update("p", 1, attrs={"note": "n"})
     assert calls == [("p", False), ("p", True), ("p", False)]
+
+
+async def test_write_hook_skips_replays_and_duplicates(memory: Memory) -> None:
+    """Only committed writes reach the write hook: a replayed operation and a duplicate
+    remember change nothing, so they schedule no maintenance."""
+    from semmem.memory import Operation
+
+    calls: list[tuple[str, bool]] = []
+    memory.on_write = lambda partition, dropped: calls.append((partition, dropped))
+    op = Operation.of("op-1", "remember", {"text": "tea"}, None)
+    first = await memory.remember("p", "tea", op=op)
+    assert await memory.remember("p", "tea", op=op) == first  # replay
+    await memory.remember("p", "Tea ")  # duplicate of item 1
+    assert calls == [("p", False)]
