@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from semmem.embedder import SentenceTransformerEmbedder
 from semmem.items import Item
+from semmem.lexical import Bm25Index
 from semmem.ranking import Ranker, RankingConfig, Scored
 from semmem.snapshot import Snapshot
 from tests.conftest import open_memory
@@ -119,6 +120,84 @@ def test_rank_recency_prefers_the_newer_of_equals() -> None:
     assert ranked[0].score - ranked[1].score == pytest.approx(0.1 * (1 - 0.25), abs=1e-5)
 
 
+WORDS = ["camping", "jazz", "bass", "pixel", "pills", "thyroid", "garden", "italian", "tutor",
+         "flights", "aisle", "maya"]
+
+
+def scored_partition(n: int, seed: int) -> tuple[Snapshot, np.ndarray, str]:
+    """Items sharing a common direction (as one person's facts do), some texts and a query."""
+    rng = np.random.default_rng(seed)
+    vectors = rng.normal(size=(n, 32)) + 2.0 * rng.normal(size=32)
+    vectors[n // 2] = vectors[n // 3]  # exact ties
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    texts = [" ".join(rng.choice(WORDS, size=int(rng.integers(1, 6)))) for _ in range(n)]
+    stamps = [int(x) for x in rng.integers(0, 90 * DAY, size=n)]
+    query = vectors[7] + 0.5 * rng.normal(size=32)
+    return snapshot(texts, list(vectors), stamps), query / np.linalg.norm(query), \
+        "pixel needs her pills before camping"
+
+
+def reference_scores(
+    config: RankingConfig, snap: Snapshot, query_vec: np.ndarray, query: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ranking formula computed the obvious way: centre, normalise, dot (float64)."""
+    x = snap.vectors.astype(np.float64)
+    q = query_vec.astype(np.float64)
+    share = config.centering * snap.count / (snap.count + config.centering_items)
+    mean = share * x.mean(axis=0)
+    centred = x - mean
+    semantic = centred @ (q - mean) / (
+        np.linalg.norm(centred, axis=1) * np.linalg.norm(q - mean))
+    texts = [it.text for it in snap.items]
+    raw, _ = Bm25Index.build(texts, config.bm25_k1, config.bm25_b,
+                             stemming=config.stemming).scores(query)
+    lexical = raw / raw.max() if raw.max() > 0 else raw
+    if config.lexical_weight == 0:
+        lexical = np.zeros_like(lexical)  # off: not computed, reported as 0
+    updated = np.array([it.updated for it in snap.items], dtype=np.float64)
+    recency = 0.5 ** ((updated.max() - updated) / (config.recency_half_life_days * DAY))
+    combined = (config.semantic_weight * semantic + config.lexical_weight * lexical
+                + config.recency_weight * recency)
+    return combined, x @ q, lexical
+
+
+CONFIGS = [
+    RankingConfig(),
+    COSINE_ONLY,
+    RankingConfig(centering=0.5, centering_items=0.0, lexical_weight=0.7, recency_weight=0.1,
+                  stemming=False),
+]
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("seed", [1, 2])
+def test_score_matches_the_straightforward_formula(config: RankingConfig, seed: int) -> None:
+    snap, query_vec, query = scored_partition(600, seed)
+    combined, cosine, lexical = Ranker(config).score(snap, query_vec.astype(np.float32), query)
+    ref_combined, ref_cosine, ref_lexical = reference_scores(config, snap, query_vec, query)
+    np.testing.assert_allclose(cosine, ref_cosine, atol=1e-5)
+    np.testing.assert_allclose(lexical, ref_lexical, atol=1e-5)
+    np.testing.assert_allclose(combined, ref_combined, atol=1e-5)
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("floor", [True, False])
+def test_rank_lists_score_results_best_first(config: RankingConfig, floor: bool) -> None:
+    snap, query_vec, query = scored_partition(600, 3)
+    ranker = Ranker(config.model_copy(update={"candidates": 50, "min_score": 0.0}))
+    qvec = query_vec.astype(np.float32)
+    combined, cosine, lexical = ranker.score(snap, qvec, query)
+    eligible = [i for i in range(snap.count) if not floor or cosine[i] >= 0.0]
+    expected = sorted(eligible, key=lambda i: (-combined[i], i))[:50]
+    ranked = ranker.rank(snap, qvec, query, floor=floor)
+    assert [s.index for s in ranked] == expected
+    for s in ranked:
+        assert s.item is snap.items[s.index]
+        assert (s.score, s.semantic, s.lexical) == (
+            float(combined[s.index]), float(cosine[s.index]), float(lexical[s.index]))
+        assert type(s.index) is int and type(s.score) is float
+
+
 def naive_dedupe(snap: Snapshot, ranked: list[Scored], threshold: float) -> list[int]:
     kept: list[int] = []
     for cand in ranked:
@@ -139,6 +218,38 @@ def test_without_near_duplicates_matches_one_by_one_reference() -> None:
     deduped = numbers(list(ranker.without_near_duplicates(snap, ranked)))
     assert deduped == naive_dedupe(snap, ranked, 0.95)
     assert len(deduped) < len(ranked)  # the planted twins were skipped
+
+
+def arc(rng: np.random.Generator, steps: int, dim: int = 16) -> list[np.ndarray]:
+    """Points along a great circle, neighbours ~0.96 similar: chains of near-duplicates."""
+    u, w = np.linalg.qr(rng.normal(size=(dim, 2)))[0].T
+    angle = float(rng.uniform(0.2, 0.3))  # cos 0.96–0.98: next neighbours are near-duplicates
+    return [np.cos(k * angle) * u + np.sin(k * angle) * w for k in range(steps)]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_without_near_duplicates_matches_reference_across_blocks(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    vectors = [v for _ in range(30) for v in arc(rng, int(rng.integers(1, 7)))]
+    vectors += [v / np.linalg.norm(v) for v in rng.normal(size=(40, 16))]
+    snap = snapshot([f"t{i}" for i in range(len(vectors))], vectors)
+    ranked = [Scored(int(i), snap.items[i], 0.0, 0.0, 0.0)
+              for i in rng.permutation(len(vectors))]
+    ranker = Ranker(COSINE_ONLY.model_copy(update={"dedupe_threshold": 0.95}))
+    kept = numbers(list(ranker.without_near_duplicates(snap, ranked)))
+    assert kept == naive_dedupe(snap, ranked, 0.95)
+    assert len(ranked) > 4 * 32 and len(kept) < len(ranked)
+
+
+def test_without_near_duplicates_keeps_the_far_end_of_a_chain() -> None:
+    # b is too close to a, c too close to b but not to a: b goes, so c stays.
+    a, b, c = arc(np.random.default_rng(0), 3)
+    snap = snapshot(["a", "b", "c"], [a, b, c])
+    ranked = [Scored(i, snap.items[i], 0.0, 0.0, 0.0) for i in range(3)]
+    threshold = float(a @ b) - 1e-4
+    assert float(a @ c) < threshold <= float(b @ c)
+    ranker = Ranker(COSINE_ONLY.model_copy(update={"dedupe_threshold": threshold}))
+    assert numbers(list(ranker.without_near_duplicates(snap, ranked))) == [1, 3]
 
 
 def test_without_near_duplicates_off_above_one() -> None:
