@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import TypeVar
 
 from semmem.items import Item, one_line
@@ -75,18 +76,20 @@ def pack_candidates(
         The packed text and items, and the chosen candidates in line order.
     """
     lines = [render_line(item_of(c)) for c in candidates]
-    sizes = [len(line.encode("utf-8")) for line in lines]
+    # An ASCII line's size is its length (most are): no bytes object to build.
+    sizes = [len(line) if line.isascii() else len(line.encode("utf-8")) for line in lines]
     # after[i]: the smallest line from position i on; what the budget must still hold.
-    after = [max_bytes + 2] * (len(sizes) + 1)
-    for i in range(len(sizes) - 1, -1, -1):
-        after[i] = min(sizes[i], after[i + 1])
-    position = {id(c): i for i, c in enumerate(candidates)}
+    after = list(accumulate(reversed(sizes), min, initial=max_bytes + 2))[::-1]
     stream = distinct(candidates) if distinct is not None else candidates
     chosen: list[T] = []
     text: list[str] = []
     used = 0
+    i = -1
     for cand in stream:
-        i = position[id(cand)]
+        # ``distinct`` yields a subsequence of ``candidates`` in order: find its position.
+        i += 1
+        while candidates[i] is not cand:
+            i += 1
         sep = 1 if text else 0
         if used + sep + sizes[i] <= max_bytes:
             text.append(lines[i])

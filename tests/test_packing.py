@@ -84,6 +84,15 @@ def test_pack_candidates_equals_pack_over_the_distinct_stream(
         it.n for it in chosen]
 
 
+def test_pack_candidates_counts_multibyte_characters_in_bytes() -> None:
+    ranked = [_item(1, "日本"), _item(2, "é")]
+    assert pack_candidates(ranked, lambda it: it, 9)[0].text == "1. 日本"  # 3 + 6 bytes
+    assert pack_candidates(ranked, lambda it: it, 8)[0].text == "2. é"
+    noted = [_item(3, "ab", note="ü")]  # "3. ab" + " — " + "ü": 5 + 5 + 2 bytes
+    assert pack_candidates(noted, lambda it: it, 12)[0].text == "3. ab — ü"
+    assert pack_candidates(noted, lambda it: it, 11)[0].text == ""
+
+
 def test_pack_candidates_stops_consuming_once_nothing_left_can_fit() -> None:
     ranked = [_item(i, "x" * 20) for i in range(1, 401)]
     pulled: list[int] = []
