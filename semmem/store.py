@@ -582,7 +582,14 @@ class Store:
             uri = await tbl.uri()
             for attempt in range(MAX_WRITE_ATTEMPTS):
                 version = await tbl.version()
-                ds, view = await asyncio.to_thread(self._view, uri, partition, version, lookup)
+                try:
+                    ds, view = await asyncio.to_thread(
+                        self._view, uri, partition, version, lookup)
+                except Exception as exc:
+                    if not await _moved_on(tbl, version):
+                        raise Unavailable(f"cannot read partition: {exc}") from exc
+                    await _backoff(attempt)
+                    continue
                 decision = plan(view)
                 if not isinstance(decision, Mutation):
                     return decision
@@ -596,9 +603,9 @@ class Store:
                 try:
                     await asyncio.to_thread(self._cas_merge, ds, rows)
                 except OSError as exc:
-                    if not _is_commit_conflict(exc):
+                    if not _is_commit_conflict(exc) and not await _moved_on(tbl, version):
                         raise Unavailable(f"write failed: {exc}") from exc
-                    await asyncio.sleep(min(0.2, 0.002 * (2 ** min(attempt, 6))) * random.random())
+                    await _backoff(attempt)
                     await tbl.checkout_latest()
                     continue
                 await tbl.checkout_latest()
@@ -881,6 +888,21 @@ def _lists(rows: int) -> int:
 def _nprobes(rows: int) -> int:
     """Lists searched per query: 5 % of them, at least 24 (recall@10 ≥ 0.95 from 50k to 1M)."""
     return max(24, math.ceil(0.05 * _lists(rows)))
+
+
+async def _moved_on(tbl: Any, version: int) -> bool:
+    """Whether a newer version than ``version`` was committed: then a failure to read or write
+    at ``version`` is a lost race (a cleanup may have removed that version's files after a
+    compaction), not a broken store, and the write starts again on the latest version."""
+    try:
+        await tbl.checkout_latest()
+        return bool(await tbl.version() != version)
+    except Exception:  # the store itself fails: not a race
+        return False
+
+
+async def _backoff(attempt: int) -> None:
+    await asyncio.sleep(min(0.2, 0.002 * (2 ** min(attempt, 6))) * random.random())
 
 
 def _file_name(path: str) -> str:

@@ -13,8 +13,10 @@ import pytest
 
 from semmem.embedder import HashingEmbedder
 from semmem.errors import ModelMismatch
+from semmem.items import now_ms
 from semmem.memory import Memory
-from semmem.store import Store, table_name
+from semmem.snapshot import Snapshot
+from semmem.store import ItemRow, Mutation, Store, table_name
 from tests.conftest import open_memory
 
 HOSTILE = ["x' OR '1'='1", "../../etc/passwd", "a/b\\c", "p\x00q", "ünï ☃ 名前", "", " ", "%s%n",
@@ -178,6 +180,38 @@ async def test_maintenance_removes_old_unreferenced_files_only(memory: Memory) -
     fresh = await open_memory(Path(memory.store.uri), memory.embedder)  # reads every file anew
     assert len(await fresh.list("p")) == 4
     await fresh.store.close()
+
+
+async def test_write_restarts_when_another_replica_cleans_its_version(tmp_path: Path) -> None:
+    """A write decided on a version that another replica's maintenance compacts and removes
+    (zero retention) before the commit is a lost race: it starts again on the latest version
+    and commits, instead of failing on the removed files."""
+    emb = HashingEmbedder()
+    mine, other = (Store(str(tmp_path), dim=emb.dim, model_id=emb.model_id,
+                         version_retention=timedelta(0)) for _ in range(2))
+    await mine.open()
+    await other.open()
+    memory = Memory(mine, emb)
+    for i in range(3):
+        await memory.remember("p", f"fact {i}")
+    await memory.forget("p", 1)  # a deletion for the compaction to materialise
+    seen: list[int] = []
+
+    def plan(view: Snapshot) -> Mutation:
+        seen.append(view.version)
+        if len(seen) == 1:  # the other replica maintains the partition meanwhile
+            done = threading.Thread(target=lambda: asyncio.run(other.maintain("p")))
+            done.start()
+            done.join()
+        ts = now_ms()
+        return Mutation(items=[ItemRow(view.hwm + 1, "fact new", emb.embed_batch(["fact new"])[0],
+                                       ts, ts, 1)], hwm=view.hwm + 1, result={"n": view.hwm + 1})
+
+    assert await mine.write("p", plan) == {"n": 4}
+    assert len(seen) == 2 and seen[1] > seen[0]
+    assert [it.text for it in await memory.list("p")] == ["fact 1", "fact 2", "fact new"]
+    await other.close()
+    await mine.close()
 
 
 async def test_many_small_writes_stay_compact_with_maintenance(memory: Memory) -> None:
