@@ -30,7 +30,7 @@ import math
 import random
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -41,7 +41,7 @@ import numpy as np
 import pyarrow as pa
 from lance.optimize import Compaction, CompactionOptions
 
-from semmem.errors import DeadlineExceeded, ModelMismatch, Unavailable
+from semmem.errors import DeadlineExceeded, ModelMismatch, SemmemError, Unavailable
 from semmem.items import Item, dedupe_key, now_ms
 from semmem.snapshot import OpRecord, Snapshot, Tombstone
 from semmem.storefiles import filesystem, remove_data_files, stale_data_files
@@ -392,12 +392,28 @@ class Store:
         if tbl is None:
             self._snapshots.pop(table_name(partition), None)
             return Snapshot.empty(partition, self.dim)
-        try:
-            version = await tbl.version()  # ~0.1 ms locally: the cache is keyed by version
-        except Exception as exc:
-            self._tables.pop(table_name(partition), None)
-            raise Unavailable(f"cannot read partition: {exc}") from exc
-        return await self._snapshot_at(partition, tbl, version)
+        return await self._read_latest(partition, tbl, self._snapshot_at)
+
+    async def _read_latest(
+        self, partition: str, tbl: Any,
+        read: Callable[[str, Any, int], Awaitable[Snapshot]],
+    ) -> Snapshot:
+        """``read`` at the latest version; a read that fails because a newer commit superseded
+        its version (a cleanup removed the files under it) is made again at the newer one."""
+        for attempt in range(3):
+            try:
+                version = await tbl.version()  # ~0.1 ms locally: caches are keyed by version
+            except Exception as exc:
+                self._tables.pop(table_name(partition), None)
+                raise Unavailable(f"cannot read partition: {exc}") from exc
+            try:
+                return await read(partition, tbl, version)
+            except SemmemError:
+                raise
+            except Exception as exc:
+                if attempt == 2 or not await _moved_on(tbl, version):
+                    raise Unavailable(f"cannot read partition: {exc}") from exc
+        raise AssertionError("unreachable")
 
     async def _snapshot_at(self, partition: str, tbl: Any, version: int) -> Snapshot:
         name = table_name(partition)
@@ -434,15 +450,13 @@ class Store:
         # Past the threshold the items come from ``nearest`` or ``recent``: loading a million
         # rows per table version would cost seconds and gigabytes.
         tbl = await self._table(partition, create=False)
-        name = table_name(partition)
         if tbl is None:
-            self._snapshots.pop(name, None)
+            self._snapshots.pop(table_name(partition), None)
             return Snapshot.empty(partition, self.dim)
-        try:
-            version = await tbl.version()
-        except Exception as exc:
-            self._tables.pop(name, None)
-            raise Unavailable(f"cannot read partition: {exc}") from exc
+        return await self._read_latest(partition, tbl, self._read_view_at)
+
+    async def _read_view_at(self, partition: str, tbl: Any, version: int) -> Snapshot:
+        name = table_name(partition)
         cached = self._snapshots.get(name)
         if cached is not None and cached.version == version:
             self._snapshots.move_to_end(name)
