@@ -1,8 +1,10 @@
 """Lexical evidence: a small BM25 index over a snapshot's item texts.
 
 Built once per snapshot (cached on it), so it costs nothing on repeated recalls of an unchanged
-partition. Kept in our own code, not in a LanceDB FTS index, because an FTS index would keep
-the tokens of forgotten texts in its files until it is rebuilt.
+partition; the first recall after a write rebuilds it from per-text term counts kept in a
+bounded cache (texts rarely change), in a few vectorised passes. Kept in our own code, not in a
+LanceDB FTS index, because an FTS index would keep the tokens of forgotten texts in its files
+until it is rebuilt.
 
 Tokens are case-folded words without stop words (function words and the words questions are
 phrased with, which say nothing about the topic), lightly stemmed so that ``camping``,
@@ -15,6 +17,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
@@ -81,6 +84,13 @@ def tokens(text: str, *, stemming: bool = True) -> list[str]:
     return out
 
 
+@lru_cache(maxsize=1 << 16)
+def term_counts(text: str, stemming: bool = True) -> tuple[tuple[str, int], ...]:
+    """The distinct tokens of ``text`` with their counts, in first-seen order (cached: a
+    partition's texts are tokenised again only when they change)."""
+    return tuple(Counter(tokens(text, stemming=stemming)).items())
+
+
 @dataclass
 class Bm25Index:
     """Inverted index with BM25 weights over a list of documents."""
@@ -96,24 +106,38 @@ class Bm25Index:
         cls, texts: list[str], k1: float = 1.2, b: float = 0.75, *, stemming: bool = True
     ) -> Bm25Index:
         """Index ``texts`` (document i is ``texts[i]``)."""
-        docs = [Counter(tokens(t, stemming=stemming)) for t in texts]
-        lengths = np.array([sum(d.values()) for d in docs], dtype=np.float32)
-        avg = float(lengths.mean()) if len(docs) and lengths.sum() else 1.0
-        rows: dict[str, list[tuple[int, float]]] = {}
-        for i, doc in enumerate(docs):
-            for term, tf in doc.items():
-                rows.setdefault(term, []).append((i, float(tf)))
-        n_docs = max(len(docs), 1)
-        postings = {}
-        idf = {}
-        for term, entries in rows.items():
-            df = len(entries)
-            idf[term] = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
-            ids = np.array([e[0] for e in entries], dtype=np.int64)
-            freq = np.array([e[1] for e in entries], dtype=np.float32)
-            norm = freq * (k1 + 1) / (freq + k1 * (1 - b + b * lengths[ids] / avg))
-            postings[term] = (ids, (norm * idf[term]).astype(np.float32))
-        return cls(postings, idf, len(docs), k1, stemming)
+        vocab: dict[str, int] = {}
+        term_ids: list[int] = []
+        doc_ids: list[int] = []
+        tfs: list[int] = []
+        lengths = np.zeros(len(texts), dtype=np.float32)
+        for i, text in enumerate(texts):
+            counts = term_counts(text, stemming)
+            for term, tf in counts:
+                term_ids.append(vocab.setdefault(term, len(vocab)))
+                tfs.append(tf)
+            doc_ids.extend([i] * len(counts))
+            lengths[i] = sum(tf for _, tf in counts)
+        avg = float(lengths.mean()) if len(texts) and lengths.sum() else 1.0
+        n_docs = max(len(texts), 1)
+        # Entries grouped by term, in document order within a term (a stable sort).
+        order = np.argsort(np.array(term_ids, dtype=np.int64), kind="stable")
+        terms = np.array(term_ids, dtype=np.int64)[order]
+        ids = np.array(doc_ids, dtype=np.int64)[order]
+        freq = np.array(tfs, dtype=np.float32)[order]
+        df = np.bincount(terms, minlength=len(vocab))
+        idf = {term: math.log(1.0 + (n_docs - int(df[t]) + 0.5) / (int(df[t]) + 0.5))
+               for term, t in vocab.items()}
+        idf32 = np.array(list(idf.values()), dtype=np.float32)
+        norm = freq * (k1 + 1) / (freq + k1 * (1 - b + b * lengths[ids] / avg))
+        weights = (norm * idf32[terms]).astype(np.float32)
+        ends = np.cumsum(df)
+        postings = {
+            term: (ids[end - count:end], weights[end - count:end])
+            for (term, _), end, count in zip(vocab.items(), ends.tolist(), df.tolist(),
+                                             strict=True)
+        }
+        return cls(postings, idf, len(texts), k1, stemming)
 
     def scores(self, query: str) -> tuple[npt.NDArray[np.float32], float]:
         """BM25 score of every document for ``query``, and the query's maximum attainable score.

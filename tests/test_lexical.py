@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+import random
+from collections import Counter
 
 import numpy as np
 import pytest
 
-from semmem.lexical import Bm25Index, stem, tokens
+from semmem.lexical import Bm25Index, stem, term_counts, tokens
 
 
 @pytest.mark.parametrize(
@@ -80,3 +82,47 @@ def test_build_empty_index_scores_nothing() -> None:
     raw, best = index.scores("anything at all")
     assert raw.shape == (0,)
     assert best > 0
+
+
+def _reference_postings(texts: list[str], k1: float, b: float, stemming: bool
+                        ) -> dict[str, tuple[list[int], list[float]]]:
+    """BM25 weights term by term, the textbook way (float64), for comparison."""
+    docs = [Counter(tokens(t, stemming=stemming)) for t in texts]
+    lengths = [sum(d.values()) for d in docs]
+    avg = (sum(lengths) / len(docs)) if docs and sum(lengths) else 1.0
+    n = max(len(docs), 1)
+    out: dict[str, tuple[list[int], list[float]]] = {}
+    for term in sorted({t for d in docs for t in d}):
+        ids = [i for i, d in enumerate(docs) if term in d]
+        idf = math.log(1 + (n - len(ids) + 0.5) / (len(ids) + 0.5))
+        out[term] = (ids, [idf * docs[i][term] * (k1 + 1)
+                           / (docs[i][term] + k1 * (1 - b + b * lengths[i] / avg)) for i in ids])
+    return out
+
+
+@pytest.mark.parametrize(("k1", "b", "stemming"), [(1.2, 0.75, True), (0.9, 0.0, False),
+                                                    (2.0, 1.0, True)])
+def test_build_matches_textbook_bm25(k1: float, b: float, stemming: bool) -> None:
+    rng = random.Random(3)
+    words = ["camping", "camp", "tea", "green", "Porto", "sister", "ünïcode", "名前", "dog", "the"]
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randrange(0, 9))) for _ in range(300)]
+    texts += ["", "the and of", "tea tea tea tea"]
+    index = Bm25Index.build(texts, k1, b, stemming=stemming)
+    expected = _reference_postings(texts, k1, b, stemming)
+    assert sorted(index.postings) == sorted(expected)
+    for term, (ids, weights) in expected.items():
+        got_ids, got_weights = index.postings[term]
+        assert got_ids.tolist() == ids
+        assert got_weights.dtype == np.float32
+        np.testing.assert_allclose(got_weights, weights, rtol=1e-5)
+    raw, _ = index.scores("green tea camping trip")
+    manual = np.zeros(len(texts))
+    for term in set(tokens("green tea camping trip", stemming=stemming)):
+        for i, w in zip(*expected.get(term, ([], [])), strict=True):
+            manual[i] += w
+    np.testing.assert_allclose(raw, manual, rtol=1e-5)
+
+
+def test_term_counts_cache_keeps_stemming_apart() -> None:
+    assert term_counts("Camping camps", True) == (("camp", 2),)
+    assert term_counts("Camping camps", False) == (("camping", 1), ("camps", 1))
