@@ -328,18 +328,23 @@ def maintain(
     data: DataOpt = None,
     model: ModelOpt = None,
 ) -> None:
-    """Compact partitions, prune idempotency records and remove old versions (purges forgets)."""
+    """Compact partitions, prune idempotency records and remove old versions (purges forgets);
+    without --partition also the registry (purges deleted partitions' names)."""
     from datetime import timedelta
 
     async def go(m: Memory) -> list[dict[str, Any]]:
+        retention = timedelta(0) if now else None
         names = [partition] if partition else await m.store.partitions()
         out = []
         for name in names:
-            report = await m.store.maintain(name, retention=timedelta(0) if now else None)
+            report = await m.store.maintain(name, retention=retention)
             if report is not None:
                 out.append({"partition": name, "compacted": report.compacted,
                             "ops_pruned": report.ops_pruned,
-                            "versions_removed": report.versions_removed})
+                            "versions_removed": report.versions_removed,
+                            "orphans_removed": report.orphans_removed})
+        if partition is None:
+            await m.store.maintain_registry(retention=retention)
         return out
 
     _print(_run(data, model, go))

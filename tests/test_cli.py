@@ -70,6 +70,9 @@ def test_cli_stats_maintain_delete(tmp_path: Path) -> None:
     assert code == 0 and json.loads(out)[0]["partition"] == "x"
     code, out, _ = _run(tmp_path, "delete-partition", "-p", "x", "--yes")
     assert json.loads(out) == {"deleted": True}
+    code, out, _ = _run(tmp_path, "maintain", "--now")  # purges the name from the registry
+    assert code == 0 and json.loads(out) == []
+    assert [p for p in tmp_path.rglob("*") if p.is_file() and b'"x"' in p.read_bytes()] == []
 
 
 def test_cli_missing_model_is_a_clear_error(tmp_path: Path) -> None:
