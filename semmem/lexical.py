@@ -84,11 +84,25 @@ def tokens(text: str, *, stemming: bool = True) -> list[str]:
     return out
 
 
-@lru_cache(maxsize=1 << 16)
+# The term-count cache holds short texts only, so its size stays bounded: at most
+# CACHED_TEXTS × (a 256-character text and its ≤ 128 tokens), ~25 MB for typical facts.
+CACHED_TEXTS = 1 << 14
+CACHED_TEXT_CHARS = 256
+
+
 def term_counts(text: str, stemming: bool = True) -> tuple[tuple[str, int], ...]:
-    """The distinct tokens of ``text`` with their counts, in first-seen order (cached: a
-    partition's texts are tokenised again only when they change)."""
+    """The distinct tokens of ``text`` with their counts, in first-seen order (cached for short
+    texts: a partition's texts are tokenised again only when they change)."""
+    if len(text) > CACHED_TEXT_CHARS:
+        return _term_counts(text, stemming)
+    return _cached_term_counts(text, stemming)
+
+
+def _term_counts(text: str, stemming: bool) -> tuple[tuple[str, int], ...]:
     return tuple(Counter(tokens(text, stemming=stemming)).items())
+
+
+_cached_term_counts = lru_cache(maxsize=CACHED_TEXTS)(_term_counts)
 
 
 @dataclass

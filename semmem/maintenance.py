@@ -82,7 +82,7 @@ class Maintainer:
                     log.info("maintained the registry")
                     continue
                 report = await self.store.maintain(partition)
-                self.passes += 1
+                self.passes += report is not None
                 log.info("maintained partition table %s in %.3fs",
                          report.partition_table if report else "-",
                          report.seconds if report else 0.0)

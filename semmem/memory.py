@@ -184,20 +184,24 @@ class Memory:
             ops=[op_key(op.operation_id)] if op is not None else [],
             numbers=numbers or [], texts=texts or [],
         )
-        committed = False
+        attempted = False
 
         def planned(view: Snapshot) -> Mutation | dict[str, Any]:
-            nonlocal committed  # the last plan's decision is what the store acts on
+            nonlocal attempted
             decision = plan(view)
-            committed = isinstance(decision, Mutation)
+            attempted = attempted or isinstance(decision, Mutation)
             return decision
 
-        result = await self.store.write(
-            partition, planned, lookup=lookup, deadline_ms=op.deadline_ms if op else None
-        )
-        if committed and self.on_write is not None:  # not for replays and duplicates
-            self.on_write(partition, forgot)
-        return result
+        try:
+            return await self.store.write(
+                partition, planned, lookup=lookup, deadline_ms=op.deadline_ms if op else None
+            )
+        finally:
+            # Any attempted commit may have landed (even one that reported an error), and a
+            # write that drops a text always schedules its purge (replays included: a purge is
+            # idempotent). Duplicates and replays of other writes change nothing.
+            if self.on_write is not None and (attempted or forgot):
+                self.on_write(partition, forgot)
 
     @staticmethod
     def _check_target(snap: Snapshot, n: int, cursor_seq: int | None) -> Item:

@@ -30,7 +30,8 @@ class Settings(BaseSettings):
         10.0, ge=0, description="old table versions kept this long before cleanup"
     )
     orphan_age_s: float = Field(
-        600.0, ge=0, description="unreferenced data files (a killed write's) deleted this old"
+        600.0, ge=0, description="unreferenced data files (a killed write's) deleted this old; "
+        "keep far above the longest write (0 only with no other writer)"
     )
     maintenance_delay_s: float = Field(
         2.0, ge=0, description="coalescing delay before maintenance after writes"

@@ -599,6 +599,8 @@ class Store:
                 try:
                     ds, view = await asyncio.to_thread(
                         self._view, uri, partition, version, lookup)
+                except SemmemError:
+                    raise
                 except Exception as exc:
                     if not await _moved_on(tbl, version):
                         raise Unavailable(f"cannot read partition: {exc}") from exc
@@ -767,40 +769,65 @@ class Store:
         plan = Compaction.plan(ds, options)
         if not plan.num_tasks():
             return False
+        started = time.monotonic()
+        fence = self.orphan_age.total_seconds() / 2
         rewrites: list[Any] = []
         try:
             for task in plan.tasks:
                 rewrites.append(task.execute(ds))
+            if fence and time.monotonic() - started > fence:
+                # Another replica's sweep may soon take our first files for a killed writer's
+                # leftovers and delete them: committing them now could lose the partition.
+                self._discard(uri, rewrites, "it took longer than half the orphan age")
+                return False
             Compaction.commit(ds, rewrites)
         except BaseException as exc:
-            committing = len(rewrites) == plan.num_tasks()
-            if not committing or _is_commit_conflict(exc):  # certainly not committed
-                names = {_file_name(f.path) for r in rewrites for frag in r.new_fragments
-                         for f in frag.data_files()}
-                fs, table = filesystem(uri, self.storage_options)
-                removed = remove_data_files(fs, table, names)
-                log.info("compaction did not commit (%s); removed its %d file(s)",
-                         type(exc).__name__, removed)
+            if len(rewrites) < plan.num_tasks() or _is_commit_conflict(exc):
+                self._discard(uri, rewrites, type(exc).__name__)
             raise
         return True
 
-    def _sweep_orphans(self, uri: str) -> int:
-        """Delete data files that no version of the table references and that are older than
-        ``orphan_age`` (left by a process killed mid-write or mid-compaction)."""
-        fs, table = filesystem(uri, self.storage_options)
-        stale = stale_data_files(fs, table, self.orphan_age)
-        if not stale:
-            return 0
+    def _discard(self, uri: str, rewrites: list[Any], why: str) -> None:
+        """Delete the files of compaction rewrites that did not commit, once verified that no
+        version references them (never trusting an error message alone)."""
+        names = {_file_name(f.path) for r in rewrites for frag in r.new_fragments
+                 for f in frag.data_files()}
+        if not names:
+            return
+        try:
+            names -= self._referenced(uri)
+            fs, table = filesystem(uri, self.storage_options)
+            removed = remove_data_files(fs, table, names)
+            log.info("compaction did not commit (%s); removed its %d file(s)", why, removed)
+        except Exception:  # the sweep of unreferenced files will get them later
+            log.warning("could not remove the files of an uncommitted compaction", exc_info=True)
+
+    def _referenced(self, uri: str) -> set[str]:
+        """Names of the data files any version of the table references."""
         ds = lance.dataset(uri, storage_options=self.storage_options or None)
-        stale -= _data_files(ds)
-        if not stale:
-            return 0
+        names = _data_files(ds)
         for version in ds.versions():  # any version a reader may still check out
             try:
-                stale -= _data_files(ds.checkout_version(version["version"]))
+                names |= _data_files(ds.checkout_version(version["version"]))
             except (OSError, ValueError):  # removed by a concurrent cleanup meanwhile
                 continue
-        removed = remove_data_files(fs, table, stale)
+        return names
+
+    def _sweep_orphans(self, uri: str) -> int:
+        """Delete data files that no version of the table references and that are older than
+        ``orphan_age`` (left by a process killed mid-write or mid-compaction). Best effort: a
+        store whose files cannot be listed here keeps them for Lance's own 7-day cleanup."""
+        try:
+            fs, table = filesystem(uri, self.storage_options)
+            stale = stale_data_files(fs, table, self.orphan_age)
+            if not stale:
+                return 0
+            stale -= self._referenced(uri)
+            removed = remove_data_files(fs, table, stale)
+        except Exception:
+            log.warning("cannot sweep unreferenced files of %s", uri.rsplit("/", 1)[-1],
+                        exc_info=True)
+            return 0
         if removed:
             log.info("removed %d unreferenced data file(s) of table %s", removed,
                      table.rsplit("/", 1)[-1])

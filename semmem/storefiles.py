@@ -25,11 +25,12 @@ DATA = "data"
 def filesystem(uri: str, storage_options: dict[str, str]) -> tuple[pafs.FileSystem, str]:
     """The filesystem holding ``uri`` and the table's path on it.
 
-    S3 (and S3-compatible) stores take the same ``storage_options`` keys Lance reads
-    (``aws_access_key_id``, ``aws_secret_access_key``, ``aws_session_token``, ``aws_region``,
-    ``aws_endpoint``, ``allow_http``); other schemes use pyarrow's defaults for the URI.
+    S3 (and S3-compatible, and ``s3+ddb``) stores take the same ``storage_options`` keys Lance
+    reads (``aws_access_key_id``, ``aws_secret_access_key``, ``aws_session_token``,
+    ``aws_region``, ``aws_endpoint``, ``allow_http``); other schemes use pyarrow's defaults for
+    the URI (and may fail: callers treat that as "cannot sweep").
     """
-    if uri.startswith("s3://"):
+    if uri.startswith(("s3://", "s3+ddb://")):
         opts = {k.lower(): v for k, v in storage_options.items()}
         endpoint = opts.get("aws_endpoint") or opts.get("endpoint")
         scheme = "https"
@@ -41,9 +42,11 @@ def filesystem(uri: str, storage_options: dict[str, str]) -> tuple[pafs.FileSyst
             session_token=opts.get("aws_session_token") or opts.get("session_token"),
             region=opts.get("aws_region") or opts.get("region"),
             endpoint_override=endpoint,
-            scheme="http" if opts.get("allow_http", "").lower() == "true" else scheme,
+            scheme="http" if (opts.get("allow_http") or opts.get("aws_allow_http") or ""
+                              ).lower() == "true" else scheme,
         )
-        return fs, uri.removeprefix("s3://").rstrip("/")
+        path = uri.split("://", 1)[1].split("?", 1)[0]  # s3+ddb: the DynamoDB table is a query
+        return fs, path.rstrip("/")
     fs, path = pafs.FileSystem.from_uri(uri if "://" in uri else f"file://{uri}")
     return fs, path.rstrip("/")
 

@@ -375,8 +375,9 @@ async def test_update_reports_replaced_text_as_dropped(memory: Memory) -> None:
 
 
 async def test_write_hook_skips_replays_and_duplicates(memory: Memory) -> None:
-    """Only committed writes reach the write hook: a replayed operation and a duplicate
-    remember change nothing, so they schedule no maintenance."""
+    """Only attempted commits reach the write hook: a replayed operation and a duplicate
+    remember change nothing, so they schedule no maintenance (a replayed forget does: its
+    purge is idempotent and the original's may be lost)."""
     from semmem.memory import Operation
 
     calls: list[tuple[str, bool]] = []
@@ -386,3 +387,7 @@ async def test_write_hook_skips_replays_and_duplicates(memory: Memory) -> None:
     assert await memory.remember("p", "tea", op=op) == first  # replay
     await memory.remember("p", "Tea ")  # duplicate of item 1
     assert calls == [("p", False)]
+    forget = Operation.of("op-2", "forget", {"n": 1}, None)
+    await memory.forget("p", 1, op=forget)
+    await memory.forget("p", 1, op=forget)  # replay
+    assert calls == [("p", False), ("p", True), ("p", True)]

@@ -182,6 +182,25 @@ async def test_maintenance_removes_old_unreferenced_files_only(memory: Memory) -
     await fresh.store.close()
 
 
+async def test_compaction_slower_than_half_the_orphan_age_does_not_commit(
+    memory: Memory
+) -> None:
+    """A compaction whose first files are older than half the orphan age by commit time could
+    meet another replica's sweep: it discards its files instead of committing them."""
+    for i in range(4):
+        await memory.remember("p", f"fact {i}")
+    data = Path(memory.store.uri) / f"{table_name('p')}.lance" / "data"
+    before = sorted(f.name for f in data.iterdir())
+    memory.store.orphan_age = timedelta(microseconds=2)  # every compaction is too slow
+    report = await memory.store.maintain("p")
+    assert report is not None and not report.compacted
+    assert sorted(f.name for f in data.iterdir()) == before  # its rewritten files are gone
+    memory.store.orphan_age = timedelta(minutes=10)
+    report = await memory.store.maintain("p")
+    assert report is not None and report.compacted
+    assert [it.text for it in await memory.list("p")] == [f"fact {i}" for i in range(4)]
+
+
 async def test_write_restarts_when_another_replica_cleans_its_version(tmp_path: Path) -> None:
     """A write decided on a version that another replica's maintenance compacts and removes
     (zero retention) before the commit is a lost race: it starts again on the latest version

@@ -91,6 +91,8 @@ class Runtime:
                 await self._loading
         if self.purger is not None:
             self.purger.stop()
+            if self.memory is not None:  # a memory passed in outlives this app: unhook it
+                self.memory.on_write = self.memory.on_drop = None
         if self.maintainer is not None:
             await self.maintainer.stop()
         if self.memory is not None and self._owned:
