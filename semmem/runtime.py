@@ -8,7 +8,7 @@ from semmem.embedder import CachedEmbedder, Embedder, SentenceTransformerEmbedde
 from semmem.memory import Memory
 from semmem.ranking import Ranker, RankingConfig
 from semmem.settings import Settings
-from semmem.store import INDEX_THRESHOLD, Store
+from semmem.store import Store
 
 
 def limit_blas_threads() -> None:
@@ -48,10 +48,9 @@ def make_store(settings: Settings, embedder: Embedder) -> Store:
         cache_size=settings.cache_size,
         version_retention=timedelta(seconds=settings.version_retention_s),
         orphan_age=timedelta(seconds=settings.orphan_age_s),
-        # Not settings yet (requested): read them when they exist, else the measured defaults.
-        index_threshold=getattr(settings, "index_threshold", INDEX_THRESHOLD),
-        cache_items=getattr(settings, "cache_items", 2_000_000),
-        cache_bytes=getattr(settings, "cache_bytes", 1 << 30),
+        index_threshold=settings.index_threshold,
+        cache_items=settings.cache_items,
+        cache_bytes=settings.cache_bytes,
     )
 
 
