@@ -388,18 +388,18 @@ class Store:
 
     async def snapshot(self, partition: str) -> Snapshot:
         """The latest state of ``partition`` (empty if it was never written)."""
+        return await self._read_latest(partition, self._snapshot_at)
+
+    async def _read_latest(
+        self, partition: str, read: Callable[[str, Any, int], Awaitable[Snapshot]]
+    ) -> Snapshot:
+        """``read`` at the latest version (an empty snapshot if the partition has no table); a
+        read that fails because a newer commit superseded its version (a cleanup removed the
+        files under it) is made again at the newer one."""
         tbl = await self._table(partition, create=False)
         if tbl is None:
             self._snapshots.pop(table_name(partition), None)
             return Snapshot.empty(partition, self.dim)
-        return await self._read_latest(partition, tbl, self._snapshot_at)
-
-    async def _read_latest(
-        self, partition: str, tbl: Any,
-        read: Callable[[str, Any, int], Awaitable[Snapshot]],
-    ) -> Snapshot:
-        """``read`` at the latest version; a read that fails because a newer commit superseded
-        its version (a cleanup removed the files under it) is made again at the newer one."""
         for attempt in range(3):
             try:
                 version = await tbl.version()  # ~0.1 ms locally: caches are keyed by version
@@ -449,11 +449,7 @@ class Store:
         """The full snapshot up to the index threshold, else a head-and-count ``indexed`` view."""
         # Past the threshold the items come from ``nearest`` or ``recent``: loading a million
         # rows per table version would cost seconds and gigabytes.
-        tbl = await self._table(partition, create=False)
-        if tbl is None:
-            self._snapshots.pop(table_name(partition), None)
-            return Snapshot.empty(partition, self.dim)
-        return await self._read_latest(partition, tbl, self._read_view_at)
+        return await self._read_latest(partition, self._read_view_at)
 
     async def _read_view_at(self, partition: str, tbl: Any, version: int) -> Snapshot:
         name = table_name(partition)
@@ -805,7 +801,7 @@ class Store:
     def _referenced(self, uri: str) -> set[str]:
         """Names of the data files any version of the table references."""
         ds = lance.dataset(uri, storage_options=self.storage_options or None)
-        names = _data_files(ds)
+        names: set[str] = set()
         for version in ds.versions():  # any version a reader may still check out
             try:
                 names |= _data_files(ds.checkout_version(version["version"]))
