@@ -65,5 +65,5 @@ async def open_memory(
     return Memory(
         store, embedder, Ranker(load_ranking(settings)),
         idempotency_ttl_ms=settings.idempotency_ttl_s * 1000,
-        index_candidates=getattr(settings, "index_candidates", 100),
+        index_candidates=settings.index_candidates,
     )
