@@ -36,9 +36,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.factgen import QUERIES
 from benchmarks.vectors import base_set, expanded
+from semmem.contract import MAX_SOURCES
 from semmem.embedder import CachedEmbedder, SentenceTransformerEmbedder
 from semmem.items import now_ms
-from semmem.memory import MAX_SOURCES, Memory
+from semmem.memory import Memory
 from semmem.modelfiles import default_model_dir
 from semmem.packing import pack_candidates
 from semmem.runtime import limit_blas_threads
@@ -119,7 +120,7 @@ async def breakdown(memory: Memory, qs: list[str]) -> dict[str, float]:
                                                      "pack")}
     for q in qs:
         t0 = time.perf_counter()
-        qvec = (await memory._embed([q]))[0]
+        qvec = (await memory.model.embed([q]))[0]
         t1 = time.perf_counter()
         snap = await memory.store.read_view("bench")
         t2 = time.perf_counter()
@@ -180,7 +181,7 @@ async def run_size(model: SentenceTransformerEmbedder, texts: list[str], vectors
         if view.indexed:  # recall@10 of the index vs exact search, on real query embeddings
             hits = []
             for q in queries(50, offset=3 * reps):
-                qv = (await memory._embed([q]))[0]
+                qv = (await memory.model.embed([q]))[0]
                 exact = set((np.argpartition(-(held @ qv), 10)[:10] + 1).tolist())
                 # the candidates recall ranks; their 10 nearest by exact cosine
                 got = await store.nearest(view, qv, memory.index_candidates)

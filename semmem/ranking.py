@@ -31,7 +31,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from semmem.embedder import Vectors
 from semmem.items import Item
 from semmem.lexical import Bm25Index
-from semmem.snapshot import Snapshot
+from semmem.store.views import ItemSet
 
 _DAY_MS = 86_400_000
 _DEDUPE_BLOCK = 32
@@ -134,7 +134,7 @@ def _rank_text(item: Item) -> str:
     return f"{item.text} {note}" if isinstance(note, str) and note else item.text
 
 
-def _centred(snap: Snapshot, share: float) -> _Centred:
+def _centred(snap: ItemSet, share: float) -> _Centred:
     mean = snap.vectors.astype(np.float64).mean(axis=0) * share
     dots = snap.vectors @ mean
     squares = np.einsum("ij,ij->i", snap.vectors, snap.vectors, dtype=np.float64)
@@ -150,7 +150,7 @@ class Ranker:
         self.config = config or RankingConfig()
 
     def _semantic(
-        self, snap: Snapshot, query_vec: Vectors, cosine: npt.NDArray[np.float32]
+        self, snap: ItemSet, query_vec: Vectors, cosine: npt.NDArray[np.float32]
     ) -> npt.NDArray[np.float32]:
         cfg = self.config
         share = cfg.centering * snap.count / (snap.count + cfg.centering_items)
@@ -166,7 +166,7 @@ class Ranker:
         out: npt.NDArray[np.float32] = (dots / (c.norms * q_norm)).astype(np.float32)
         return out
 
-    def _lexical(self, snap: Snapshot, query: str) -> npt.NDArray[np.float32]:
+    def _lexical(self, snap: ItemSet, query: str) -> npt.NDArray[np.float32]:
         cfg = self.config
         key = f"bm25:{cfg.bm25_k1!r}:{cfg.bm25_b!r}:{cfg.stemming}"
         index = snap.cached(key, lambda s: Bm25Index.build(
@@ -178,10 +178,10 @@ class Ranker:
         # and the partition, and only the ordering it implies is comparable.
         return raw / top if top > 0 else raw
 
-    def _recency(self, snap: Snapshot) -> npt.NDArray[np.float32]:
+    def _recency(self, snap: ItemSet) -> npt.NDArray[np.float32]:
         half_life = self.config.recency_half_life_days * _DAY_MS
 
-        def build(s: Snapshot) -> npt.NDArray[np.float32]:
+        def build(s: ItemSet) -> npt.NDArray[np.float32]:
             updated = np.array([it.updated for it in s.items], dtype=np.float64)
             age = (updated.max() - updated) / half_life
             weights: npt.NDArray[np.float32] = np.power(0.5, age).astype(np.float32)
@@ -190,7 +190,7 @@ class Ranker:
         return snap.cached(f"recency:{half_life!r}", build)
 
     def score(
-        self, snap: Snapshot, query_vec: npt.NDArray[np.float32], query: str
+        self, snap: ItemSet, query_vec: npt.NDArray[np.float32], query: str
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32], npt.NDArray[np.float32]]:
         """Combined score, plain cosine and normalised lexical score of every live item."""
         cfg = self.config
@@ -213,7 +213,7 @@ class Ranker:
         return floor
 
     def rank(
-        self, snap: Snapshot, query_vec: npt.NDArray[np.float32], query: str, *, floor: bool = True
+        self, snap: ItemSet, query_vec: npt.NDArray[np.float32], query: str, *, floor: bool = True
     ) -> list[Scored]:
         """Items above the floor (unless ``floor`` is false), best first, at most ``candidates``."""
         if not snap.count:
@@ -237,7 +237,7 @@ class Ranker:
             )
         ]
 
-    def without_near_duplicates(self, snap: Snapshot, ranked: list[Scored]) -> Iterator[Scored]:
+    def without_near_duplicates(self, snap: ItemSet, ranked: list[Scored]) -> Iterator[Scored]:
         """Yield ``ranked`` lazily, skipping items too similar to one already yielded."""
         threshold = self.config.dedupe_threshold
         if threshold > 1.0 or len(ranked) < 2:

@@ -24,11 +24,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
+from semmem.contract import MAX_BODY, MAX_RESPONSE, MAX_SOURCES
 from semmem.items import clean_text, one_line
 from semmem.web.envelope import MAX_RECALL_BYTES
 from semmem.web.errors import STATUS
 from semmem.web.jsonio import loads
-from semmem.web.limits import MAX_BODY, MAX_RESPONSE, MAX_SOURCES
 from tests.web_fixtures import AUTH, JSON, app_client, iso_in, send, tool
 
 EXAMPLES = 400

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from semmem.contract import make_cursor, parse_cursor
 from semmem.embedder import HashingEmbedder
 from semmem.errors import (
     Conflict,
@@ -17,8 +18,9 @@ from semmem.errors import (
     NotFound,
 )
 from semmem.items import now_ms
-from semmem.memory import Memory, Operation, make_cursor, parse_cursor
+from semmem.memory import Memory, Operation, QuietObserver
 from semmem.store import Store
+from tests.conftest import open_memory
 
 
 async def test_remember_numbers_from_one(memory: Memory) -> None:
@@ -284,7 +286,7 @@ async def test_recall_indexed_partition_finds_relevant_and_unindexed_rows(
     await memory.store.maintain("p")
     result = await memory.recall("p", "word42 topic0", 200)
     assert result.text.split("\n")[0] == "43. fact 42 about topic0 and word42"
-    assert result.cursor == make_cursor("p", (await memory.store.snapshot("p")).seq)
+    assert result.cursor == make_cursor("p", (await memory.snapshot("p")).seq)
     added = await memory.remember("p", "zebra quartz xylophone")  # after the index was built
     assert added == {"status": "stored", "n": 121, "count": 121}
     assert (await memory.recall("p", "zebra quartz xylophone", 200)).text.startswith(
@@ -367,7 +369,7 @@ async def test_update_reports_replaced_text_as_dropped(memory: Memory) -> None:
     """A text update tells the write hook a text left (so every surface purges it); a
     record-field edit does not."""
     calls: list[tuple[str, bool]] = []
-    memory.on_write = lambda partition, dropped: calls.append((partition, dropped))
+    memory.observer = Recorder(calls)
     await memory.remember("p", "old text")
     await memory.update("p", 1, "new text")
     await memory.update("p", 1, attrs={"note": "n"})
@@ -381,7 +383,7 @@ async def test_write_hook_skips_replays_and_duplicates(memory: Memory) -> None:
     from semmem.memory import Operation
 
     calls: list[tuple[str, bool]] = []
-    memory.on_write = lambda partition, dropped: calls.append((partition, dropped))
+    memory.observer = Recorder(calls)
     op = Operation.of("op-1", "remember", {"text": "tea"}, None)
     first = await memory.remember("p", "tea", op=op)
     assert await memory.remember("p", "tea", op=op) == first  # replay
@@ -391,3 +393,52 @@ async def test_write_hook_skips_replays_and_duplicates(memory: Memory) -> None:
     await memory.forget("p", 1, op=forget)
     await memory.forget("p", 1, op=forget)  # replay
     assert calls == [("p", False), ("p", True), ("p", True)]
+
+
+class Recorder(QuietObserver):
+    """A write observer that records what it is told."""
+
+    def __init__(self, calls: list[tuple[str, bool]]) -> None:
+        self.calls = calls
+
+    def written(self, partition: str, dropped: bool) -> None:
+        self.calls.append((partition, dropped))
+
+
+async def test_merge_into_missing_item_is_refused(memory: Memory) -> None:
+    await memory.remember("p", "alpha fact")
+    with pytest.raises(InvalidArguments):
+        await memory.merge("p", 1, 7)
+    with pytest.raises(InvalidArguments):
+        await memory.merge("p", 1, 1)
+    assert (await memory.list("p"))[0].attrs == {}
+
+
+async def test_merge_races_a_forget_of_its_target_atomically(
+        tmp_path: Path, fake_embedder: HashingEmbedder) -> None:
+    """A merge checks its target in the same write that marks the item: a forget of the target
+    by another store on the same directory either lands first (the merge is refused) or after
+    (the merge stands) — never a merged item pointing at a forgotten one."""
+    mine = await open_memory(tmp_path / "db", fake_embedder)
+    other = await open_memory(tmp_path / "db", fake_embedder)
+    outcomes = set()
+    for round_ in range(12):
+        p = f"p{round_}"
+        await mine.remember(p, "the item")
+        await mine.remember(p, "the target")
+        merged, forgot = await asyncio.gather(
+            mine.merge(p, 1, 2), other.forget(p, 2), return_exceptions=True)
+        assert not isinstance(forgot, BaseException)
+        outcomes.add("refused" if isinstance(merged, InvalidArguments) else "merged")
+        if isinstance(merged, BaseException) and not isinstance(merged, InvalidArguments):
+            raise merged
+        snap = await mine.snapshot(p)
+        item, target = snap.get(1), snap.tombstones[2]
+        assert item is not None
+        if isinstance(merged, BaseException):
+            assert "mergedInto" not in item.attrs
+        else:  # the merge committed while its target was live
+            assert item.attrs["mergedInto"] == 2 and item.seq < target.seq
+    assert outcomes
+    await other.close()
+    await mine.close()

@@ -14,7 +14,7 @@ from semmem.embedder import SentenceTransformerEmbedder
 from semmem.items import Item
 from semmem.lexical import Bm25Index
 from semmem.ranking import Ranker, RankingConfig, Scored
-from semmem.snapshot import Snapshot
+from semmem.store.views import Head, PartitionSnapshot
 from tests.conftest import open_memory
 
 DAY = 86_400_000
@@ -27,12 +27,12 @@ def unit(*coords: float, dim: int = 8) -> np.ndarray:
 
 
 def snapshot(texts: Sequence[str], vectors: Sequence[np.ndarray],
-             updated: Sequence[int] | None = None) -> Snapshot:
+             updated: Sequence[int] | None = None) -> PartitionSnapshot:
     stamps = list(updated) if updated is not None else [1000 * (i + 1) for i in range(len(texts))]
     items = [Item(i + 1, t, stamps[i], stamps[i], 1, i + 1, "test")
              for i, t in enumerate(texts)]
     matrix = np.ascontiguousarray(np.stack(vectors), dtype=np.float32)
-    return Snapshot("p", 1, len(items), len(items), "test", items, matrix, {}, {})
+    return PartitionSnapshot(items, matrix, Head("p", 1, len(items), len(items), "test"))
 
 
 def numbers(scored: list[Scored]) -> list[int]:
@@ -77,7 +77,7 @@ def test_rank_candidates_caps_the_list() -> None:
 
 
 def test_rank_empty_snapshot_is_empty() -> None:
-    empty = Snapshot.empty("p", 8)
+    empty = PartitionSnapshot.empty("p", 8)
     assert Ranker().rank(empty, unit(1, 0), "anything") == []
 
 
@@ -124,7 +124,7 @@ WORDS = ["camping", "jazz", "bass", "pixel", "pills", "thyroid", "garden", "ital
          "flights", "aisle", "maya"]
 
 
-def scored_partition(n: int, seed: int) -> tuple[Snapshot, np.ndarray, str]:
+def scored_partition(n: int, seed: int) -> tuple[PartitionSnapshot, np.ndarray, str]:
     """Items sharing a common direction (as one person's facts do), some texts and a query."""
     rng = np.random.default_rng(seed)
     vectors = rng.normal(size=(n, 32)) + 2.0 * rng.normal(size=32)
@@ -138,7 +138,7 @@ def scored_partition(n: int, seed: int) -> tuple[Snapshot, np.ndarray, str]:
 
 
 def reference_scores(
-    config: RankingConfig, snap: Snapshot, query_vec: np.ndarray, query: str
+    config: RankingConfig, snap: PartitionSnapshot, query_vec: np.ndarray, query: str
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The ranking formula computed the obvious way: centre, normalise, dot (float64)."""
     x = snap.vectors.astype(np.float64)
@@ -198,7 +198,7 @@ def test_rank_lists_score_results_best_first(config: RankingConfig, floor: bool)
         assert type(s.index) is int and type(s.score) is float
 
 
-def naive_dedupe(snap: Snapshot, ranked: list[Scored], threshold: float) -> list[int]:
+def naive_dedupe(snap: PartitionSnapshot, ranked: list[Scored], threshold: float) -> list[int]:
     kept: list[int] = []
     for cand in ranked:
         if any(float(snap.vectors[k] @ snap.vectors[cand.index]) >= threshold for k in kept):

@@ -15,8 +15,7 @@ from semmem.embedder import HashingEmbedder
 from semmem.errors import ModelMismatch
 from semmem.items import now_ms
 from semmem.memory import Memory
-from semmem.snapshot import Snapshot
-from semmem.store import ItemRow, Mutation, Store, table_name
+from semmem.store import ItemRow, Mutation, Store, WriteView, table_name
 from tests.conftest import open_memory
 
 HOSTILE = ["x' OR '1'='1", "../../etc/passwd", "a/b\\c", "p\x00q", "ünï ☃ 名前", "", " ", "%s%n",
@@ -216,7 +215,7 @@ async def test_write_restarts_when_another_replica_cleans_its_version(tmp_path: 
     await memory.forget("p", 1)  # a deletion for the compaction to materialise
     seen: list[int] = []
 
-    def plan(view: Snapshot) -> Mutation:
+    def plan(view: WriteView) -> Mutation:
         seen.append(view.version)
         if len(seen) == 1:  # the other replica maintains the partition meanwhile
             done = threading.Thread(target=lambda: asyncio.run(other.maintain("p")))

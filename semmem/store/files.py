@@ -1,4 +1,5 @@
-"""The files of a Lance table on its filesystem (local directory or object storage).
+"""The files of a Lance table on its filesystem (local directory or object storage), and the
+one place a table's dataset is opened by URI.
 
 Lance keeps data files that no version references ("unverified": left by a failed or killed
 transaction) for 7 days, because they could belong to a write still in progress. They hold
@@ -14,12 +15,30 @@ import logging
 import time
 from collections.abc import Iterable
 from datetime import timedelta
+from typing import Any
 
+import lance
 import pyarrow.fs as pafs
 
 log = logging.getLogger(__name__)
 
 DATA = "data"
+
+
+def open_dataset(uri: str, storage_options: dict[str, str], version: int | None = None) -> Any:
+    """The Lance dataset of a table, at its latest version or at ``version``."""
+    return lance.dataset(uri, version=version, storage_options=storage_options or None)
+
+
+def file_name(path: str) -> str:
+    """The last part of a data file's path."""
+    return path.rsplit("/", 1)[-1]
+
+
+def data_files(ds: Any) -> set[str]:
+    """Names of the data files one version of a dataset references."""
+    return {file_name(f.path) for frag in ds.get_fragments()
+            for f in frag.metadata.data_files()}
 
 
 def filesystem(uri: str, storage_options: dict[str, str]) -> tuple[pafs.FileSystem, str]:

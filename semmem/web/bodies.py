@@ -1,4 +1,4 @@
-"""The contract's size limits and the server's concurrency limit.
+"""Request and response bodies within the contract's size limits.
 
 Request bodies are refused past 64 KiB while they stream in (a declared ``Content-Length``
 over the limit is refused before any of the body is read); responses are cut to fit 64 KiB.
@@ -6,19 +6,13 @@ over the limit is refused before any of the body is read); responses are cut to 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 from starlette.requests import ClientDisconnect, Request
 
-from semmem.errors import InvalidInput, Overloaded, SemmemError, TooLarge
+from semmem.contract import MAX_BODY, MAX_ID_BYTES, MAX_RESPONSE, MAX_SOURCES
+from semmem.errors import InvalidInput, SemmemError, TooLarge
 from semmem.web.jsonio import dumps
-
-MAX_BODY = 64 * 1024
-MAX_RESPONSE = 64 * 1024
-MAX_SOURCES = 100
-MAX_ID_BYTES = 1024
 
 
 async def read_body(request: Request, limit: int = MAX_BODY) -> bytes:
@@ -89,31 +83,3 @@ def fit_search(result: dict[str, Any], limit: int = MAX_RESPONSE) -> bytes:
         kept.append(item)
         size += cost
     return dumps({"result": {**cut, "items": kept}}, sort_keys=True)
-
-
-class Limiter:
-    """At most ``limit`` requests in progress; one more is refused at once (429), not queued.
-
-    Refusing rather than queueing keeps latency bounded and lets the host's retry (after
-    ``Retry-After``) land on a less busy moment, within its deadline.
-    """
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.active = 0
-
-    @asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
-        """Hold one slot for the duration of a request.
-
-        Raises:
-            Overloaded: all slots are taken.
-        """
-        if self.active >= self.limit:
-            raise Overloaded(f"too many requests in progress (limit {self.limit}); retry shortly",
-                             {"limit": self.limit})
-        self.active += 1
-        try:
-            yield
-        finally:
-            self.active -= 1
