@@ -10,7 +10,7 @@ import pytest
 from semmem.embedder import HashingEmbedder, SentenceTransformerEmbedder
 from semmem.memory import Memory
 from semmem.modelfiles import default_model_dir
-from semmem.store import Store
+from tests.support.memory import open_memory
 
 
 @pytest.fixture
@@ -23,13 +23,6 @@ def fake_embedder() -> HashingEmbedder:
 def real_embedder() -> SentenceTransformerEmbedder:
     """The bundled model, loaded once per test session."""
     return SentenceTransformerEmbedder(default_model_dir())
-
-
-async def open_memory(path: Path, embedder: object) -> Memory:
-    """A memory over a real LanceDB directory."""
-    store = Store(str(path), dim=embedder.dim, model_id=embedder.model_id)  # type: ignore[attr-defined]
-    await store.open()
-    return Memory(store, embedder)  # type: ignore[arg-type]
 
 
 @pytest.fixture

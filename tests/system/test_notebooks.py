@@ -10,7 +10,7 @@ from nbclient import NotebookClient
 
 from semmem.ranking import RankingConfig
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from semmem.web.auth import Tokens
-from tests.web_fixtures import (
+from tests.support.web import (
     ADMIN,
     ADMIN_TOKEN,
     AUTH,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.web_fixtures import (
+from tests.support.web import (
     Client,
     assert_error,
     host,

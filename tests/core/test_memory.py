@@ -45,7 +45,7 @@ async def test_forget_newest_does_not_free_its_number(memory: Memory) -> None:
 
 
 async def test_numbers_survive_reopen(memory: Memory, fake_embedder: object) -> None:
-    from tests.conftest import open_memory
+    from tests.support.memory import open_memory
 
     await memory.remember("p", "one")
     await memory.remember("p", "two")

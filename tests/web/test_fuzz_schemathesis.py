@@ -34,7 +34,7 @@ from schemathesis.specs.openapi.checks import (  # noqa: E402
 from semmem.embedder import HashingEmbedder  # noqa: E402
 from semmem.web.app import create_app  # noqa: E402
 from semmem.web.openapi import api_openapi  # noqa: E402
-from tests.web_fixtures import (  # noqa: E402
+from tests.support.web import (  # noqa: E402
     ADMIN,
     AUTH,
     ServerProcess,

@@ -17,7 +17,7 @@ from semmem.errors import InvalidInput
 from semmem.web.declaration import check_tools, render_declaration, tools_declaration
 from semmem.web.tools import BY_NAME, TOOLS
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 BEGIN, END = "<!-- semmem declare: begin -->", "<!-- semmem declare: end -->"
 
 

@@ -15,7 +15,7 @@ from semmem.embedder import HashingEmbedder
 from semmem.errors import InvalidInput, Unavailable
 from semmem.web.app import create_app
 from semmem.web.errors import error_response
-from tests.web_fixtures import (
+from tests.support.web import (
     ADMIN,
     GatedEmbedder,
     Reply,

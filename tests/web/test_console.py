@@ -1,6 +1,7 @@
 """The owner console over HTTP, in process: sessions, CSRF, headers, every page and form.
 
-The browser half (a real Chromium against a real server) is ``test_console_browser.py``.
+The browser half (a real Chromium against a real server) is
+``tests/system/test_console_browser.py``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from semmem.embedder import HashingEmbedder
 from semmem.web.app import create_app
 from semmem.web.console import data
 from semmem.web.console.session import COOKIE, Session
-from tests.web_fixtures import (
+from tests.support.web import (
     ADMIN_TOKEN,
     AUTH,
     TOKEN,

@@ -52,7 +52,7 @@ TOKEN = "test-token"
 ADMIN_TOKEN = "admin-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def iso_in(seconds: float) -> str:

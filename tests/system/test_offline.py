@@ -7,9 +7,9 @@ Python-level ``connect``/``getaddrinfo`` to a non-loopback address, so an attemp
 the code swallowed still fails the test.
 
 The HTTP client must share the server's namespace, so this file is also a script: pytest runs
-``unshare -n python tests/test_offline.py DIR`` and the ``__main__`` half (stdlib only) brings
-``lo`` up, starts ``semmem serve``, drives the round trip and writes every exchange as JSON for
-the test to check.
+``unshare -n python tests/system/test_offline.py DIR`` and the ``__main__`` half (stdlib only)
+brings ``lo`` up, starts ``semmem serve``, drives the round trip and writes every exchange as
+JSON for the test to check.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MODEL = ROOT / "models" / "all-MiniLM-L6-v2"
 PORT = 18080  # a fresh namespace has every port free
 TOKEN = "offline-test-token"

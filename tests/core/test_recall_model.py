@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from semmem.embedder import SentenceTransformerEmbedder
-from tests.conftest import open_memory
+from tests.support.memory import open_memory
 
 UNRELATED = [
     "Has a golden retriever named Biscuit", "Works as a nurse at the city hospital",
@@ -51,3 +53,22 @@ async def test_search_finds_paraphrase(
     await mem.import_("u", [{"text": t} for t in UNRELATED])
     found = await mem.search("u", "what pet do I have?", limit=3)
     assert found["items"][0]["text"] == "Has a golden retriever named Biscuit"
+
+
+@pytest.mark.model
+async def test_recall_real_model_uses_lexical_and_floor(
+    tmp_path: Path, real_embedder: SentenceTransformerEmbedder
+) -> None:
+    mem = await open_memory(tmp_path, real_embedder)
+    await mem.import_("u", [{"text": t} for t in [
+        "Has a cat named Pixel who needs thyroid pills twice a day",
+        "Works as a backend engineer at a logistics start-up",
+        "Plays bass in a jazz trio on Thursday nights",
+        "Prefers aisle seats on flights",
+        "Is learning Italian with a tutor on Tuesday evenings",
+    ]])
+    result = await mem.recall("u", "remind me to give Pixel her medicine", 4096)
+    assert result.sources[0]["id"] == "1"
+    assert result.scored[0].lexical == 1.0
+    assert len(result.sources) < 5  # the floor leaves some facts out despite the budget
+    assert (await mem.recall("u", "What is the capital of Australia?", 4096)).text == ""

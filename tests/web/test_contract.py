@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.web_fixtures import (
+from tests.support.web import (
     ADMIN,
     AUTH,
     JSON,

@@ -21,7 +21,7 @@ from moto.server import ThreadedMotoServer
 from semmem.embedder import HashingEmbedder
 from semmem.memory import Memory
 from semmem.store import Store
-from tests.web_fixtures import ServerProcess, recall, send, tool
+from tests.support.web import ServerProcess, recall, send, tool
 
 BUCKET = "semmem-test"
 

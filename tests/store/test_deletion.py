@@ -21,7 +21,7 @@ import pytest
 from semmem.embedder import HashingEmbedder
 from semmem.memory import Memory
 from semmem.store import Store
-from tests.web_fixtures import (
+from tests.support.web import (
     ADMIN,
     Client,
     ServerProcess,

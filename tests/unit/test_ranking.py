@@ -10,12 +10,10 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from semmem.embedder import SentenceTransformerEmbedder
 from semmem.items import Item
 from semmem.lexical import Bm25Index
 from semmem.ranking import Ranker, RankingConfig, Scored
 from semmem.snapshot import Snapshot
-from tests.conftest import open_memory
 
 DAY = 86_400_000
 
@@ -300,21 +298,3 @@ def test_config_file_rejects_unknown_and_invalid_knobs(tmp_path: Path) -> None:
     with pytest.raises(ValidationError):
         RankingConfig.from_file(path)
 
-
-@pytest.mark.model
-async def test_recall_real_model_uses_lexical_and_floor(
-    tmp_path: Path, real_embedder: SentenceTransformerEmbedder
-) -> None:
-    mem = await open_memory(tmp_path, real_embedder)
-    await mem.import_("u", [{"text": t} for t in [
-        "Has a cat named Pixel who needs thyroid pills twice a day",
-        "Works as a backend engineer at a logistics start-up",
-        "Plays bass in a jazz trio on Thursday nights",
-        "Prefers aisle seats on flights",
-        "Is learning Italian with a tutor on Tuesday evenings",
-    ]])
-    result = await mem.recall("u", "remind me to give Pixel her medicine", 4096)
-    assert result.sources[0]["id"] == "1"
-    assert result.scored[0].lexical == 1.0
-    assert len(result.sources) < 5  # the floor leaves some facts out despite the budget
-    assert (await mem.recall("u", "What is the capital of Australia?", 4096)).text == ""

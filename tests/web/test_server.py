@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from semmem.store import table_name
-from tests.web_fixtures import (
+from tests.support.web import (
     ADMIN,
     AUTH,
     REPO,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.web_fixtures import ADMIN, Client, assert_error, host, recall, remember, send, tool
+from tests.support.web import ADMIN, Client, assert_error, host, recall, remember, send, tool
 
 __all__ = ["host"]  # the fixture, imported to run every test here in-process and over HTTP
 

@@ -17,7 +17,7 @@ from semmem.items import now_ms
 from semmem.memory import Memory
 from semmem.snapshot import Snapshot
 from semmem.store import ItemRow, Mutation, Store, table_name
-from tests.conftest import open_memory
+from tests.support.memory import open_memory
 
 HOSTILE = ["x' OR '1'='1", "../../etc/passwd", "a/b\\c", "p\x00q", "ünï ☃ 名前", "", " ", "%s%n",
            "key = 'head'", "p_" + "0" * 40]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.web_fixtures import ADMIN, AUTH, Client, app_client, assert_error, recall, remember, send
+from tests.support.web import ADMIN, AUTH, Client, app_client, assert_error, recall, remember, send
 
 
 @pytest.fixture(scope="module")
