@@ -21,14 +21,8 @@ import pytest
 from semmem.embedder import HashingEmbedder
 from semmem.memory import Memory
 from semmem.store import Store
-from tests.support.web import (
-    ADMIN,
-    Client,
-    ServerProcess,
-    app_client,
-    send,
-    tool,
-)
+from tests.support.server import ADMIN, ServerProcess
+from tests.support.web import Client, app_client, send, tool
 
 RETENTION, DELAY = 1.0, 0.1
 WINDOW = RETENTION + DELAY + max(DELAY, 1.0) + RETENTION + DELAY  # Purger.window_s

@@ -21,7 +21,8 @@ from moto.server import ThreadedMotoServer
 from semmem.embedder import HashingEmbedder
 from semmem.memory import Memory
 from semmem.store import Store
-from tests.support.web import ServerProcess, recall, send, tool
+from tests.support.server import ServerProcess
+from tests.support.web import recall, send, tool
 
 BUCKET = "semmem-test"
 

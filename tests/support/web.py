@@ -1,18 +1,13 @@
-"""Helpers for the web tests: request envelopes, an in-process app, a real server process."""
+"""Helpers for the web tests: request envelopes, the app in process, and the ``host`` fixture that
+runs a module against both the app and a real server."""
 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -23,6 +18,7 @@ from starlette.testclient import TestClient
 from semmem.embedder import Embedder, HashingEmbedder, Vectors
 from semmem.settings import Settings
 from semmem.web.app import create_app
+from tests.support.server import ADMIN_TOKEN, AUTH, JSON, TOKEN, ServerProcess, iso_in
 
 
 class Reply(Protocol):
@@ -46,19 +42,6 @@ class Client(Protocol):
     def post(self, url: str, *, content: Any = ..., json: Any = ..., headers: Any = ...
              ) -> Reply: ...
     def delete(self, url: str, *, params: Any = ..., headers: Any = ...) -> Reply: ...
-
-
-TOKEN = "test-token"
-ADMIN_TOKEN = "admin-token"
-AUTH = {"Authorization": f"Bearer {TOKEN}"}
-ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
-REPO = Path(__file__).resolve().parents[2]
-
-
-def iso_in(seconds: float) -> str:
-    """An ISO 8601 instant ``seconds`` from now (negative: in the past)."""
-    at = datetime.now(UTC) + timedelta(seconds=seconds)
-    return at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}Z"
 
 
 _counter = iter(range(1, 10**9))
@@ -165,97 +148,6 @@ class SlowEmbedder:
         return self.inner.embed_batch(texts)
 
 
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-# `semmem serve`'s own code path, with the fake embedder instead of the bundled model.
-_LAUNCH = (
-    "from semmem.embedder import HashingEmbedder; from semmem.settings import Settings; "
-    "from semmem.web.server import serve; serve(Settings(), embedder=HashingEmbedder())"
-)
-
-
-class ServerProcess:
-    """A real uvicorn process serving semmem on 127.0.0.1."""
-
-    def __init__(self, data: Path, *, env: dict[str, str] | None = None,
-                 argv: list[str] | None = None) -> None:
-        self.data = data
-        self.port = free_port()
-        self.extra_env = env or {}
-        self.argv = argv
-        self.proc: subprocess.Popen[str] | None = None
-        self.log = data.parent / f"server-{self.port}.log"
-
-    @property
-    def url(self) -> str:
-        """Base URL."""
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> ServerProcess:
-        """Start the process (does not wait for readiness)."""
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SEMMEM_")}
-        env.update({
-            "SEMMEM_DATA": str(self.data), "SEMMEM_HOST": "127.0.0.1",
-            "SEMMEM_PORT": str(self.port), "SEMMEM_TOKENS": TOKEN,
-            "SEMMEM_ADMIN_TOKENS": ADMIN_TOKEN, "SEMMEM_LOG_LEVEL": "warning",
-            "SEMMEM_MAINTENANCE_DELAY_S": "0.2",
-            "PYTHONUNBUFFERED": "1",
-        })
-        env.update(self.extra_env)
-        argv = self.argv or [sys.executable, "-c", _LAUNCH]
-        # A file, not a pipe: nobody reads a pipe while the server runs, and a full one blocks it.
-        with self.log.open("a") as sink:
-            self.proc = subprocess.Popen(argv, env=env, cwd=REPO, stdout=sink,
-                                         stderr=subprocess.STDOUT, text=True)
-        return self
-
-    def client(self) -> httpx.Client:
-        """A client for this server (timeouts generous: the machine is shared)."""
-        return httpx.Client(base_url=self.url, timeout=30.0)
-
-    def wait_ready(self, timeout: float = 60.0) -> ServerProcess:
-        """Block until ``/readyz`` answers 200."""
-        with self.client() as c:
-            deadline = time.monotonic() + timeout
-            while True:
-                assert self.proc is not None and self.proc.poll() is None, self.output()
-                try:
-                    if c.get("/readyz").status_code == 200:
-                        return self
-                except httpx.TransportError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"server not ready: {self.output()}")
-                time.sleep(0.05)
-
-    def kill9(self) -> None:
-        """SIGKILL: no shutdown code runs."""
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(10)
-
-    def stop(self) -> None:
-        """Terminate (gracefully, then forcibly)."""
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(10)
-
-    def output(self) -> str:
-        """What the process printed so far."""
-        return self.log.read_text() if self.log.exists() else ""
-
-
 @pytest.fixture(scope="module", params=["app", "server"])
 def host(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
          ) -> Iterator[Client]:
@@ -275,9 +167,6 @@ def host(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
                 yield client
         finally:
             server.stop()
-
-
-JSON = {"Content-Type": "application/json"}
 
 
 def send(client: Client, body: Any, headers: dict[str, str] | None = None,

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from semmem.web.console.session import COOKIE, Session
-from tests.support.web import ADMIN_TOKEN, TOKEN, ServerProcess
+from tests.support.server import ADMIN_TOKEN, TOKEN, ServerProcess
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"

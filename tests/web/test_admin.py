@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.web import ADMIN, AUTH, Client, app_client, assert_error, recall, remember, send
+from tests.support.server import ADMIN, AUTH
+from tests.support.web import Client, app_client, assert_error, recall, remember, send
 
 
 @pytest.fixture(scope="module")

@@ -21,16 +21,8 @@ from semmem.embedder import HashingEmbedder
 from semmem.web.app import create_app
 from semmem.web.console import data
 from semmem.web.console.session import COOKIE, Session
-from tests.support.web import (
-    ADMIN_TOKEN,
-    AUTH,
-    TOKEN,
-    assert_error,
-    recall,
-    settings_for,
-    tool,
-    wait_ready,
-)
+from tests.support.server import ADMIN_TOKEN, AUTH, TOKEN
+from tests.support.web import assert_error, recall, settings_for, tool, wait_ready
 
 BASE = "http://127.0.0.1:8080"
 ORIGIN = {"Origin": BASE}

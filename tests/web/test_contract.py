@@ -14,19 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests.support.web import (
-    ADMIN,
-    AUTH,
-    JSON,
-    Client,
-    assert_error,
-    envelope,
-    host,
-    recall,
-    remember,
-    send,
-    tool,
-)
+from tests.support.server import ADMIN, AUTH, JSON
+from tests.support.web import Client, assert_error, envelope, host, recall, remember, send, tool
 
 __all__ = ["host"]  # the fixture, imported to run every test here in-process and over HTTP
 

@@ -29,7 +29,8 @@ from semmem.web.envelope import MAX_RECALL_BYTES
 from semmem.web.errors import STATUS
 from semmem.web.jsonio import loads
 from semmem.web.limits import MAX_BODY, MAX_RESPONSE, MAX_SOURCES
-from tests.support.web import AUTH, JSON, app_client, iso_in, send, tool
+from tests.support.server import AUTH, JSON, iso_in
+from tests.support.web import app_client, send, tool
 
 EXAMPLES = 400
 SECRET_PARTITION = "envelope-fuzz-secret"

@@ -34,15 +34,8 @@ from schemathesis.specs.openapi.checks import (  # noqa: E402
 from semmem.embedder import HashingEmbedder  # noqa: E402
 from semmem.web.app import create_app  # noqa: E402
 from semmem.web.openapi import api_openapi  # noqa: E402
-from tests.support.web import (  # noqa: E402
-    ADMIN,
-    AUTH,
-    ServerProcess,
-    iso_in,
-    send,
-    settings_for,
-    tool,
-)
+from tests.support.server import ADMIN, AUTH, ServerProcess, iso_in  # noqa: E402
+from tests.support.web import send, settings_for, tool  # noqa: E402
 
 EXAMPLES = 120  # per operation and mode; the whole module stays well under a minute
 SECRET_PARTITION = "fuzz-secret-partition"

@@ -15,8 +15,8 @@ from semmem.embedder import HashingEmbedder
 from semmem.errors import InvalidInput, Unavailable
 from semmem.web.app import create_app
 from semmem.web.errors import error_response
+from tests.support.server import ADMIN
 from tests.support.web import (
-    ADMIN,
     GatedEmbedder,
     Reply,
     SlowEmbedder,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.web import ADMIN, Client, assert_error, host, recall, remember, send, tool
+from tests.support.server import ADMIN
+from tests.support.web import Client, assert_error, host, recall, remember, send, tool
 
 __all__ = ["host"]  # the fixture, imported to run every test here in-process and over HTTP
 

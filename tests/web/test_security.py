@@ -11,19 +11,8 @@ from pathlib import Path
 import pytest
 
 from semmem.web.auth import Tokens
-from tests.support.web import (
-    ADMIN,
-    ADMIN_TOKEN,
-    AUTH,
-    JSON,
-    TOKEN,
-    ServerProcess,
-    app_client,
-    assert_error,
-    recall,
-    send,
-    tool,
-)
+from tests.support.server import ADMIN, ADMIN_TOKEN, AUTH, JSON, TOKEN, ServerProcess
+from tests.support.web import app_client, assert_error, recall, send, tool
 
 
 def write_atomically(path: Path, text: str) -> None:

@@ -16,18 +16,8 @@ import httpx
 import pytest
 
 from semmem.store import table_name
-from tests.support.web import (
-    ADMIN,
-    AUTH,
-    REPO,
-    TOKEN,
-    ServerProcess,
-    assert_error,
-    free_port,
-    recall,
-    send,
-    tool,
-)
+from tests.support.server import ADMIN, AUTH, REPO, TOKEN, ServerProcess, free_port
+from tests.support.web import assert_error, recall, send, tool
 
 
 def _manifests(data: Path, partition: str) -> int:

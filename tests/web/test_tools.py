@@ -2,15 +2,7 @@
 
 from __future__ import annotations
 
-from tests.support.web import (
-    Client,
-    assert_error,
-    host,
-    recall,
-    remember,
-    send,
-    tool,
-)
+from tests.support.web import Client, assert_error, host, recall, remember, send, tool
 
 __all__ = ["host"]  # the fixture, imported to run every test here in-process and over HTTP
 
