@@ -66,7 +66,7 @@ class ServerProcess:
         self.maintenance_delay_s = maintenance_delay_s
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = log or data.parent / f"server-{self.port}.log"
-        self.ready_s: float | None = None  # start to ready, of the latest start
+        self.ready_s = 0.0  # seconds from the latest start to ready
         self._started = 0.0
 
     @property

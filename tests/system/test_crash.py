@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.soak import run
+from tests.support.soak import run
 
 
 @pytest.mark.slow

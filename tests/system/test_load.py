@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.load import run
+from tests.support.load import run
 
 
 @pytest.mark.slow

@@ -15,133 +15,29 @@ byte for every forgotten or replaced text (each carries a unique marker): none m
 even in the files a killed write or compaction left (deleted once ``SEMMEM_ORPHAN_AGE_S`` old,
 5 s here, by the restarted server's second purge).
 
-    .venv/bin/python benchmarks/soak.py --kills 20            # the bundled model
-    .venv/bin/python benchmarks/soak.py --kills 20 --fake-model
-
 Maintenance is made aggressive (``SEMMEM_COMPACT_EVERY=4``, retention 1 s) so kills also land
-in compactions and cleanups. Exit status 1 when any check failed.
+in compactions and cleanups. ``benchmarks/soak.py`` runs it from the command line;
+``tests/system/test_crash.py`` runs a short version.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
-import os
 import random
-import signal
-import socket
-import subprocess
-import sys
-import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-REPO = Path(__file__).resolve().parent.parent
-TOKEN = "soak-token"
-ADMIN_TOKEN = "soak-admin-token"
-AUTH = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
-ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+from tests.support.server import ADMIN, AUTH, JSON, ONE_THREAD, ServerProcess, iso_in
+
+HEADERS = {**AUTH, **JSON}
 WORDS = ("amber", "basil", "cedar", "delta", "ember", "fjord", "grove", "harbor", "indigo",
          "juniper", "kelp", "lagoon", "meadow", "nectar", "orchid", "pepper", "quartz", "river")
-# `semmem serve`'s code path with the deterministic fake embedder instead of the model.
-FAKE_LAUNCH = (
-    "from semmem.embedder import HashingEmbedder; from semmem.settings import Settings; "
-    "from semmem.web.server import serve; serve(Settings(), embedder=HashingEmbedder())"
-)
-
-
-def iso_in(seconds: float) -> str:
-    """An ISO 8601 instant ``seconds`` from now."""
-    at = datetime.now(UTC) + timedelta(seconds=seconds)
-    return at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}Z"
-
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-class Server:
-    """One ``semmem serve`` process on 127.0.0.1 (a new port each start), output to a file."""
-
-    def __init__(self, data: Path, *, fake_model: bool, env: dict[str, str] | None = None,
-                 log: Path | None = None) -> None:
-        self.data = data
-        self.fake_model = fake_model
-        self.extra_env = env or {}
-        self.log = log or data.parent / "server.log"
-        self.port = 0
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        """Base URL of the running process."""
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> Server:
-        """Start the process (not waiting for readiness)."""
-        self.port = free_port()
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SEMMEM_")}
-        env.update({
-            "SEMMEM_DATA": str(self.data), "SEMMEM_HOST": "127.0.0.1",
-            "SEMMEM_PORT": str(self.port), "SEMMEM_TOKENS": TOKEN,
-            "SEMMEM_ADMIN_TOKENS": ADMIN_TOKEN, "SEMMEM_LOG_LEVEL": "warning",
-            "PYTHONUNBUFFERED": "1",
-        })
-        if not self.fake_model:
-            env.update({"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-                        "SEMMEM_TORCH_THREADS": "1"})
-        env.update(self.extra_env)
-        argv = ([sys.executable, "-c", FAKE_LAUNCH] if self.fake_model
-                else [sys.executable, "-m", "semmem.cli", "serve"])
-        with self.log.open("ab") as sink:
-            self.proc = subprocess.Popen(argv, env=env, cwd=REPO, stdout=sink,
-                                         stderr=subprocess.STDOUT)
-        return self
-
-    def wait_ready(self, timeout: float = 120.0) -> float:
-        """Block until ``/readyz`` answers 200; returns the seconds it took."""
-        started = time.monotonic()
-        with httpx.Client(base_url=self.url, timeout=10) as c:
-            while True:
-                assert self.proc is not None
-                if self.proc.poll() is not None:
-                    raise RuntimeError(f"server exited: {self.log.read_text()[-2000:]}")
-                try:
-                    if c.get("/readyz").status_code == 200:
-                        return time.monotonic() - started
-                except httpx.TransportError:
-                    pass
-                if time.monotonic() - started > timeout:
-                    raise TimeoutError("server not ready")
-                time.sleep(0.05)
-
-    def kill9(self) -> None:
-        """SIGKILL: no shutdown code runs."""
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(30)
-
-    def stop(self) -> None:
-        """Terminate gracefully (then forcibly)."""
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.terminate()
-        try:
-            self.proc.wait(15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(15)
 
 
 @dataclass
@@ -199,7 +95,7 @@ class Figures:
 class Soak:
     """The write load, the retry of in-flight writes and the checks, over one store."""
 
-    def __init__(self, server: Server, *, partitions: int, clients: int, seed: int) -> None:
+    def __init__(self, server: ServerProcess, *, partitions: int, clients: int, seed: int) -> None:
         self.server = server
         self.rng = random.Random(seed)
         self.run = f"s{seed}"
@@ -277,7 +173,7 @@ class Soak:
             body = self._next_body(p)
             for attempt in range(3):
                 try:
-                    r = await client.post("/memory", content=json.dumps(body), headers=AUTH)
+                    r = await client.post("/memory", content=json.dumps(body), headers=HEADERS)
                 except httpx.TransportError:  # the server died with this request in flight
                     if body["operation"] == "tool":
                         self.pending.append(Pending(p, body))
@@ -334,7 +230,7 @@ class Soak:
             gone = body["tool"] == "forget" and body["arguments"]["n"] not in {
                 i["n"] for i in self.items(client, p)}
             committed = (text in stored) if text is not None else gone
-            first = client.post("/memory", content=json.dumps(body), headers=AUTH)
+            first = client.post("/memory", content=json.dumps(body), headers=HEADERS)
             if first.status_code != 200:
                 self._violation(f"{p.name}: retry of in-flight {body['tool']} answered "
                                 f"{first.status_code}: {first.text[:200]}")
@@ -342,7 +238,7 @@ class Soak:
             self.figures.in_flight_committed += committed
             self.figures.in_flight_applied += not committed
             self._apply(p, body, first.json())
-            again = client.post("/memory", content=json.dumps(body), headers=AUTH)
+            again = client.post("/memory", content=json.dumps(body), headers=HEADERS)
             if again.content != first.content:
                 self._violation(f"{p.name}: second retry of {body['tool']} did not replay: "
                                 f"{first.text} then {again.text}")
@@ -402,18 +298,19 @@ def run(kills: int, *, data: Path, fake_model: bool, partitions: int = 12, clien
     env = {"SEMMEM_COMPACT_EVERY": "4", "SEMMEM_VERSION_RETENTION_S": "1",
            "SEMMEM_MAINTENANCE_DELAY_S": "0.1", "SEMMEM_MAX_CONCURRENCY": "64",
            "SEMMEM_ORPHAN_AGE_S": "5"}
-    server = Server(data, fake_model=fake_model, env=env, log=log)
+    server = ServerProcess(data, model=not fake_model, log=log, maintenance_delay_s=None,
+                           env=env if fake_model else {**ONE_THREAD, **env})
     soak = Soak(server, partitions=partitions, clients=clients, seed=seed)
     try:
         for _ in range(kills):
             server.start()
-            soak.figures.ready_s.append(server.wait_ready())
+            soak.figures.ready_s.append(server.wait_ready().ready_s)
             with httpx.Client(base_url=server.url, timeout=60) as c:
                 soak.settle_pending(c)
                 soak.verify(c)
             asyncio.run(soak.load_then_kill(soak.rng.uniform(min_load_s, max_load_s)))
         server.start()
-        soak.figures.ready_s.append(server.wait_ready())
+        soak.figures.ready_s.append(server.wait_ready().ready_s)
         with httpx.Client(base_url=server.url, timeout=60) as c:
             soak.settle_pending(c)
             soak.verify(c)
@@ -433,30 +330,3 @@ def run(kills: int, *, data: Path, fake_model: bool, partitions: int = 12, clien
         server.stop()
     return soak.figures
 
-
-def main() -> None:
-    """Command line: run the soak and print its figures as JSON."""
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--kills", type=int, default=20)
-    ap.add_argument("--partitions", type=int, default=12)
-    ap.add_argument("--clients", type=int, default=4)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--fake-model", action="store_true",
-                    help="the deterministic fake embedder instead of the bundled model")
-    ap.add_argument("--data", type=Path, default=None, help="store directory (default: a temp)")
-    args = ap.parse_args()
-    with tempfile.TemporaryDirectory(prefix="semmem-soak-") as tmp:
-        data = args.data or Path(tmp) / "db"
-        started = time.monotonic()
-        figures = run(args.kills, data=data, fake_model=args.fake_model,
-                      partitions=args.partitions, clients=args.clients, seed=args.seed,
-                      log=Path(tmp) / "server.log")
-        out = {"model": "fake" if args.fake_model else "all-MiniLM-L6-v2",
-               "partitions": args.partitions, "clients": args.clients, "seed": args.seed,
-               "seconds": round(time.monotonic() - started, 1), **figures.summary()}
-    print(json.dumps(out, indent=2))
-    sys.exit(1 if figures.violations else 0)
-
-
-if __name__ == "__main__":
-    main()

@@ -14,20 +14,15 @@ size sampled every 0.25 s).
 Phase 3 (recovery): one client recalls for a few seconds; the first answer must come quickly
 and every answer be 200.
 
-    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 SEMMEM_TORCH_THREADS=1 \\
-      .venv/bin/python benchmarks/load.py --seconds 60 --clients 32 --partitions 100
-
-Prints the figures as JSON; exit status 1 when a check failed.
+``benchmarks/load.py`` runs it from the command line; ``tests/system/test_load.py`` runs a short
+version.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import random
-import sys
-import tempfile
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -35,12 +30,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import psutil
+import psutil  # type: ignore[import-untyped]
 
-if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks.soak import ADMIN, AUTH, WORDS, Server, iso_in
+from tests.support.server import ADMIN, AUTH, ONE_THREAD, ServerProcess, iso_in
+from tests.support.soak import WORDS
 
 QUESTIONS = ("what do I like to eat?", "where do I live?", "which pets?", "plans for summer",
              "favourite music", "work schedule", "allergies", "languages spoken")
@@ -191,7 +184,7 @@ class RssSampler:
 class Load:
     """The three phases against one server."""
 
-    def __init__(self, server: Server, *, partitions: int, clients: int, seed: int) -> None:
+    def __init__(self, server: ServerProcess, *, partitions: int, clients: int, seed: int) -> None:
         self.server = server
         self.rng = random.Random(seed)
         self.parts = [Partition(f"load-{i:03d}") for i in range(partitions)]
@@ -328,7 +321,7 @@ class Load:
                 "statuses": tally.by_status(), "latency": tally.latencies()["all"]}
 
 
-async def run_async(server: Server, *, seconds: float, clients: int, partitions: int,
+async def run_async(server: ServerProcess, *, seconds: float, clients: int, partitions: int,
                     overload_seconds: float, overload_clients: int, recovery_seconds: float,
                     seed: int) -> dict[str, Any]:
     """All three phases; the figures as one dict (``"ok"`` says whether every check held)."""
@@ -386,11 +379,12 @@ def run(data: Path, *, fake_model: bool, seconds: float = 60, clients: int = 32,
         recovery_seconds: float = 5, max_concurrency: int = 32, seed: int = 1,
         log: Path | None = None) -> dict[str, Any]:
     """Start a server on ``data``, run the phases, stop it; the figures."""
-    server = Server(data, fake_model=fake_model, log=log,
-                    env={"SEMMEM_MAX_CONCURRENCY": str(max_concurrency)})
+    env = {"SEMMEM_MAX_CONCURRENCY": str(max_concurrency)}
+    server = ServerProcess(data, model=not fake_model, log=log, maintenance_delay_s=None,
+                           env=env if fake_model else {**ONE_THREAD, **env})
     server.start()
     try:
-        ready = server.wait_ready()
+        ready = server.wait_ready().ready_s
         figures = asyncio.run(run_async(
             server, seconds=seconds, clients=clients, partitions=partitions,
             overload_seconds=overload_seconds, overload_clients=overload_clients,
@@ -400,33 +394,3 @@ def run(data: Path, *, fake_model: bool, seconds: float = 60, clients: int = 32,
     return {"model": "fake" if fake_model else "all-MiniLM-L6-v2",
             "max_concurrency": max_concurrency, "ready_s": round(ready, 1), **figures}
 
-
-def main() -> None:
-    """Command line: run the phases and print the figures as JSON."""
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seconds", type=float, default=60)
-    ap.add_argument("--clients", type=int, default=32)
-    ap.add_argument("--partitions", type=int, default=100)
-    ap.add_argument("--overload-seconds", type=float, default=15)
-    ap.add_argument("--overload-clients", type=int, default=256)
-    ap.add_argument("--recovery-seconds", type=float, default=5)
-    ap.add_argument("--max-concurrency", type=int, default=32)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--fake-model", action="store_true",
-                    help="the deterministic fake embedder instead of the bundled model")
-    ap.add_argument("--log", type=Path, default=None, help="keep the server's output here")
-    args = ap.parse_args()
-    with tempfile.TemporaryDirectory(prefix="semmem-load-") as tmp:
-        figures = run(Path(tmp) / "db", fake_model=args.fake_model, seconds=args.seconds,
-                      clients=args.clients, partitions=args.partitions,
-                      overload_seconds=args.overload_seconds,
-                      overload_clients=args.overload_clients,
-                      recovery_seconds=args.recovery_seconds,
-                      max_concurrency=args.max_concurrency, seed=args.seed,
-                      log=args.log or Path(tmp) / "server.log")
-    print(json.dumps(figures, indent=2))
-    sys.exit(0 if figures["ok"] else 1)
-
-
-if __name__ == "__main__":
-    main()
