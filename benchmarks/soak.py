@@ -1,0 +1,50 @@
+"""Crash soak: a real server under a bounded write load, killed with SIGKILL at random points.
+
+    .venv/bin/python benchmarks/soak.py --kills 20            # the bundled model
+    .venv/bin/python benchmarks/soak.py --kills 20 --fake-model
+
+The load, the checks after each restart and the final byte scan are ``tests/support/soak.py``
+(``tests/system/test_crash.py`` runs a short version of the same code). Prints the figures as
+JSON; exit status 1 when any check failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.support.soak import run
+
+
+def main() -> None:
+    """Command line: run the soak and print its figures as JSON."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--kills", type=int, default=20)
+    ap.add_argument("--partitions", type=int, default=12)
+    ap.add_argument("--clients", type=int, default=4)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--fake-model", action="store_true",
+                    help="the deterministic fake embedder instead of the bundled model")
+    ap.add_argument("--data", type=Path, default=None, help="store directory (default: a temp)")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="semmem-soak-") as tmp:
+        data = args.data or Path(tmp) / "db"
+        started = time.monotonic()
+        figures = run(args.kills, data=data, fake_model=args.fake_model,
+                      partitions=args.partitions, clients=args.clients, seed=args.seed,
+                      log=Path(tmp) / "server.log")
+        out = {"model": "fake" if args.fake_model else "all-MiniLM-L6-v2",
+               "partitions": args.partitions, "clients": args.clients, "seed": args.seed,
+               "seconds": round(time.monotonic() - started, 1), **figures.summary()}
+    print(json.dumps(out, indent=2))
+    sys.exit(1 if figures.violations else 0)
+
+
+if __name__ == "__main__":
+    main()
