@@ -13,10 +13,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import random
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -34,9 +32,7 @@ from semmem.embedder import SentenceTransformerEmbedder
 from semmem.items import now_ms
 from semmem.modelfiles import default_model_dir
 from semmem.store import ItemRow, Mutation, Store
-from tests.web_fixtures import free_port, iso_in
-
-REPO = Path(__file__).resolve().parent.parent
+from tests.support.server import AUTH, JSON, ServerProcess, iso_in
 
 
 async def seed(data: Path, users: int, per_user: int) -> None:
@@ -78,9 +74,7 @@ def run(url: str, clients: int, total: int, users: int, offset: int) -> dict[str
     statuses: dict[int, int] = {}
 
     def worker() -> None:
-        with httpx.Client(base_url=url, timeout=120,
-                          headers={"Authorization": "Bearer bench",
-                                   "Content-Type": "application/json"}) as client:
+        with httpx.Client(base_url=url, timeout=120, headers={**AUTH, **JSON}) as client:
             while True:
                 with lock:
                     if not plan:
@@ -119,26 +113,11 @@ def main() -> None:
     (Path.cwd() / "data").mkdir(exist_ok=True)
     data = Path(tempfile.mkdtemp(prefix="load-", dir=Path.cwd() / "data"))
     asyncio.run(seed(data / "db", args.users, args.facts))
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SEMMEM_")}
-    env.update({"SEMMEM_DATA": str(data / "db"), "SEMMEM_PORT": str(port),
-                "SEMMEM_HOST": "127.0.0.1", "SEMMEM_TOKENS": "bench",
-                "SEMMEM_LOG_LEVEL": "warning", "SEMMEM_QUERY_CACHE": "0"})
-    log = (data / "server.log").open("w")
-    proc = subprocess.Popen([sys.executable, "-m", "semmem.cli", "serve"], env=env, cwd=REPO,
-                            stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
+    server = ServerProcess(data / "db", model=True, env={"SEMMEM_QUERY_CACHE": "0"},
+                           maintenance_delay_s=None, log=data / "server.log").start()
+    url = server.url
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(url + "/readyz", timeout=5).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise SystemExit("server did not start: " + (data / "server.log").read_text())
-            time.sleep(0.2)
+        server.wait_ready()
         run(url, 2, 20, args.users, offset=10_000)  # warm up
         print("| concurrent clients | requests/s | p50 ms | p99 ms | recall p99 ms | "
               "remember p99 ms | statuses |")
@@ -151,9 +130,7 @@ def main() -> None:
                   f"{r['recall_p99']:.1f} | {r['remember_p99']:.1f} | {r['statuses']} |",
                   flush=True)
     finally:
-        proc.terminate()
-        proc.wait(20)
-        log.close()
+        server.stop()
         shutil.rmtree(data, ignore_errors=True)
 
 

@@ -91,7 +91,7 @@ def serve(memory: Memory, embedder: Any) -> tuple[str, Any]:
 
     from semmem.settings import Settings
     from semmem.web.app import create_app
-    from tests.web_fixtures import free_port
+    from tests.support.server import free_port
 
     port = free_port()
     settings = Settings(data="unused", tokens="bench", insecure=False, host="127.0.0.1",
@@ -107,7 +107,7 @@ def serve(memory: Memory, embedder: Any) -> tuple[str, Any]:
 
 def body(query: str, i: int) -> dict[str, Any]:
     """A recall request envelope."""
-    from tests.web_fixtures import iso_in
+    from tests.support.server import iso_in
 
     return {"version": 1, "operation": "recall", "operationId": f"bench-{i}",
             "partition": "bench", "access": "read", "deadlineAt": iso_in(60),
