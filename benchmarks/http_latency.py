@@ -93,9 +93,9 @@ async def seed(data: Path, facts: list[str]) -> float:
     memory = await open_memory(Settings(data=str(data)))
     try:
         await memory.import_(PARTITION, [{"text": t} for t in facts], batch_size=256)
-        await memory.store.maintain(PARTITION)
+        await memory.maintain(PARTITION)
     finally:
-        await memory.store.close()
+        await memory.close()
     return time.perf_counter() - started
 
 

@@ -245,7 +245,7 @@ async def main() -> None:
     parser.add_argument("--threshold", type=int, default=None)
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args()
-    from semmem.store import INDEX_THRESHOLD
+    from semmem.store.upkeep import INDEX_THRESHOLD
 
     model = SentenceTransformerEmbedder(default_model_dir(), threads=args.threads)
     executor = ThreadPoolExecutor(1, thread_name_prefix="bench-model")

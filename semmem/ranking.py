@@ -134,13 +134,59 @@ def _rank_text(item: Item) -> str:
     return f"{item.text} {note}" if isinstance(note, str) and note else item.text
 
 
+def _squares(rows: Vectors) -> npt.NDArray[np.float64]:
+    # Row by row (a reduction along each row alone): the same numbers whether computed for a
+    # whole set or for rows appended to it.
+    squares: npt.NDArray[np.float64] = np.einsum("ij,ij->i", rows, rows, dtype=np.float64)
+    return squares
+
+
+@dataclass(frozen=True)
+class _Sums:
+    """The share-independent part of centring: the rows' sum and squared norms. Evolves with
+    a set (rows appended: the sum is a sequential row sum, so adding rows to it gives exactly
+    a fresh sum), so a write does not cost the next recall a pass over every vector."""
+
+    total: npt.NDArray[np.float64]
+    squares: npt.NDArray[np.float64]
+
+    @classmethod
+    def of(cls, vectors: Vectors) -> _Sums:
+        return cls(np.add.reduce(vectors, axis=0, dtype=np.float64), _squares(vectors))
+
+    def evolve(self, old: ItemSet, new: ItemSet, appended: range,
+               changed: list[int]) -> _Sums | None:
+        """These sums for ``new``: ``old`` with rows ``appended`` (none ``changed``)."""
+        if changed:
+            return None
+        total = self.total.copy()
+        rows = new.vectors[appended.start:appended.stop]
+        for row in rows:
+            total += row
+        return _Sums(total, np.concatenate([self.squares, _squares(rows)]))
+
+
 def _centred(snap: ItemSet, share: float) -> _Centred:
-    mean = snap.vectors.astype(np.float64).mean(axis=0) * share
-    dots = snap.vectors @ mean
-    squares = np.einsum("ij,ij->i", snap.vectors, snap.vectors, dtype=np.float64)
-    norms = np.sqrt(np.maximum(squares - 2 * dots + mean @ mean, 0.0))
+    sums = snap.cached("sums", lambda s: _Sums.of(s.vectors))
+    mean = sums.total / max(snap.size, 1) * share
+    dots = (snap.vectors @ mean.astype(np.float32)).astype(np.float64)
+    norms = np.sqrt(np.maximum(sums.squares - 2 * dots + mean @ mean, 0.0))
     norms[norms == 0] = 1.0
     return _Centred(mean, dots, norms)
+
+
+@dataclass(frozen=True)
+class _Lexical:
+    """The BM25 index of a set's rank texts, evolving with the set."""
+
+    index: Bm25Index
+
+    def evolve(self, old: ItemSet, new: ItemSet, appended: range,
+               changed: list[int]) -> _Lexical:
+        """This index for ``new``: ``old`` with rows ``appended`` and rows ``changed``."""
+        return _Lexical(self.index.evolved(
+            [_rank_text(new.items[i]) for i in appended],
+            {i: (_rank_text(old.items[i]), _rank_text(new.items[i])) for i in changed}))
 
 
 class Ranker:
@@ -169,10 +215,10 @@ class Ranker:
     def _lexical(self, snap: ItemSet, query: str) -> npt.NDArray[np.float32]:
         cfg = self.config
         key = f"bm25:{cfg.bm25_k1!r}:{cfg.bm25_b!r}:{cfg.stemming}"
-        index = snap.cached(key, lambda s: Bm25Index.build(
+        lexical = snap.cached(key, lambda s: _Lexical(Bm25Index.build(
             [_rank_text(it) for it in s.items], cfg.bm25_k1, cfg.bm25_b, stemming=cfg.stemming
-        ))
-        raw, _ = index.scores(query)
+        )))
+        raw, _ = lexical.index.scores(query)
         top = float(raw.max()) if raw.size else 0.0
         # Relative to the best match in this partition: BM25's scale varies with the query
         # and the partition, and only the ordering it implies is comparable.

@@ -23,8 +23,16 @@ class ViewCache:
         self._views.move_to_end(name)
         return view
 
+    def latest(self, name: str) -> ReadView | None:
+        """The cached view of ``name``, of whatever version."""
+        return self._views.get(name)
+
     def put(self, name: str, view: ReadView) -> None:
-        """Cache ``view``, evicting the least recently used past the count and item bounds."""
+        """Cache ``view`` (unless a newer version is cached), evicting the least recently used
+        past the count and item bounds."""
+        held = self._views.get(name)
+        if held is not None and held.head.version > view.head.version:
+            return
         self._views[name] = view
         self._views.move_to_end(name)
         items = self.items()

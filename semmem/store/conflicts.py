@@ -11,7 +11,8 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-_MARKERS = ("concurrent writer", "commit conflict", "conflict", "retryable")
+_MARKERS = ("concurrent writer", "commit conflict", "conflict", "retryable",
+            "incompatible with concurrent transaction")
 
 
 def is_commit_conflict(exc: BaseException) -> bool:

@@ -12,6 +12,7 @@ import lancedb
 import pyarrow as pa
 
 from semmem.errors import Unavailable
+from semmem.store.conflicts import is_commit_conflict
 from semmem.store.registry import Registry
 from semmem.store.schema import head_row, migrate_v1, table_name
 from semmem.store.upkeep import Upkeep
@@ -34,6 +35,7 @@ class Connection:
         self._db: lancedb.AsyncConnection | None = None
         self._registry: Registry | None = None
         self._tables: OrderedDict[str, Any] = OrderedDict()
+        self._creating: dict[str, asyncio.Lock] = {}
 
     async def open(self) -> None:
         """Connect (the engine's errors propagate; the store reports them)."""
@@ -88,7 +90,11 @@ class Connection:
         except ValueError:
             if not create:
                 return None
-            tbl = await self._create(partition, name)
+            # One creation per table at a time in this process: a second, concurrent create
+            # would commit as an overwrite of the first one's table.
+            async with self._creating.setdefault(name, asyncio.Lock()):
+                tbl = self._tables.get(name) or await self._create(partition, name)
+            self._creating.pop(name, None)
         else:
             if "dkey" not in (await tbl.schema()).names:
                 await asyncio.to_thread(migrate_v1, await tbl.uri(), self.upkeep.storage_options)
@@ -104,7 +110,9 @@ class Connection:
         try:
             return await self.db.create_table(name, data=head, schema=self.schema,
                                               on_bad_vectors="null")
-        except ValueError:  # another writer created it first
+        except (ValueError, RuntimeError) as exc:  # another process created it first
+            if isinstance(exc, RuntimeError) and not is_commit_conflict(exc):
+                raise
             return await self.db.open_table(name)
 
     def forget_handle(self, partition: str) -> None:

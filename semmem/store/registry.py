@@ -12,6 +12,7 @@ import lancedb
 import pyarrow as pa
 
 from semmem.items import now_ms
+from semmem.store.conflicts import backoff, is_commit_conflict
 from semmem.store.upkeep import Upkeep
 
 REGISTRY = "_semmem"
@@ -22,6 +23,7 @@ REGISTRY_SCHEMA = pa.schema(
 # later registry read and write would scan thousands of fragments.
 COMPACT_EVERY = 64
 META = "meta"
+MAX_ATTEMPTS = 10
 
 
 class Registry:
@@ -51,12 +53,20 @@ class Registry:
         return {str(r["key"]): json.loads(r["value"]) for r in rows}
 
     async def put(self, key: str, value: dict[str, Any]) -> None:
-        """Insert or replace one entry."""
-        reg = await self._table(create=True)
+        """Insert or replace one entry (again after losing a race to another process)."""
         data = pa.table({"key": [key], "value": [json.dumps(value)]}, schema=REGISTRY_SCHEMA)
-        await (
-            reg.merge_insert("key").when_matched_update_all().when_not_matched_insert_all()
-        ).execute(data)
+        for attempt in range(MAX_ATTEMPTS):
+            try:
+                reg = await self._table(create=True)
+                await (
+                    reg.merge_insert("key").when_matched_update_all()
+                    .when_not_matched_insert_all()
+                ).execute(data)
+                break
+            except Exception as exc:  # the engine's errors are not a typed tree
+                if attempt == MAX_ATTEMPTS - 1 or not is_commit_conflict(exc):
+                    raise
+                await backoff(attempt)
         if await reg.version() % COMPACT_EVERY == 0:
             await asyncio.to_thread(self.upkeep.maintain_small, await reg.uri())
             await reg.checkout_latest()

@@ -20,10 +20,10 @@ import numpy as np
 import pyarrow as pa
 
 from semmem.contract import sha256_hex
-from semmem.items import dedupe_key, now_ms
+from semmem.items import Item, dedupe_key, now_ms
 from semmem.store.conflicts import retry_conflicts
 from semmem.store.files import open_dataset
-from semmem.store.views import Head, OpRecord
+from semmem.store.views import Head, OpRecord, Tombstone
 
 SCHEMA_VERSION = 2  # 2: ``dkey`` (duplicate-detection key) on item rows
 HEAD_KEY = "head"
@@ -123,25 +123,67 @@ def head_row(partition: str, model: str) -> Rows:
     return rows
 
 
-def mutation_rows(head: Head, m: Mutation, model: str) -> Rows:
-    """The rows that commit ``m`` on top of ``head``: the new head and every changed row."""
-    seq = head.seq + 1
-    now = now_ms()
-    rows = Rows()
-    rows.add(key=HEAD_KEY, kind=KIND_HEAD, n=max(head.hwm, m.hwm or 0), text=head.partition,
-             ts=now, updated=now, revision=0, seq=seq, model=model)
-    for it in m.items:
-        rows.add(
-            key=f"i:{it.n}", kind=KIND_ITEM, n=it.n, text=it.text, vector=it.vector,
-            ts=it.ts, updated=it.updated, revision=it.revision, seq=seq,
-            model=None if it.forgotten else model, forgotten=it.forgotten,
-            attrs=json.dumps(it.attrs, ensure_ascii=False) if it.attrs else None,
-            dkey=None if it.text is None else dkey_of(it.text),
-        )
-    if m.op is not None:
-        rows.add(key=m.op.key, kind=KIND_OP, n=0, ts=now, updated=now, revision=0, seq=seq,
-                 op_fp=m.op.fingerprint, op_result=m.op.result, op_expires=m.op.expires)
-    return rows
+@dataclass(frozen=True)
+class Batch:
+    """What one commit writes: the rows of one or more mutations, decided in order on one
+    version (a later mutation's row of the same item wins), under one new write sequence."""
+
+    head: Head  # the version the mutations were decided on
+    items: dict[int, ItemRow]
+    ops: dict[str, OpRecord]
+    hwm: int
+
+    @classmethod
+    def of(cls, head: Head, mutations: Sequence[Mutation]) -> Batch:
+        """The mutations, combined."""
+        items: dict[int, ItemRow] = {}
+        ops: dict[str, OpRecord] = {}
+        for m in mutations:
+            items.update((it.n, it) for it in m.items)
+            if m.op is not None:
+                ops[m.op.key] = m.op
+        hwm = max([head.hwm, *(m.hwm or 0 for m in mutations)])
+        return cls(head, items, ops, hwm)
+
+    @property
+    def seq(self) -> int:
+        """The write sequence the batch commits under."""
+        return self.head.seq + 1
+
+    def rows(self, model: str) -> Rows:
+        """The new head and every changed row."""
+        now = now_ms()
+        rows = Rows()
+        rows.add(key=HEAD_KEY, kind=KIND_HEAD, n=self.hwm, text=self.head.partition, ts=now,
+                 updated=now, revision=0, seq=self.seq, model=model)
+        for it in self.items.values():
+            rows.add(
+                key=f"i:{it.n}", kind=KIND_ITEM, n=it.n, text=it.text, vector=it.vector,
+                ts=it.ts, updated=it.updated, revision=it.revision, seq=self.seq,
+                model=None if it.forgotten else model, forgotten=it.forgotten,
+                attrs=json.dumps(it.attrs, ensure_ascii=False) if it.attrs else None,
+                dkey=None if it.text is None else dkey_of(it.text),
+            )
+        for op in self.ops.values():
+            rows.add(key=op.key, kind=KIND_OP, n=0, ts=now, updated=now, revision=0,
+                     seq=self.seq, op_fp=op.fingerprint, op_result=op.result,
+                     op_expires=op.expires)
+        return rows
+
+    def changes(self, model: str) -> tuple[list[Item], list[np.ndarray], dict[int, Tombstone]]:
+        """The batch's items as committed: live ones with their vectors, and tombstones."""
+        items: list[Item] = []
+        vectors: list[np.ndarray] = []
+        tombstones: dict[int, Tombstone] = {}
+        for it in self.items.values():
+            if it.forgotten or it.text is None or it.vector is None:
+                tombstones[it.n] = Tombstone(it.n, self.seq, it.updated)
+                continue
+            items.append(Item(n=it.n, text=it.text, ts=it.ts, updated=it.updated,
+                              revision=it.revision, seq=self.seq, model=model,
+                              attrs=dict(it.attrs)))
+            vectors.append(np.asarray(it.vector, np.float32))
+        return items, vectors, tombstones
 
 
 class Rows:

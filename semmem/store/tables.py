@@ -19,7 +19,6 @@ import numpy as np
 import pyarrow as pa
 
 from semmem.errors import ModelMismatch, SemmemError, Unavailable
-from semmem.store.cache import ViewCache
 from semmem.store.conflicts import moved_on
 from semmem.store.connection import Connection
 from semmem.store.files import open_dataset
@@ -34,6 +33,7 @@ from semmem.store.schema import (
     partition_schema,
     table_name,
 )
+from semmem.store.snapshots import Snapshots
 from semmem.store.upkeep import INDEX_THRESHOLD, MaintenanceReport, Upkeep, index_probes
 from semmem.store.views import Candidates, IndexedView, PartitionSnapshot, ReadView
 from semmem.store.writes import Plan, Writer
@@ -69,9 +69,11 @@ class Store:
         self.conn = Connection(uri, self.schema, model_id, self.upkeep,
                                read_consistency=read_consistency, max_tables=cache_size,
                                cache_bytes=cache_bytes)
-        self._views = ViewCache(cache_size, cache_items)
-        self._partition_locks: dict[str, asyncio.Lock] = {}
-        self._writer = Writer(model_id, self.schema, self.storage_options)
+        self.snapshots = Snapshots(dim, model_id, self.storage_options, cache_size, cache_items,
+                                   index_threshold)
+        self._views = self.snapshots.cache
+        self.writer = Writer(model_id, self.schema, self.snapshots.write_view,
+                              self.snapshots.committed)
 
     @property
     def version_retention(self) -> timedelta:
@@ -117,7 +119,7 @@ class Store:
     async def close(self) -> None:
         """Drop cached handles."""
         self.conn.close()
-        self._views.clear()
+        self.snapshots.clear()
 
     async def meta(self) -> dict[str, Any] | None:
         """The store's metadata (schema version, model), or ``None`` for a new store."""
@@ -144,7 +146,7 @@ class Store:
         under it) is made again at the newer one."""
         tbl = await self.conn.table(partition, create=False)
         if tbl is None:
-            self._views.drop(table_name(partition))
+            self.snapshots.drop(table_name(partition))
             return empty
         for attempt in range(3):
             try:
@@ -171,15 +173,7 @@ class Store:
                                        PartitionSnapshot.empty(partition, self.dim))
 
     async def _snapshot_at(self, partition: str, tbl: Any, version: int) -> PartitionSnapshot:
-        name = table_name(partition)
-        cached = self._views.get(name, version)
-        if isinstance(cached, PartitionSnapshot):
-            return cached
-        data = await tbl.to_arrow()
-        d = await asyncio.to_thread(decode, partition, version, data, self.dim)
-        snap = PartitionSnapshot(d.items, d.vectors, d.head, d.tombstones, d.ops)
-        self._views.put(name, snap)
-        return snap
+        return await self.snapshots.at(partition, tbl, version)
 
     async def read_view(self, partition: str) -> ReadView:
         """The full snapshot up to the index threshold, else a head-and-count view (past it,
@@ -264,11 +258,11 @@ class Store:
                 row["vector"] = vectors[row["n"]].astype(np.float32).tolist()
                 row["model"] = self.model_id
         await self.conn.replace(partition, pa.Table.from_pylist(data, schema=self.schema))
-        self._views.drop(table_name(partition))
+        self.snapshots.drop(table_name(partition))
 
     async def drop(self, partition: str) -> bool:
         """Delete a partition's table and every file of it. Returns whether it existed."""
-        self._views.drop(table_name(partition))
+        self.snapshots.drop(table_name(partition))
         return await self.conn.drop(partition)
 
     # ----- writes ----------------------------------------------------------------------------
@@ -287,11 +281,8 @@ class Store:
             DeadlineExceeded: the deadline passed before the commit could start.
             Unavailable: the write kept losing races or the store failed.
         """
-        lock = self._partition_locks.setdefault(partition, asyncio.Lock())
-        async with lock:  # writers in this process queue instead of racing each other
-            tbl = await self.conn.table(partition, create=True)
-            return await self._writer.write(tbl, partition, plan, lookup or Lookup(),
-                                            deadline_ms)
+        tbl = await self.conn.table(partition, create=True)
+        return await self.writer.write(tbl, partition, plan, lookup or Lookup(), deadline_ms)
 
     # ----- upkeep ----------------------------------------------------------------------------
     async def maintain(self, partition: str, *, retention: timedelta | None = None

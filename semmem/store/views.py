@@ -110,12 +110,15 @@ class ItemSet:
 
     items: list[Item]
     vectors: Vectors
-    _derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
-    _by_n: dict[int, int] = field(default_factory=dict, init=False, repr=False)
+    # Built from ``items`` unless given (a snapshot evolved from another one carries them).
+    by_n: dict[int, int] = field(default_factory=dict, kw_only=True, repr=False)
+    # Derived structures to start from (ones evolved from the previous snapshot's).
+    derived: dict[str, Any] = field(default_factory=dict, kw_only=True, repr=False)
+    _lock: threading.RLock = field(default_factory=threading.RLock, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._by_n.update((item.n, i) for i, item in enumerate(self.items))
+        if not self.by_n and self.items:
+            self.by_n.update((item.n, i) for i, item in enumerate(self.items))
 
     @property
     def size(self) -> int:
@@ -129,19 +132,19 @@ class ItemSet:
 
     def get(self, n: int) -> Item | None:
         """Item ``n`` if the set holds it."""
-        i = self._by_n.get(n)
+        i = self.by_n.get(n)
         return None if i is None else self.items[i]
 
     def index_of(self, n: int) -> int | None:
         """Row of item ``n`` in ``items`` and ``vectors``."""
-        return self._by_n.get(n)
+        return self.by_n.get(n)
 
     def cached(self, name: str, build: Callable[[ItemSet], T]) -> T:
         """A derived structure (e.g. a lexical index), built once per set."""
         with self._lock:
-            if name not in self._derived:
-                self._derived[name] = build(self)
-            value: T = self._derived[name]
+            if name not in self.derived:
+                self.derived[name] = build(self)
+            value: T = self.derived[name]
             return value
 
 
@@ -152,11 +155,13 @@ class PartitionSnapshot(ItemSet, _HeadFields):
     head: Head
     tombstones: dict[int, Tombstone] = field(default_factory=dict)
     ops: dict[str, OpRecord] = field(default_factory=dict)
-    _by_key: dict[str, int] = field(default_factory=dict, init=False, repr=False)
+    # dedupe key → number (the highest number among equal keys), built unless given.
+    by_key: dict[str, int] = field(default_factory=dict, kw_only=True, repr=False)
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self._by_key.update((dedupe_key(item.text), item.n) for item in self.items)
+        if not self.by_key and self.items:
+            self.by_key.update((dedupe_key(item.text), item.n) for item in self.items)
 
     @property
     def indexed(self) -> bool:
@@ -170,7 +175,7 @@ class PartitionSnapshot(ItemSet, _HeadFields):
 
     def find_text(self, text: str) -> Item | None:
         """The live item whose text equals ``text`` up to case and whitespace."""
-        n = self._by_key.get(dedupe_key(text))
+        n = self.by_key.get(dedupe_key(text))
         return None if n is None else self.get(n)
 
 

@@ -29,7 +29,6 @@ from semmem.items import clean_text, one_line
 from semmem.web.envelope import MAX_RECALL_BYTES
 from semmem.web.errors import STATUS
 from semmem.web.jsonio import loads
-from semmem.contract import MAX_BODY, MAX_RESPONSE, MAX_SOURCES
 from tests.support.server import AUTH, JSON, iso_in
 from tests.support.web import app_client, send, tool
 
