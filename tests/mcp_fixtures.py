@@ -100,11 +100,10 @@ async def check_tool_list(client: Client) -> None:
     assert all(h is not None and h.open_world_hint is False for h in hints.values())
     assert hints["recall"] and hints["recall"].read_only_hint is True
     assert hints["search"] and hints["search"].read_only_hint is True
-    assert hints["remember"] and (hints["remember"].read_only_hint, hints["remember"].destructive_hint,
-                                  hints["remember"].idempotent_hint) == (False, False, True)
-    for name in ("update", "forget"):
+    for name, destructive in (("remember", False), ("update", True), ("forget", True)):
         h = hints[name]
-        assert h and (h.read_only_hint, h.destructive_hint, h.idempotent_hint) == (False, True, True)
+        assert h and (h.read_only_hint, h.destructive_hint, h.idempotent_hint) == \
+            (False, destructive, True)
     recall = listed["recall"].input_schema
     assert recall["required"] == ["text"] and recall["additionalProperties"] is False
 

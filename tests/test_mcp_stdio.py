@@ -80,7 +80,8 @@ async def test_partition_is_the_one_chosen_at_start(tmp_path: Path) -> None:
     """Two partitions on one store see only their own facts and number them apart."""
     data = tmp_path / "db"
     async with stdio_client(stdio_params(data, "alice")) as client:
-        assert ok(await client.call_tool("remember", {"text": "Alice's PIN hint is birds."}))["n"] == 1
+        stored = ok(await client.call_tool("remember", {"text": "Alice's PIN hint is birds."}))
+        assert stored["n"] == 1
     async with stdio_client(stdio_params(data, "bob")) as client:
         assert ok(await client.call_tool("remember", {"text": "Bob likes tea."}))["n"] == 1
         seen = ok(await client.call_tool("search", {"query": "Alice PIN hint birds"}))

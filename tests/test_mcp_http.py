@@ -1,0 +1,171 @@
+"""``/mcp`` on a real ``semmem serve`` process, driven by the MCP SDK's streamable-HTTP client."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from mcp.shared.exceptions import MCPError
+
+from tests.mcp_fixtures import (
+    MODES,
+    check_roundtrip,
+    check_tool_list,
+    error,
+    http_client,
+    ok,
+    text,
+)
+from tests.web_fixtures import AUTH, TOKEN, ServerProcess, assert_error, recall, send
+
+# Inline tokens: the contract's (unbound), and MCP tokens bound to a partition.
+TOKENS = ",".join([
+    TOKEN,
+    "alice-token partition=alice",
+    "bob-token partition=bob",
+    "bob-reader partition=bob access=read",
+    "trip-auto partition=trip-auto",
+    "trip-legacy partition=trip-legacy",
+])
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """One real server for the module, its store in a fresh directory."""
+    data = tmp_path_factory.mktemp("mcp-http") / "db"
+    process = ServerProcess(data, env={"SEMMEM_TOKENS": TOKENS}).start()
+    try:
+        yield process.wait_ready()
+    finally:
+        process.stop()
+
+
+def _url(server: ServerProcess) -> str:
+    return server.url + "/mcp"
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_tools_and_roundtrip_over_http(server: ServerProcess, mode: str) -> None:
+    """Same tool list as the contract's declaration; the whole cycle in both protocol eras."""
+    async with http_client(_url(server), f"trip-{mode}", mode) as client:
+        await check_tool_list(client)
+        await check_roundtrip(client)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_read_only_token_refused_on_writes(server: ServerProcess, mode: str) -> None:
+    """A token bound read-only reads its partition and gets a tool error for each write."""
+    async with http_client(_url(server), "bob-token", mode) as writer:
+        ok(await writer.call_tool("remember", {"text": f"Bob takes the {mode} train."}))
+    async with http_client(_url(server), "bob-reader", mode) as reader:
+        for name, args in (("remember", {"text": "Bob takes the bus."}),
+                           ("update", {"n": 1, "text": "Bob walks."}), ("forget", {"n": 1})):
+            refused = error(await reader.call_tool(name, args), "forbidden")
+            assert refused.startswith(f"the {name} tool writes; this memory is bound read-only")
+        assert f"Bob takes the {mode} train." in text(
+            await reader.call_tool("recall", {"text": ""}))
+
+
+async def test_token_sees_only_its_partition(server: ServerProcess) -> None:
+    """Alice's token and Bob's reach different partitions whatever the arguments say."""
+    async with http_client(_url(server), "alice-token") as alice:
+        secret = "Alice's locker code is 4711."
+        n = ok(await alice.call_tool("remember", {"text": secret}))["n"]
+        got = text(await alice.call_tool("recall", {"text": secret}))
+        assert got.endswith(secret), got
+    async with http_client(_url(server), "bob-token") as bob:
+        assert "4711" not in text(await bob.call_tool("recall", {"text": secret}))
+        found = ok(await bob.call_tool("search", {"query": "Alice's locker code is 4711."}))
+        assert all("4711" not in item["text"] for item in found["items"])
+        pages = await bob.list_resources()
+        assert all("4711" not in (r.title or "") for r in pages.resources)
+        # The argument cannot pick the partition: the schema refuses it.
+        error(await bob.call_tool("search", {"query": "locker", "partition": "alice"}),
+              "invalid_arguments")
+        try:
+            read = await bob.read_resource(f"semmem://items/{n}")
+        except MCPError as exc:  # Bob has no fact under that number
+            assert "does not exist" in exc.error.message
+        else:  # Bob's own fact under that number
+            assert all("4711" not in getattr(c, "text", "") for c in read.contents)
+
+
+def test_auth_refusals(server: ServerProcess) -> None:
+    """No token, a wrong one: 401 with a challenge; a contract token: 403; and the reverse."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    headers = {"Accept": "application/json, text/event-stream"}
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        for auth in ({}, {"Authorization": "Bearer nope"}, {"Authorization": "Basic abc"}):
+            r = http.post("/mcp", json=body, headers={**headers, **auth})
+            assert_error(r, 401, "unauthorized")
+            assert r.headers["www-authenticate"] == 'Bearer realm="semmem"'
+        unbound = http.post("/mcp", json=body, headers={**headers, **AUTH})
+        assert "not bound to a partition" in assert_error(unbound, 403, "forbidden")["message"]
+        # A bound token is an MCP token: the provider endpoint does not accept it.
+        provider = send(http, recall("x", partition="alice"),
+                        {"Authorization": "Bearer alice-token", "Content-Type": "application/json"})
+        assert_error(provider, 401, "unauthorized")
+
+
+def test_body_over_64_kib_refused(server: ServerProcess) -> None:
+    """The provider's request limit holds on /mcp too: 413 before anything is parsed."""
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "remember", "arguments": {"text": "x" * 70_000}}}
+    r = httpx.post(server.url + "/mcp", json=call, timeout=30, headers={
+        "Authorization": "Bearer alice-token", "Accept": "application/json, text/event-stream",
+        "Mcp-Protocol-Version": "2026-07-28"})
+    assert r.status_code == 413, r.text
+
+
+async def test_retried_write_in_session_applied_once(server: ServerProcess) -> None:
+    """In an HTTP session, a write re-sent under its request id is replayed, not re-applied."""
+    async with http_client(_url(server), "alice-token", "legacy") as client:
+        n = ok(await client.call_tool("remember", {"text": "Gus rides a grey horse."}))["n"]
+        send_raw = client.session._dispatcher.send_raw_request  # the SDK's chosen-id request
+        update = {"name": "update", "arguments": {"n": n, "text": "Gus rides a white horse."}}
+        first = await send_raw("tools/call", update, {"request_id": "again"})
+        second = await send_raw("tools/call", update, {"request_id": "again"})
+        assert first["structuredContent"] == second["structuredContent"]
+        recalled = ok(await client.call_tool("recall", {"text": "Gus rides a white horse"}))
+        source = next(s for s in recalled["sources"] if s["id"] == str(n))
+        assert source["revision"] == "2"
+
+
+async def test_prompt_over_http(server: ServerProcess) -> None:
+    """The prompt renders the token's partition's recall."""
+    async with http_client(_url(server), "alice-token") as client:
+        ok(await client.call_tool("remember", {"text": "Alice's favourite tea is sencha."}))
+        prompt = await client.get_prompt("memory-context", {"text": "Alice's favourite tea"})
+        assert "Alice's favourite tea is sencha." in text(prompt)
+        with pytest.raises(MCPError, match="max_bytes"):
+            await client.get_prompt("memory-context", {"text": "tea", "max_bytes": "lots"})
+
+
+def test_bound_tokens_file_rotates(tmp_path: Path) -> None:
+    """A tokens file with bindings: a new line is accepted without a restart."""
+    tokens = tmp_path / "tokens"
+    tokens.write_text("# provider\ncontract-token\nold-mcp partition=carol\n")
+    process = ServerProcess(tmp_path / "db", env={"SEMMEM_TOKENS_FILE": str(tokens),
+                                                  "SEMMEM_TOKENS": ""}).start()
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"}}}
+    headers = {"Accept": "application/json, text/event-stream"}
+    try:
+        process.wait_ready()
+        with httpx.Client(base_url=process.url, timeout=30) as http:
+            def status(token: str) -> int:
+                r = http.post("/mcp", json=body,
+                              headers={**headers, "Authorization": f"Bearer {token}"})
+                return r.status_code
+            assert status("old-mcp") == 200 and status("new-mcp") == 401
+            tokens.write_text("contract-token\nnew-mcp partition=carol access=read\n")
+            deadline = time.monotonic() + 10
+            while status("new-mcp") != 200 and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert status("new-mcp") == 200 and status("old-mcp") == 401
+    finally:
+        process.stop()
