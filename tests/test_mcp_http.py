@@ -169,3 +169,24 @@ def test_bound_tokens_file_rotates(tmp_path: Path) -> None:
             assert status("new-mcp") == 200 and status("old-mcp") == 401
     finally:
         process.stop()
+
+
+async def test_insecure_loopback_serves_configured_partition(tmp_path: Path) -> None:
+    """``--insecure``: no token, the ``SEMMEM_MCP_PARTITION`` partition, loopback hosts only."""
+    process = ServerProcess(tmp_path / "db", env={"SEMMEM_INSECURE": "true",
+                                                  "SEMMEM_MCP_PARTITION": "zoe"}).start()
+    try:
+        process.wait_ready()
+        async with http_client(process.url + "/mcp", None) as client:
+            ok(await client.call_tool("remember", {"text": "Zoe collects stamps."}))
+        # The same partition through the provider endpoint.
+        with httpx.Client(base_url=process.url, timeout=30) as http:
+            r = send(http, recall("", partition="zoe"), {"Content-Type": "application/json"})
+            assert r.json()["text"] == "1. Zoe collects stamps."
+            # A page that reached the server by DNS rebinding carries a foreign Host.
+            rebound = http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                                headers={"Host": "evil.example:80",
+                                         "Accept": "application/json, text/event-stream"})
+            assert rebound.status_code in (400, 403, 421), rebound.text
+    finally:
+        process.stop()

@@ -24,7 +24,6 @@ from semmem.mcp.service import Caller, Service
 from semmem.web.auth import bearer_of
 from semmem.web.errors import envelope, status_of
 from semmem.web.limits import MAX_BODY
-from semmem.web.server import is_loopback
 from semmem.web.state import Runtime
 
 Scope = MutableMapping[str, Any]
@@ -61,8 +60,10 @@ class McpEndpoint:
         self.service = Service(runtime, max_bytes=settings.mcp_max_bytes)
         self.insecure_partition = default_partition(settings)
         security = None
-        if is_loopback(settings.host):
-            # As the SDK does for a loopback server: refuse DNS-rebinding pages in a browser.
+        if settings.insecure:
+            # Without a token to stop them, a web page could reach a loopback server through
+            # DNS rebinding: accept only loopback Host and Origin headers (as the SDK's default
+            # for a loopback server). With tokens, a proxy may front it under any host name.
             security = TransportSecuritySettings(
                 enable_dns_rebinding_protection=True,
                 allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
