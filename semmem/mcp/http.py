@@ -17,6 +17,7 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from semmem.errors import SemmemError, Unavailable
 from semmem.mcp.server import build_server, default_partition
@@ -47,6 +48,9 @@ def caller_of(ctx: ServerRequestContext[Any]) -> Caller:
     if request is None or not isinstance(request.scope.get(BINDING_KEY), Caller):
         raise Unavailable("no authenticated caller on this request")
     caller: Caller = request.scope[BINDING_KEY]
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return caller  # no sessions in this era: a session header here was checked by no one
+    # The SDK answered 404 unless this session exists and was opened with this very token.
     session = request.headers.get(SESSION_HEADER)
     return Caller(caller.partition, caller.writable, session) if session else caller
 

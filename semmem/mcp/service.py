@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import json
 import logging
 import time
 from collections import OrderedDict
@@ -71,6 +73,14 @@ class Sessions:
             self._cursors.popitem(last=False)
 
 
+def _request_key(request_id: str | int | None) -> str:
+    """A JSON-RPC request id as part of an operation id: 7 and "7" differ; long ids hashed."""
+    if request_id is None:
+        return "-"
+    key = json.dumps(request_id)
+    return key if len(key) <= 64 else "#" + hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
 def _result(value: dict[str, Any], text: str | None = None) -> types.CallToolResult:
     text = dumps(value).decode("utf-8") if text is None else text
     return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=value)
@@ -102,8 +112,7 @@ class Service:
                         request_id: str | int | None = None) -> types.CallToolResult:
         """Run one tool call; every outcome is a result, errors as ``isError`` results."""
         started = time.perf_counter()
-        request = "-" if request_id is None else request_id
-        operation_id = f"mcp.{caller.session or '-'}.{request}"
+        operation_id = f"mcp.{caller.session or '-'}.{_request_key(request_id)}"
         status = 200
         rt = self.runtime
         rt.metrics.in_flight.inc()
