@@ -93,6 +93,13 @@ async def test_token_sees_only_its_partition(server: ServerProcess) -> None:
             assert all("4711" not in getattr(c, "text", "") for c in read.contents)
 
 
+def test_tool_calls_counted_in_metrics(server: ServerProcess) -> None:
+    """MCP tool calls show in /metrics under operation "mcp", by tool and status."""
+    metrics = httpx.get(server.url + "/metrics", timeout=30).text
+    assert 'semmem_requests_total{operation="mcp",status="200",tool="recall"}' in metrics
+    assert 'semmem_requests_total{operation="mcp",status="403",tool="remember"}' in metrics
+
+
 def test_auth_refusals(server: ServerProcess) -> None:
     """No token, a wrong one: 401 with a challenge; a contract token: 403; and the reverse."""
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
