@@ -29,7 +29,7 @@ from semmem.mcp.errors import internal_error, tool_error
 from semmem.mcp.tools import specs
 from semmem.memory import Memory, Operation
 from semmem.web.errors import status_of
-from semmem.web.jsonio import dumps, loads
+from semmem.web.jsonio import dumps
 from semmem.web.limits import MAX_BODY, fit_recall, fit_search
 from semmem.web.state import Runtime
 from semmem.web.tools import DEFAULT_LIMIT
@@ -151,7 +151,8 @@ class Service:
         if name == "search":
             found = await memory.search(part, args["query"], args.get("limit", DEFAULT_LIMIT))
             self.runtime.metrics.partition_count(part, found.get("count"))
-            return _result(loads(fit_search(found))["result"])
+            # Our own bytes, just written: the stdlib decodes them without jsonio's checks.
+            return _result(json.loads(fit_search(found))["result"])
         # Without a session there is no request identity to deduplicate by (stateless HTTP).
         op = None if caller.session is None else Operation.of(operation_id, name, args, None)
         cursor = self.sessions.cursor(caller)
@@ -168,7 +169,7 @@ class Service:
     async def _recall(self, memory: Memory, caller: Caller, text: str | None,
                       max_bytes: int) -> types.CallToolResult:
         recall = await memory.recall(caller.partition, text, max_bytes)
-        wire = loads(fit_recall(recall.wire()))
+        wire = json.loads(fit_recall(recall.wire()))
         self.sessions.recalled(caller, recall.cursor)
         # The cursor stays here: the contract keeps it from the model, and so does MCP.
         public = {"text": wire["text"], "sources": wire["sources"]}
@@ -205,7 +206,7 @@ class Service:
         recall = await memory.recall(caller.partition, args["text"],
                                      args.get("max_bytes", self.max_bytes))
         self.sessions.recalled(caller, recall.cursor)
-        text = loads(fit_recall(recall.wire()))["text"]
+        text = json.loads(fit_recall(recall.wire()))["text"]
         body = ("Facts remembered from earlier conversations, numbered (refer to a fact by its "
                 "number to update or forget it):\n" + text) if text else \
             "No remembered facts are relevant."
