@@ -10,6 +10,8 @@ import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from semmem.errors import InvalidInput
+from semmem.web.app import create_app
 from tests.mcp_fixtures import (
     MODES,
     check_roundtrip,
@@ -19,7 +21,16 @@ from tests.mcp_fixtures import (
     ok,
     text,
 )
-from tests.web_fixtures import AUTH, TOKEN, ServerProcess, assert_error, recall, send
+from tests.web_fixtures import (
+    AUTH,
+    TOKEN,
+    ServerProcess,
+    app_client,
+    assert_error,
+    recall,
+    send,
+    settings_for,
+)
 
 # Inline tokens: the contract's (unbound), and MCP tokens bound to a partition.
 TOKENS = ",".join([
@@ -197,3 +208,12 @@ async def test_insecure_loopback_serves_configured_partition(tmp_path: Path) -> 
             assert rebound.status_code in (400, 403, 421), rebound.text
     finally:
         process.stop()
+
+
+def test_mcp_off_and_path_taken(tmp_path: Path) -> None:
+    """``SEMMEM_MCP=false`` serves no /mcp; with it on, the provider path cannot be /mcp."""
+    with app_client(tmp_path / "db", mcp=False) as client:
+        r = client.post("/mcp", json={}, headers={"Authorization": "Bearer alice-token"})
+        assert_error(r, 404, "not_found")
+    with pytest.raises(InvalidInput, match="taken by MCP"):
+        create_app(settings_for(tmp_path / "db2", path="/mcp"))
