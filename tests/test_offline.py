@@ -263,9 +263,12 @@ def _mcp_stdio(work: Path, semmem: str) -> dict[str, Any]:
                                 stdout=subprocess.PIPE, stderr=sink, text=True)
     assert proc.stdin is not None and proc.stdout is not None
     lines: queue.Queue[str] = queue.Queue()
-    reader = threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout or ()],
-                              daemon=True)
-    reader.start()
+
+    def read() -> None:  # a thread, so that a silent server times the test out, not hangs it
+        for line in proc.stdout or ():
+            lines.put(line)
+
+    threading.Thread(target=read, daemon=True).start()
 
     def rpc(method: str, params: dict[str, Any] | None = None, rid: int | None = None) -> Any:
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
