@@ -128,6 +128,25 @@ def test_auth_refusals(server: ServerProcess) -> None:
         assert_error(provider, 401, "unauthorized")
 
 
+def test_session_serves_only_the_token_that_opened_it(server: ServerProcess) -> None:
+    """Bob's token with Alice's session id: 404, as if the session did not exist."""
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"}}}
+    accept = {"Accept": "application/json, text/event-stream"}
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        opened = http.post("/mcp", json=hello,
+                           headers={**accept, "Authorization": "Bearer alice-token"})
+        assert opened.status_code == 200, opened.text
+        session = opened.headers["mcp-session-id"]
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+        for token, status in (("bob-token", 404), ("alice-token", 200)):
+            r = http.post("/mcp", json=call, headers={
+                **accept, "Authorization": f"Bearer {token}", "Mcp-Session-Id": session,
+                "Mcp-Protocol-Version": "2025-11-25"})
+            assert r.status_code == status, r.text
+
+
 def test_body_over_64_kib_refused(server: ServerProcess) -> None:
     """The provider's request limit holds on /mcp too: 413 before anything is parsed."""
     call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",

@@ -62,7 +62,8 @@ class McpEndpoint:
         settings = runtime.settings
         self.runtime = runtime
         self.service = Service(runtime, max_bytes=settings.mcp_max_bytes)
-        self.insecure_partition = default_partition(settings)
+        # Looked up only when used: a container user may have no name.
+        self.insecure_partition = default_partition(settings) if settings.insecure else ""
         security = None
         if settings.insecure:
             # Without a token to stop them, a web page could reach a loopback server through
