@@ -101,8 +101,8 @@ async def _wait_ready(base: str, server: subprocess.Popen[bytes], log: Path) -> 
             await asyncio.sleep(0.1)
 
 
-async def _measure(data: Path, queries: list[str], max_bytes: int, fake: bool
-                   ) -> dict[str, list[float]]:
+async def _measure(data: Path, queries: list[str], max_bytes: int, fake: bool,
+                   wanted: list[str]) -> dict[str, list[float]]:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     env = _env(data, port)
@@ -119,15 +119,18 @@ async def _measure(data: Path, queries: list[str], max_bytes: int, fake: bool
             bearer = {"Authorization": f"Bearer {MCP_TOKEN}"}
             clients: dict[str, Client] = {}
             for name, mode in (("mcp", "auto"), ("mcp-session", "legacy")):
+                if name not in wanted:
+                    continue
                 transport = await stack.enter_async_context(
                     httpx2.AsyncClient(headers=bearer, timeout=30))
                 clients[name] = await stack.enter_async_context(Client(
                     streamable_http_client(base + "/mcp", http_client=transport), mode=mode))
-            command = ["-c", FAKE_MCP] if fake else ["-m", "semmem.cli", "mcp"]
-            stdio = StdioServerParameters(command=sys.executable, args=command, env=env,
-                                          cwd=REPO)
-            clients["stdio"] = await stack.enter_async_context(
-                Client(stdio, read_timeout_seconds=120))
+            if "stdio" in wanted:
+                command = ["-c", FAKE_MCP] if fake else ["-m", "semmem.cli", "mcp"]
+                stdio = StdioServerParameters(command=sys.executable, args=command, env=env,
+                                              cwd=REPO)
+                clients["stdio"] = await stack.enter_async_context(
+                    Client(stdio, read_timeout_seconds=120))
 
             async def contract(q: str) -> None:
                 body = envelope("r", operation="recall", input={"text": q}, maxBytes=max_bytes)
@@ -168,6 +171,10 @@ def main() -> None:
     parser.add_argument("--max-bytes", type=int, default=1024)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--fake-model", action="store_true", help="the hashing embedder")
+    # With the real model, stdio is a second process with its own model: the two interleaved
+    # on two cores disturb each other's embeddings (threads spinning after each call).
+    parser.add_argument("--arms", default="http,mcp,mcp-session,stdio",
+                        help="comma-separated; http is always measured")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     pool = [q.format(n=n) for q in QUERIES for n in NAMES]
@@ -181,7 +188,8 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="semmem-mcp-bench-") as tmp:
             data = Path(tmp) / "db"
             seeded = asyncio.run(seed_fake(data, facts) if args.fake_model else seed(data, facts))
-            samples = asyncio.run(_measure(data, queries, args.max_bytes, args.fake_model))
+            samples = asyncio.run(_measure(data, queries, args.max_bytes, args.fake_model,
+                                           args.arms.split(",")))
         base = samples["http"]
         print(f"{size:,} facts (seeded in {seeded:.0f} s), {len(base)} recalls per arm:")
         for name, values in samples.items():
