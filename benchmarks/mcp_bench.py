@@ -17,6 +17,7 @@ noise on a busy machine) drops out, and what is left is the transport.
 
     PYTHONPATH=. .venv/bin/python benchmarks/mcp_bench.py --sizes 1000,10000 --recalls 200
     PYTHONPATH=. .venv/bin/python benchmarks/mcp_bench.py --sizes 1000,10000 --fake-model
+    PYTHONPATH=. .venv/bin/python benchmarks/mcp_bench.py --sizes 1000,10000 --breakdown
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import time
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
+from typing import Any
 
 import httpx
 import httpx2
@@ -163,6 +165,80 @@ async def _measure(data: Path, queries: list[str], max_bytes: int, fake: bool,
         server.wait(30)
 
 
+async def _breakdown(data: Path, queries: list[str], max_bytes: int) -> dict[str, list[float]]:
+    """In one process, hashing embedder, no sockets: where the MCP overhead goes."""
+    from semmem.mcp.server import build_server
+    from semmem.mcp.service import Caller, Service
+    from semmem.web.app import create_app
+
+    settings = Settings(data=str(data), tokens=f"{TOKEN},{MCP_TOKEN} partition={PARTITION}",
+                        query_cache=0)
+    app = create_app(settings, embedder=HashingEmbedder())
+    samples: dict[str, list[float]] = {}
+    async with app.router.lifespan_context(app):
+        runtime = app.state.runtime
+        await runtime.ready.wait()
+        memory = runtime.require_memory()
+        service = Service(runtime, max_bytes=max_bytes)
+        caller = Caller(PARTITION, True, "bench")
+        args = {"max_bytes": max_bytes}
+        http = await _asgi_session(app)
+        try:
+            async with Client(build_server(service, lambda ctx: caller)) as inproc:
+                ids = iter(range(1, 10**9))
+
+                async def asgi_mcp(q: str) -> None:
+                    r = await http.post("/mcp", json={
+                        "jsonrpc": "2.0", "id": next(ids), "method": "tools/call",
+                        "params": {"name": "recall", "arguments": {"text": q, **args}}})
+                    assert r.status_code == 200, r.text
+
+                async def asgi_contract(q: str) -> None:
+                    body = envelope("r", operation="recall", input={"text": q}, maxBytes=max_bytes)
+                    r = await http.post("/memory", json=body,
+                                        headers={"Authorization": f"Bearer {TOKEN}"})
+                    assert r.status_code == 200, r.text
+
+                async def core(q: str) -> None:
+                    await memory.recall(PARTITION, q, max_bytes)
+
+                async def layer(q: str) -> None:
+                    await service.call_tool(caller, "recall", {"text": q, **args})
+
+                async def sdk(q: str) -> None:
+                    await inproc.call_tool("recall", {"text": q, **args})
+
+                arms: dict[str, Arm] = {"core": core, "semmem MCP layer": layer,
+                                        "+ SDK in process": sdk, "ASGI contract": asgi_contract,
+                                        "ASGI MCP session": asgi_mcp}
+                samples = {name: [] for name in arms}
+                for i, q in enumerate(queries):
+                    for name, arm in arms.items():
+                        started = time.perf_counter()
+                        await arm(q)
+                        if i >= 10:
+                            samples[name].append((time.perf_counter() - started) * 1000)
+        finally:
+            await http.aclose()
+    return samples
+
+
+async def _asgi_session(app: Any) -> httpx.AsyncClient:
+    """An httpx client on the app itself, with an MCP session opened (handshake era)."""
+    accept = {"Accept": "application/json, text/event-stream",
+              "Authorization": f"Bearer {MCP_TOKEN}"}
+    http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                             base_url="http://127.0.0.1", headers=accept)
+    opened = await http.post("/mcp", json={
+        "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "1"}}})
+    http.headers.update({"Mcp-Session-Id": opened.headers["mcp-session-id"],
+                         "Mcp-Protocol-Version": "2025-11-25"})
+    await http.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return http
+
+
 def main() -> None:
     """Seed, serve, measure, print."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -175,11 +251,13 @@ def main() -> None:
     # on two cores disturb each other's embeddings (threads spinning after each call).
     parser.add_argument("--arms", default="http,mcp,mcp-session,stdio",
                         help="comma-separated; http is always measured")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="in one process, hashing embedder: core, MCP layer, SDK, ASGI")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     pool = [q.format(n=n) for q in QUERIES for n in NAMES]
     load = os.getloadavg()[0]
-    model = "hashing embedder" if args.fake_model else "real model"
+    model = "hashing embedder" if args.fake_model or args.breakdown else "real model"
     print(f"{os.cpu_count()} CPUs, load {load:.1f}, {model}, query cache off, "
           f"maxBytes {args.max_bytes}; every arm recalls every query, arms in rotating order")
     for size in (int(s) for s in args.sizes.split(",")):
@@ -187,6 +265,13 @@ def main() -> None:
         queries = [rng.choice(pool) for _ in range(args.recalls + 10)]
         with tempfile.TemporaryDirectory(prefix="semmem-mcp-bench-") as tmp:
             data = Path(tmp) / "db"
+            if args.breakdown:
+                asyncio.run(seed_fake(data, facts))
+                parts = asyncio.run(_breakdown(data, queries, args.max_bytes))
+                print(f"{size:,} facts, in one process (hashing embedder), p50 per call:")
+                for name, values in parts.items():
+                    print(f"  {name:18s} {statistics.median(values):6.2f} ms")
+                continue
             seeded = asyncio.run(seed_fake(data, facts) if args.fake_model else seed(data, facts))
             samples = asyncio.run(_measure(data, queries, args.max_bytes, args.fake_model,
                                            args.arms.split(",")))
