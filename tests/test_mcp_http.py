@@ -9,7 +9,9 @@ from pathlib import Path
 import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
+from starlette.testclient import TestClient
 
+from semmem.embedder import HashingEmbedder
 from semmem.errors import InvalidInput
 from semmem.web.app import create_app
 from tests.mcp_fixtures import (
@@ -236,3 +238,19 @@ def test_mcp_off_and_path_taken(tmp_path: Path) -> None:
         assert_error(r, 404, "not_found")
     with pytest.raises(InvalidInput, match="taken by MCP"):
         create_app(settings_for(tmp_path / "db2", path="/mcp"))
+
+
+def test_app_started_twice_serves_mcp_each_time(tmp_path: Path) -> None:
+    """Each lifespan of one app gets its own session manager (a manager runs only once)."""
+    app = create_app(settings_for(tmp_path / "db", tokens="alice-token partition=alice"),
+                     embedder=HashingEmbedder())
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"}}}
+    for _ in range(2):
+        with TestClient(app) as client:
+            r = client.post("/mcp", json=hello, headers={
+                "Authorization": "Bearer alice-token",
+                "Accept": "application/json, text/event-stream"})
+            assert r.status_code == 200, r.text
+            assert r.json()["result"]["serverInfo"]["name"] == "semmem"

@@ -74,17 +74,26 @@ class McpEndpoint:
                 allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
                 allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
             )
-        self.manager = StreamableHTTPSessionManager(
-            app=build_server(self.service, caller_of), json_response=True,
-            security_settings=security, max_request_body_size=MAX_BODY,
-        )
+        self.security = security
+        self.server = build_server(self.service, caller_of)
+        self.manager: StreamableHTTPSessionManager | None = None
 
     def run(self) -> AbstractAsyncContextManager[None]:
-        """The session manager's lifetime (enter it in the app's lifespan)."""
+        """A session manager's lifetime (enter it in the app's lifespan).
+
+        A manager runs only once, so each lifespan (an app may be started again) gets its own.
+        """
+        self.manager = StreamableHTTPSessionManager(
+            app=self.server, json_response=True, security_settings=self.security,
+            max_request_body_size=MAX_BODY,
+        )
         return self.manager.run()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
+            return
+        if self.manager is None:
+            await _refuse(send, Unavailable("MCP is not running; retry shortly"))
             return
         header = _header(scope, b"authorization")
         try:
