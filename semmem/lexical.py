@@ -168,3 +168,29 @@ class Bm25Index:
             if hit is not None:
                 out[hit[0]] += hit[1]
         return out, best
+
+
+# Time and "when": English-only cues, used by ranking's time_weight. A fact that says when
+# something happened ("last Saturday", "two years ago", "in June"; not "may", also a verb) is
+# what a when-question needs.
+_ASKS_WHEN = re.compile(
+    r"^\W*when\b|\bhow long\b|\b(what|which) (year|month|date|day|time|week)\b"
+    r"|\bhow (many|much) (years|months|weeks|days|time)\b",
+    re.IGNORECASE,
+)
+_MENTIONS_TIME = re.compile(
+    r"\b(yesterday|today|tonight|tomorrow|recently|last|next|ago|weekend|week|month|year|"
+    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|"
+    r"june|july|august|september|october|november|december|\d{4})\b",
+    re.IGNORECASE,
+)
+
+
+def asks_when(text: str) -> bool:
+    """Whether ``text`` asks when something happened or how long it lasted."""
+    return _ASKS_WHEN.search(text) is not None
+
+
+def mentions_time(text: str) -> bool:
+    """Whether ``text`` names a time: a weekday, a month, a year, or a relative one."""
+    return _MENTIONS_TIME.search(text) is not None

@@ -28,7 +28,7 @@ from semmem.items import (
     now_ms,
     one_line,
 )
-from semmem.packing import pack, pack_candidates
+from semmem.packing import pack
 from semmem.ranking import Ranker, Scored
 from semmem.snapshot import OpRecord, Snapshot
 from semmem.store import ItemRow, Lookup, Mutation, Store, op_key
@@ -437,10 +437,7 @@ class Memory:
         if snap.indexed:
             snap = await self.store.nearest(snap, qvec, self.index_candidates)
         ranked = [s for s in self.ranker.rank(snap, qvec, text or "") if s.item.surfaced]
-        packed, chosen = pack_candidates(
-            ranked, _item_of, max_bytes, MAX_SOURCES,
-            lambda cands: self.ranker.without_near_duplicates(snap, list(cands)),
-        )
+        packed, chosen = self.ranker.pack(snap, ranked, max_bytes, MAX_SOURCES)
         return Recall(packed.text, [source_of(it) for it in packed.items], cursor, chosen)
 
     async def search(self, partition: str, query: str, limit: int = 10) -> dict[str, Any]:
@@ -591,10 +588,6 @@ def _batches(records: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict
 def _as_numbers(values: Iterable[Any]) -> list[int]:
     """The valid item numbers among ``values`` (the rest are refused by the write itself)."""
     return [v for v in values if isinstance(v, int) and not isinstance(v, bool) and v >= 1]
-
-
-def _item_of(scored: Scored) -> Item:
-    return scored.item
 
 
 def _ms(value: Any, default: int | None = None) -> int:

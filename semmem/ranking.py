@@ -19,9 +19,10 @@ the model context. When packing, an item whose cosine to an already chosen one i
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -30,11 +31,14 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from semmem.embedder import Vectors
 from semmem.items import Item
-from semmem.lexical import Bm25Index
+from semmem.lexical import Bm25Index, asks_when, mentions_time
+from semmem.packing import Packed, pack_candidates
 from semmem.snapshot import Snapshot
 
 _DAY_MS = 86_400_000
 _DEDUPE_BLOCK = 32
+# P(relevant) of a candidate, fitted on LoCoMo dev (all five conversations) by the notebook.
+RELEVANCE_MODEL = (-3.357, 2.5439, -2.632, 0.4764, 0.3704, -0.4342)
 
 
 class RankingConfig(BaseSettings):
@@ -75,6 +79,26 @@ class RankingConfig(BaseSettings):
         description="skip items at least this similar to one already chosen (> 1 = off)",
     )
     candidates: int = Field(400, ge=1, description="how many top items packing looks at")
+    time_weight: float = Field(
+        0.2, ge=0,
+        description="added to items that mention a time when the input asks when (English cues)",
+    )
+    time_min_cosine: float = Field(
+        0.4, ge=-1, le=1, description="the cosine an item needs for time_weight to apply"
+    )
+    packing: Literal["rank", "expected"] = Field(
+        "rank",
+        description="rank: whole lines in rank order while they fit; expected: among the first "
+                    "pack_choose_among lines, the set with the most expected relevant facts",
+    )
+    pack_choose_among: int = Field(
+        10, ge=1, le=100, description="how many of the best lines expected packing chooses among"
+    )
+    relevance_model: tuple[float, float, float, float, float, float] = Field(
+        RELEVANCE_MODEL,
+        description="logistic coefficients of P(relevant): intercept, score, gap to the best "
+                    "score, cosine, lexical, log rank (fitted on labelled data by the notebook)",
+    )
 
     @classmethod
     def from_file(cls, path: Path) -> RankingConfig:
@@ -104,6 +128,7 @@ class RankingConfig(BaseSettings):
         return cls.model_validate({
             "lexical_weight": 0.0, "centering": 0.0, "recency_weight": 0.0, "min_score": -1.0,
             "relative_floor": None, "dedupe_threshold": 1.01, "candidates": 1_000_000,
+            "time_weight": 0.0,
         })
 
 
@@ -127,6 +152,22 @@ class _Centred:
     mean: npt.NDArray[np.float64]
     item_dot_mean: npt.NDArray[np.float64]  # v_i · μ'
     norms: npt.NDArray[np.float64]  # |v_i − μ'|
+
+
+def relevance_features(ranked: Sequence[Scored]) -> npt.NDArray[np.float64]:
+    """What ``relevance_model`` weighs, per distinct candidate in rank order: 1, the score, its
+    gap to the best score, the plain cosine, the lexical score and the log of the rank."""
+    score = np.array([s.score for s in ranked], dtype=np.float64)
+    return np.column_stack((
+        np.ones_like(score), score, score[:1] - score,
+        np.array([s.semantic for s in ranked], dtype=np.float64),
+        np.array([s.lexical for s in ranked], dtype=np.float64),
+        np.log(np.arange(1, len(ranked) + 1, dtype=np.float64)),
+    ))
+
+
+def _item_of(s: Scored) -> Item:
+    return s.item
 
 
 def _rank_text(item: Item) -> str:
@@ -203,6 +244,11 @@ class Ranker:
         combined = combined + cfg.lexical_weight * lexical
         if cfg.recency_weight > 0:
             combined = combined + cfg.recency_weight * self._recency(snap)
+        if cfg.time_weight > 0 and asks_when(query):
+            timed = snap.cached("mentions-time", lambda s: np.array(
+                [mentions_time(it.text) for it in s.items], dtype=np.float32))
+            # Only for items already close to the input: a time alone makes no fact relevant.
+            combined = combined + cfg.time_weight * timed * (cosine >= cfg.time_min_cosine)
         return combined.astype(np.float32), cosine, lexical.astype(np.float32)
 
     def floor_of(self, cosine: npt.NDArray[np.float32]) -> float:
@@ -236,6 +282,31 @@ class Ranker:
                 lexical[order].tolist(), strict=True,
             )
         ]
+
+    def relevance(self, ranked: Sequence[Scored]) -> list[float]:
+        """P(relevant) of each of the best distinct candidates, given in rank order."""
+        if not ranked:
+            return []
+        z = relevance_features(ranked) @ np.asarray(self.config.relevance_model, np.float64)
+        p: list[float] = (1.0 / (1.0 + np.exp(-np.clip(z, -50.0, 50.0)))).tolist()
+        return p
+
+    def pack(
+        self, snap: Snapshot, ranked: list[Scored], max_bytes: int, max_items: int, *,
+        distinct: bool = False,
+    ) -> tuple[Packed, list[Scored]]:
+        """Render ``ranked`` (from ``rank``) within ``max_bytes``, near-duplicates skipped
+        (``distinct``: ``ranked`` has been through ``without_near_duplicates`` already).
+
+        ``packing="expected"`` chooses the first lines as a set (``pack_candidates``) by
+        ``relevance``; lines stay in rank order.
+        """
+        expected = self.config.packing == "expected"
+        return pack_candidates(
+            ranked, _item_of, max_bytes, max_items,
+            None if distinct else lambda cands: self.without_near_duplicates(snap, list(cands)),
+            self.relevance if expected else None, self.config.pack_choose_among,
+        )
 
     def without_near_duplicates(self, snap: Snapshot, ranked: list[Scored]) -> Iterator[Scored]:
         """Yield ``ranked`` lazily, skipping items too similar to one already yielded."""
