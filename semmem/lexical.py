@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -153,6 +154,15 @@ class Bm25Index:
         }
         return cls(postings, idf, len(texts), k1, stemming)
 
+    def containing(self, wanted: Callable[[str], bool]) -> npt.NDArray[np.bool_]:
+        """Which documents contain a term for which ``wanted`` is true (one pass over the
+        vocabulary and the matching postings, not over the texts)."""
+        out = np.zeros(self.size, dtype=np.bool_)
+        for term, (ids, _) in self.postings.items():
+            if wanted(term):
+                out[ids] = True
+        return out
+
     def scores(self, query: str) -> tuple[npt.NDArray[np.float32], float]:
         """BM25 score of every document for ``query``, and the query's maximum attainable score.
 
@@ -171,18 +181,17 @@ class Bm25Index:
 
 
 # Time and "when": English-only cues, used by ranking's time_weight. A fact that says when
-# something happened ("last Saturday", "two years ago", "in June"; not "may", also a verb) is
-# what a when-question needs.
+# something happened ("last Saturday", "two years ago", "in June", "in 2022") is what a
+# when-question needs. Not "may": a verb far more often.
 _ASKS_WHEN = re.compile(
     r"^\W*when\b|\bhow long\b|\b(what|which) (year|month|date|day|time|week)\b"
     r"|\bhow (many|much) (years|months|weeks|days|time)\b",
     re.IGNORECASE,
 )
-_MENTIONS_TIME = re.compile(
-    r"\b(yesterday|today|tonight|tomorrow|recently|last|next|ago|weekend|week|month|year|"
-    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|"
-    r"june|july|august|september|october|november|december|\d{4})\b",
-    re.IGNORECASE,
+TIME_WORDS = _words(
+    """yesterday today tonight tomorrow recently last next ago weekend week month year monday
+    tuesday wednesday thursday friday saturday sunday january february march april june july
+    august september october november december"""
 )
 
 
@@ -191,6 +200,16 @@ def asks_when(text: str) -> bool:
     return _ASKS_WHEN.search(text) is not None
 
 
+def is_time_term(term: str, *, stemming: bool = True) -> bool:
+    """Whether a token (as ``tokens`` gives it) names a time: a time word or a year."""
+    if term.isdigit():
+        return len(term) == 4
+    return term in (_STEMMED_TIME_WORDS if stemming else TIME_WORDS)
+
+
 def mentions_time(text: str) -> bool:
     """Whether ``text`` names a time: a weekday, a month, a year, or a relative one."""
-    return _MENTIONS_TIME.search(text) is not None
+    return any(is_time_term(t) for t in tokens(text))
+
+
+_STEMMED_TIME_WORDS = frozenset(stem(w) for w in TIME_WORDS)

@@ -31,7 +31,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from semmem.embedder import Vectors
 from semmem.items import Item
-from semmem.lexical import Bm25Index, asks_when, mentions_time
+from semmem.lexical import Bm25Index, asks_when, is_time_term
 from semmem.packing import Packed, pack_candidates
 from semmem.snapshot import Snapshot
 
@@ -207,13 +207,27 @@ class Ranker:
         out: npt.NDArray[np.float32] = (dots / (c.norms * q_norm)).astype(np.float32)
         return out
 
-    def _lexical(self, snap: Snapshot, query: str) -> npt.NDArray[np.float32]:
+    def _index(self, snap: Snapshot) -> Bm25Index:
         cfg = self.config
         key = f"bm25:{cfg.bm25_k1!r}:{cfg.bm25_b!r}:{cfg.stemming}"
-        index = snap.cached(key, lambda s: Bm25Index.build(
+        return snap.cached(key, lambda s: Bm25Index.build(
             [_rank_text(it) for it in s.items], cfg.bm25_k1, cfg.bm25_b, stemming=cfg.stemming
         ))
-        raw, _ = index.scores(query)
+
+    def _timed(self, snap: Snapshot) -> npt.NDArray[np.float32]:
+        """1 for items that name a time, else 0 (from the lexical index's vocabulary)."""
+        stemming = self.config.stemming
+        index = self._index(snap)  # outside: the snapshot's cache lock is not re-entrant
+
+        def build(_: Snapshot) -> npt.NDArray[np.float32]:
+            found = index.containing(lambda t: is_time_term(t, stemming=stemming))
+            return found.astype(np.float32)
+
+        return snap.cached(f"timed:{self.config.bm25_k1!r}:{self.config.bm25_b!r}:{stemming}",
+                           build)
+
+    def _lexical(self, snap: Snapshot, query: str) -> npt.NDArray[np.float32]:
+        raw, _ = self._index(snap).scores(query)
         top = float(raw.max()) if raw.size else 0.0
         # Relative to the best match in this partition: BM25's scale varies with the query
         # and the partition, and only the ordering it implies is comparable.
@@ -245,10 +259,9 @@ class Ranker:
         if cfg.recency_weight > 0:
             combined = combined + cfg.recency_weight * self._recency(snap)
         if cfg.time_weight > 0 and asks_when(query):
-            timed = snap.cached("mentions-time", lambda s: np.array(
-                [mentions_time(it.text) for it in s.items], dtype=np.float32))
             # Only for items already close to the input: a time alone makes no fact relevant.
-            combined = combined + cfg.time_weight * timed * (cosine >= cfg.time_min_cosine)
+            close = cosine >= cfg.time_min_cosine
+            combined = combined + cfg.time_weight * self._timed(snap) * close
         return combined.astype(np.float32), cosine, lexical.astype(np.float32)
 
     def floor_of(self, cosine: npt.NDArray[np.float32]) -> float:
