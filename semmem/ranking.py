@@ -6,12 +6,16 @@ A separate, parameterised component so it can be tuned (``semmem eval``, the not
     semantic  = cos(q − μ', item − μ')                  (cosine after removing the common part)
     lexical   = bm25(q, item) / max over items of bm25(q, ·)
     recency   = 0.5 ^ (age of the item's last update, relative to the newest, in half-lives)
+    time      = 1 if the query asks when, the item names a time and cos(q, item) ≥ time_min_cosine
     score     = semantic_weight · semantic + lexical_weight · lexical + recency_weight · recency
+                + time_weight · time
 
 Items whose plain cosine similarity to the query is below ``min_score`` (or more than
 ``relative_floor`` below the best item's) are left out even when budget remains: noise costs
 the model context. When packing, an item whose cosine to an already chosen one is at least
-``dedupe_threshold`` is skipped, so near-duplicates do not eat the budget. Every knob is a
+``dedupe_threshold`` is skipped, so near-duplicates do not eat the budget; with
+``packing="expected"`` the first lines are chosen as the set with the most expected relevant
+facts (``relevance_model``) rather than in rank order. Every knob is a
 ``SEMMEM_RANKING_*`` setting or a key of a JSON ranking file (``--ranking FILE``); see
 ``docs/ranking.md`` for what each does and the figures that chose the defaults.
 """
@@ -37,7 +41,8 @@ from semmem.snapshot import Snapshot
 
 _DAY_MS = 86_400_000
 _DEDUPE_BLOCK = 32
-# P(relevant) of a candidate, fitted on LoCoMo dev (all five conversations) by the notebook.
+# P(relevant) of a candidate: ``evaluation.tuning.fit_relevance`` on LoCoMo dev (all five
+# conversations, the other defaults).
 RELEVANCE_MODEL = (-3.357, 2.5439, -2.632, 0.4764, 0.3704, -0.4342)
 
 
