@@ -14,7 +14,7 @@ import argparse
 import time
 from pathlib import Path
 
-from semmem.evaluation import Evaluation, Summary
+from semmem.evaluation import Evaluation, Outcome, Summary, summarise
 from semmem.evaluation.tuning import grid, leave_one_out, objective, pooled
 from semmem.ranking import RankingConfig
 
@@ -109,7 +109,48 @@ def main() -> None:
               f"{_gold(ev.summary(cosine), tuple(sub)):>20}")
         print(f"(budgets {sub}; objective = mean gold recall over them; "
               f"defaults overall {100 * objective(ev.summary(default)):.1f})")
+    if not args.no_loo and len(ev.partition_names) > 2:
+        round_two(ev)
     print(f"\n({time.monotonic() - started:.0f} s)")
+
+
+def _per_partition(ev: Evaluation, outcomes: list[Outcome], label: str) -> None:
+    budgets = ev.budgets
+    for name in ["pooled", *ev.partition_names]:
+        part = outcomes if name == "pooled" else [o for o in outcomes if o.partition == name]
+        s = summarise(part, budgets)
+        facts = " ".join(f"{s.budgets[b].relevant_facts:6.2f}" for b in budgets)
+        print(f"{label:22} {name:7} {_gold(s, budgets)} | {facts} | {_noise(s, budgets)} | "
+              f"{_offtopic(s, budgets)} | "
+              + " ".join(f"{100 * s.offtopic_any[b]:5.1f}" for b in budgets))
+
+
+def round_two(ev: Evaluation) -> None:
+    """Before/after of the second ranking round, and each direction checked by leave-one-out."""
+    budgets = ev.budgets
+    before = RankingConfig(time_weight=0.0)  # the defaults before the time cue
+    after = RankingConfig()
+    head = " ".join(f"{b:>6}" for b in budgets)
+    print("\n## round two: gold recall (%) | relevant facts returned | bytes on non-relevant "
+          "facts | off-topic bytes | off-topic share recalling anything (%)")
+    print(f"{'setting':22} {'part':7} {head} | {head} | {head} | {head} | {head}")
+    _per_partition(ev, ev.outcomes(before), "before (time off)")
+    _per_partition(ev, ev.outcomes(after), "after (defaults)")
+    studies = {
+        "time_weight (gate 0.4)": grid(before, {"time_weight": [0.0, 0.1, 0.15, 0.2, 0.3]}),
+        "time_weight x gate": grid(before, {"time_weight": [0.0, 0.1, 0.15, 0.2, 0.3],
+                                            "time_min_cosine": [0.3, 0.4, 0.5]}),
+        "packing (fitted in fold)": grid(after, {"packing": ["rank", "expected"]}),
+        "packing x choose_among": grid(after, {"packing": ["rank", "expected"],
+                                               "pack_choose_among": [5, 10, 20]}),
+    }
+    for label, configs in studies.items():
+        folds = leave_one_out(ev, configs, before)
+        chosen = "; ".join(f"{f.held_out}: " + (", ".join(f"{k}={v}" for k, v in f.chosen.items()
+                                                         if k != "relevance_model") or "-")
+                           for f in folds)
+        print(f"\n## leave-one-out, {label} (chosen on the other four: {chosen})")
+        _per_partition(ev, [o for f in folds for o in f.outcomes], "held out")
 
 
 if __name__ == "__main__":

@@ -41,7 +41,6 @@ from semmem.embedder import CachedEmbedder, SentenceTransformerEmbedder
 from semmem.items import now_ms
 from semmem.memory import Memory
 from semmem.modelfiles import default_model_dir
-from semmem.packing import pack_candidates
 from semmem.runtime import limit_blas_threads
 from semmem.store import ItemRow, Mutation, Store
 
@@ -129,8 +128,7 @@ async def breakdown(memory: Memory, qs: list[str]) -> dict[str, float]:
         t3 = time.perf_counter()
         ranked = [s for s in memory.ranker.rank(snap, qvec, q) if s.item.surfaced]
         t4 = time.perf_counter()
-        pack_candidates(ranked, lambda s: s.item, BUDGET, MAX_SOURCES,
-                        lambda c, s=snap: memory.ranker.without_near_duplicates(s, list(c)))
+        memory.ranker.pack(snap, ranked, BUDGET, MAX_SOURCES)
         t5 = time.perf_counter()
         for key, value in zip(steps, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4),
                               strict=True):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -204,6 +205,15 @@ class Bm25Index:
         return {term: (ids, self._weights(ids, freq, avg))
                 for term, (ids, freq) in self.terms.items()}
 
+    def containing(self, wanted: Callable[[str], bool]) -> npt.NDArray[np.bool_]:
+        """Which documents contain a term for which ``wanted`` is true (one pass over the
+        vocabulary and the matching postings, not over the texts)."""
+        out = np.zeros(self.size, dtype=np.bool_)
+        for term, (ids, _) in self.terms.items():
+            if wanted(term):
+                out[ids] = True
+        return out
+
     def scores(self, query: str) -> tuple[npt.NDArray[np.float32], float]:
         """BM25 score of every document for ``query``, and the query's maximum attainable score.
 
@@ -224,3 +234,38 @@ class Bm25Index:
 
 _EMPTY: tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]] = (
     np.zeros(0, np.int64), np.zeros(0, np.float32))
+
+
+# Time and "when": English-only cues, used by ranking's time_weight. A fact that says when
+# something happened ("last Saturday", "two years ago", "in June", "in 2022") is what a
+# when-question needs. Not "may": a verb far more often.
+_ASKS_WHEN = re.compile(
+    r"^\W*when\b|\bhow long\b|\b(what|which) (year|month|date|day|time|week)\b"
+    r"|\bhow (many|much) (years|months|weeks|days|time)\b",
+    re.IGNORECASE,
+)
+TIME_WORDS = _words(
+    """yesterday today tonight tomorrow recently last next ago weekend week month year monday
+    tuesday wednesday thursday friday saturday sunday january february march april june july
+    august september october november december"""
+)
+
+
+def asks_when(text: str) -> bool:
+    """Whether ``text`` asks when something happened or how long it lasted."""
+    return _ASKS_WHEN.search(text) is not None
+
+
+def is_time_term(term: str, *, stemming: bool = True) -> bool:
+    """Whether a token (as ``tokens`` gives it) names a time: a time word or a year."""
+    if term.isdigit():
+        return len(term) == 4
+    return term in (_STEMMED_TIME_WORDS if stemming else TIME_WORDS)
+
+
+def mentions_time(text: str) -> bool:
+    """Whether ``text`` names a time: a weekday, a month, a year, or a relative one."""
+    return any(is_time_term(t) for t in tokens(text))
+
+
+_STEMMED_TIME_WORDS = frozenset(stem(w) for w in TIME_WORDS)

@@ -6,12 +6,16 @@ A separate, parameterised component so it can be tuned (``semmem eval``, the not
     semantic  = cos(q − μ', item − μ')                  (cosine after removing the common part)
     lexical   = bm25(q, item) / max over items of bm25(q, ·)
     recency   = 0.5 ^ (age of the item's last update, relative to the newest, in half-lives)
+    time      = 1 if the query asks when, the item names a time and cos(q, item) ≥ time_min_cosine
     score     = semantic_weight · semantic + lexical_weight · lexical + recency_weight · recency
+                + time_weight · time
 
 Items whose plain cosine similarity to the query is below ``min_score`` (or more than
 ``relative_floor`` below the best item's) are left out even when budget remains: noise costs
 the model context. When packing, an item whose cosine to an already chosen one is at least
-``dedupe_threshold`` is skipped, so near-duplicates do not eat the budget. Every knob is a
+``dedupe_threshold`` is skipped, so near-duplicates do not eat the budget; with
+``packing="expected"`` the first lines are chosen as the set with the most expected relevant
+facts (``relevance_model``) rather than in rank order. Every knob is a
 ``SEMMEM_RANKING_*`` setting or a key of a JSON ranking file (``--ranking FILE``); see
 ``docs/ranking.md`` for what each does and the figures that chose the defaults.
 """
@@ -19,22 +23,28 @@ the model context. When packing, an item whose cosine to an already chosen one i
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from semmem.derived import Lexical, centred, rank_text
 from semmem.embedder import Vectors
 from semmem.items import Item
-from semmem.lexical import Bm25Index
+from semmem.lexical import Bm25Index, asks_when, is_time_term
+from semmem.packing import Packed, pack_candidates
 from semmem.store.views import ItemSet
 
 _DAY_MS = 86_400_000
 _DEDUPE_BLOCK = 32
+# P(relevant) of a candidate: ``evaluation.tuning.fit_relevance`` on LoCoMo dev (all five
+# conversations, the other defaults).
+RELEVANCE_MODEL = (-3.2714, 2.5385, -2.625, 0.3867, 0.3589, -0.448)
 
 
 class RankingConfig(BaseSettings):
@@ -75,6 +85,26 @@ class RankingConfig(BaseSettings):
         description="skip items at least this similar to one already chosen (> 1 = off)",
     )
     candidates: int = Field(400, ge=1, description="how many top items packing looks at")
+    time_weight: float = Field(
+        0.2, ge=0,
+        description="added to items that mention a time when the input asks when (English cues)",
+    )
+    time_min_cosine: float = Field(
+        0.4, ge=-1, le=1, description="the cosine an item needs for time_weight to apply"
+    )
+    packing: Literal["rank", "expected"] = Field(
+        "rank",
+        description="rank: whole lines in rank order while they fit; expected: among the first "
+                    "pack_choose_among lines, the set with the most expected relevant facts",
+    )
+    pack_choose_among: int = Field(
+        10, ge=1, le=100, description="how many of the best lines expected packing chooses among"
+    )
+    relevance_model: tuple[float, float, float, float, float, float] = Field(
+        RELEVANCE_MODEL,
+        description="logistic coefficients of P(relevant): intercept, score, gap to the best "
+                    "score, cosine, lexical, log rank (fitted on labelled data by the notebook)",
+    )
 
     @classmethod
     def from_file(cls, path: Path) -> RankingConfig:
@@ -104,6 +134,7 @@ class RankingConfig(BaseSettings):
         return cls.model_validate({
             "lexical_weight": 0.0, "centering": 0.0, "recency_weight": 0.0, "min_score": -1.0,
             "relative_floor": None, "dedupe_threshold": 1.01, "candidates": 1_000_000,
+            "time_weight": 0.0,
         })
 
 
@@ -120,73 +151,20 @@ class Scored:
     lexical: float
 
 
-@dataclass(frozen=True)
-class _Centred:
-    """What centring needs per snapshot: O(n) numbers, no second copy of the vectors."""
-
-    mean: npt.NDArray[np.float64]
-    item_dot_mean: npt.NDArray[np.float64]  # v_i · μ'
-    norms: npt.NDArray[np.float64]  # |v_i − μ'|
-
-
-def _rank_text(item: Item) -> str:
-    note = item.attrs.get("note")
-    return f"{item.text} {note}" if isinstance(note, str) and note else item.text
+def relevance_features(ranked: Sequence[Scored]) -> npt.NDArray[np.float64]:
+    """What ``relevance_model`` weighs, per distinct candidate in rank order: 1, the score, its
+    gap to the best score, the plain cosine, the lexical score and the log of the rank."""
+    score = np.array([s.score for s in ranked], dtype=np.float64)
+    return np.column_stack((
+        np.ones_like(score), score, score[:1] - score,
+        np.array([s.semantic for s in ranked], dtype=np.float64),
+        np.array([s.lexical for s in ranked], dtype=np.float64),
+        np.log(np.arange(1, len(ranked) + 1, dtype=np.float64)),
+    ))
 
 
-def _squares(rows: Vectors) -> npt.NDArray[np.float64]:
-    # Row by row (a reduction along each row alone): the same numbers whether computed for a
-    # whole set or for rows appended to it.
-    squares: npt.NDArray[np.float64] = np.einsum("ij,ij->i", rows, rows, dtype=np.float64)
-    return squares
-
-
-@dataclass(frozen=True)
-class _Sums:
-    """The share-independent part of centring: the rows' sum and squared norms. Evolves with
-    a set (rows appended: the sum is a sequential row sum, so adding rows to it gives exactly
-    a fresh sum), so a write does not cost the next recall a pass over every vector."""
-
-    total: npt.NDArray[np.float64]
-    squares: npt.NDArray[np.float64]
-
-    @classmethod
-    def of(cls, vectors: Vectors) -> _Sums:
-        return cls(np.add.reduce(vectors, axis=0, dtype=np.float64), _squares(vectors))
-
-    def evolve(self, old: ItemSet, new: ItemSet, appended: range,
-               changed: list[int]) -> _Sums | None:
-        """These sums for ``new``: ``old`` with rows ``appended`` (none ``changed``)."""
-        if changed:
-            return None
-        total = self.total.copy()
-        rows = new.vectors[appended.start:appended.stop]
-        for row in rows:
-            total += row
-        return _Sums(total, np.concatenate([self.squares, _squares(rows)]))
-
-
-def _centred(snap: ItemSet, share: float) -> _Centred:
-    sums = snap.cached("sums", lambda s: _Sums.of(s.vectors))
-    mean = sums.total / max(snap.size, 1) * share
-    dots = (snap.vectors @ mean.astype(np.float32)).astype(np.float64)
-    norms = np.sqrt(np.maximum(sums.squares - 2 * dots + mean @ mean, 0.0))
-    norms[norms == 0] = 1.0
-    return _Centred(mean, dots, norms)
-
-
-@dataclass(frozen=True)
-class _Lexical:
-    """The BM25 index of a set's rank texts, evolving with the set."""
-
-    index: Bm25Index
-
-    def evolve(self, old: ItemSet, new: ItemSet, appended: range,
-               changed: list[int]) -> _Lexical:
-        """This index for ``new``: ``old`` with rows ``appended`` and rows ``changed``."""
-        return _Lexical(self.index.evolved(
-            [_rank_text(new.items[i]) for i in appended],
-            {i: (_rank_text(old.items[i]), _rank_text(new.items[i])) for i in changed}))
+def _item_of(s: Scored) -> Item:
+    return s.item
 
 
 class Ranker:
@@ -202,7 +180,7 @@ class Ranker:
         share = cfg.centering * snap.count / (snap.count + cfg.centering_items)
         if share <= 0:
             return cosine
-        c = snap.cached(f"centred:{share!r}", lambda s: _centred(s, share))
+        c = snap.cached(f"centred:{share!r}", lambda s: centred(s, share))
         # (v − μ)·(q − μ) = v·q − v·μ − q·μ + μ·μ: only the plain cosine is O(n·dim).
         query = query_vec.reshape(-1).astype(np.float64)
         q_mean = float(query @ c.mean)
@@ -212,13 +190,28 @@ class Ranker:
         out: npt.NDArray[np.float32] = (dots / (c.norms * q_norm)).astype(np.float32)
         return out
 
-    def _lexical(self, snap: ItemSet, query: str) -> npt.NDArray[np.float32]:
+    def _index(self, snap: ItemSet) -> Bm25Index:
         cfg = self.config
         key = f"bm25:{cfg.bm25_k1!r}:{cfg.bm25_b!r}:{cfg.stemming}"
-        lexical = snap.cached(key, lambda s: _Lexical(Bm25Index.build(
-            [_rank_text(it) for it in s.items], cfg.bm25_k1, cfg.bm25_b, stemming=cfg.stemming
+        lexical = snap.cached(key, lambda s: Lexical(Bm25Index.build(
+            [rank_text(it) for it in s.items], cfg.bm25_k1, cfg.bm25_b, stemming=cfg.stemming
         )))
-        raw, _ = lexical.index.scores(query)
+        return lexical.index
+
+    def _timed(self, snap: ItemSet) -> npt.NDArray[np.float32]:
+        """1 for items that name a time, else 0 (from the lexical index's vocabulary)."""
+        stemming = self.config.stemming
+        index = self._index(snap)
+
+        def build(_: ItemSet) -> npt.NDArray[np.float32]:
+            found = index.containing(lambda t: is_time_term(t, stemming=stemming))
+            return found.astype(np.float32)
+
+        return snap.cached(f"timed:{self.config.bm25_k1!r}:{self.config.bm25_b!r}:{stemming}",
+                           build)
+
+    def _lexical(self, snap: ItemSet, query: str) -> npt.NDArray[np.float32]:
+        raw, _ = self._index(snap).scores(query)
         top = float(raw.max()) if raw.size else 0.0
         # Relative to the best match in this partition: BM25's scale varies with the query
         # and the partition, and only the ordering it implies is comparable.
@@ -249,6 +242,10 @@ class Ranker:
         combined = combined + cfg.lexical_weight * lexical
         if cfg.recency_weight > 0:
             combined = combined + cfg.recency_weight * self._recency(snap)
+        if cfg.time_weight > 0 and asks_when(query):
+            # Only for items already close to the input: a time alone makes no fact relevant.
+            close = cosine >= cfg.time_min_cosine
+            combined = combined + cfg.time_weight * self._timed(snap) * close
         return combined.astype(np.float32), cosine, lexical.astype(np.float32)
 
     def floor_of(self, cosine: npt.NDArray[np.float32]) -> float:
@@ -282,6 +279,31 @@ class Ranker:
                 lexical[order].tolist(), strict=True,
             )
         ]
+
+    def relevance(self, ranked: Sequence[Scored]) -> list[float]:
+        """P(relevant) of each of the best distinct candidates, given in rank order."""
+        if not ranked:
+            return []
+        z = relevance_features(ranked) @ np.asarray(self.config.relevance_model, np.float64)
+        p: list[float] = (1.0 / (1.0 + np.exp(-np.clip(z, -50.0, 50.0)))).tolist()
+        return p
+
+    def pack(
+        self, snap: ItemSet, ranked: list[Scored], max_bytes: int, max_items: int, *,
+        distinct: bool = False,
+    ) -> tuple[Packed, list[Scored]]:
+        """Render ``ranked`` (from ``rank``) within ``max_bytes``, near-duplicates skipped
+        (``distinct``: ``ranked`` has been through ``without_near_duplicates`` already).
+
+        ``packing="expected"`` chooses the first lines as a set (``pack_candidates``) by
+        ``relevance``; lines stay in rank order.
+        """
+        expected = self.config.packing == "expected"
+        return pack_candidates(
+            ranked, _item_of, max_bytes, max_items,
+            None if distinct else lambda cands: self.without_near_duplicates(snap, list(cands)),
+            self.relevance if expected else None, self.config.pack_choose_among,
+        )
 
     def without_near_duplicates(self, snap: ItemSet, ranked: list[Scored]) -> Iterator[Scored]:
         """Yield ``ranked`` lazily, skipping items too similar to one already yielded."""

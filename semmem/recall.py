@@ -10,7 +10,7 @@ import numpy as np
 
 from semmem.contract import MAX_SOURCES, TITLE_CHARS
 from semmem.items import RECORD_FIELDS, Item, iso, one_line
-from semmem.packing import pack, pack_candidates
+from semmem.packing import pack
 from semmem.ranking import Ranker, Scored
 from semmem.store.views import ItemSet
 
@@ -56,10 +56,7 @@ def relevant(ranker: Ranker, items: ItemSet, qvec: np.ndarray, text: str, max_by
              cursor: str) -> Recall:
     """The items relevant to ``text`` within ``max_bytes``, best first."""
     scored = [s for s in ranker.rank(items, qvec, text) if s.item.surfaced]
-    packed, chosen = pack_candidates(
-        scored, _item_of, max_bytes, MAX_SOURCES,
-        lambda cands: ranker.without_near_duplicates(items, list(cands)),
-    )
+    packed, chosen = ranker.pack(items, scored, max_bytes, MAX_SOURCES)
     return Recall(packed.text, [source_of(it) for it in packed.items], cursor, chosen)
 
 
@@ -75,7 +72,3 @@ def search_entries(ranker: Ranker, items: ItemSet, qvec: np.ndarray, query: str,
         entry.update({k: s.item.attrs[k] for k in RECORD_FIELDS[:4] if k in s.item.attrs})
         out.append(entry)
     return out
-
-
-def _item_of(scored: Scored) -> Item:
-    return scored.item

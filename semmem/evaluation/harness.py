@@ -79,6 +79,9 @@ class Outcome:
     scores: tuple[float, ...]
     packed: Mapping[int, tuple[int, ...]]
     sizes: Mapping[int, int]
+    # Per budget: the expected number of relevant facts among the packed lines, by the
+    # ranker's calibrated relevance (in-memory runs only).
+    expected: Mapping[int, float] = field(default_factory=dict)
 
 
 def prepare(
@@ -135,11 +138,13 @@ def run_ranker(
         for pq in part.queries:
             ranked = [s for s in ranker.rank(snap, pq.vector, pq.query.text) if s.item.surfaced]
             scored = list(ranker.without_near_duplicates(snap, ranked))
-            items = [s.item for s in scored]
-            packed = {b: tuple(it.n for it in pack(items, b, MAX_SOURCES).items) for b in budgets}
+            chance = dict(zip((s.item.n for s in scored), ranker.relevance(scored), strict=True))
+            packed = {b: tuple(it.n for it in ranker.pack(
+                snap, scored, b, MAX_SOURCES, distinct=True)[0].items) for b in budgets}
             out.append(Outcome(part.name, pq.query, pq.relevant,
                                tuple(s.item.n for s in scored),
-                               tuple(s.score for s in scored), packed, part.sizes))
+                               tuple(s.score for s in scored), packed, part.sizes,
+                               {b: sum(chance[n] for n in packed[b]) for b in budgets}))
     return out
 
 

@@ -7,6 +7,9 @@ Per budget (what the model actually receives):
 - hit rate: share of queries with at least one relevant line rendered;
 - MRR and nDCG of the rendered lines (a relevant item not rendered counts as missing);
 - noise bytes: bytes of rendered lines that are not relevant (each line plus its newline);
+- relevant bytes and relevant facts: bytes of the rendered lines that are relevant (each line
+  plus its newline), and how many relevant facts were rendered;
+- expected relevant facts: what the ranker's calibrated relevance predicted for those lines;
 - used bytes: size of the rendered text.
 
 Of the ranked list (everything packing looks at, after the floor and deduplication):
@@ -39,6 +42,9 @@ class BudgetMetrics:
     noise_bytes: float
     used_bytes: float
     lines: float
+    relevant_bytes: float = 0.0
+    relevant_facts: float = 0.0
+    expected_facts: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -101,7 +107,7 @@ def budget_metrics(outcomes: Sequence[Outcome], budget: int) -> BudgetMetrics:
     """Means over ``outcomes`` at ``budget``."""
     if not outcomes:
         return BudgetMetrics(0, 0, 0, 0, 0, 0, 0, 0)
-    recall = hit = mrr = gain = noise = used = lines = 0.0
+    recall = hit = mrr = gain = noise = used = lines = useful = expected = 0.0
     found = total = 0
     for o in outcomes:
         shown = o.packed[budget]
@@ -113,11 +119,13 @@ def budget_metrics(outcomes: Sequence[Outcome], budget: int) -> BudgetMetrics:
         mrr += reciprocal_rank(shown, o.relevant)
         gain += ndcg(shown, o.relevant)
         noise += sum(o.sizes[n] + 1 for n in shown if n not in o.relevant)
+        useful += sum(o.sizes[n] + 1 for n in shown if n in o.relevant)
+        expected += o.expected.get(budget, 0.0)
         used += sum(o.sizes[n] for n in shown) + max(len(shown) - 1, 0)
         lines += len(shown)
     q = len(outcomes)
     return BudgetMetrics(recall / q, found / total, hit / q, mrr / q, gain / q, noise / q,
-                         used / q, lines / q)
+                         used / q, lines / q, useful / q, found / q, expected / q)
 
 
 def summarise(everything: Sequence[Outcome], budgets: Iterable[int] = BUDGETS) -> Summary:

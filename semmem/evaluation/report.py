@@ -14,6 +14,8 @@ _PER_BUDGET: list[tuple[str, Callable[[BudgetMetrics], float], str]] = [
     ("hit rate (%)", lambda m: 100 * m.hit_rate, "{:7.1f}"),
     ("MRR of the rendered lines", lambda m: m.mrr, "{:7.3f}"),
     ("nDCG of the rendered lines", lambda m: m.ndcg, "{:7.3f}"),
+    ("bytes on relevant facts (mean)", lambda m: m.relevant_bytes, "{:7.0f}"),
+    ("relevant facts returned (mean)", lambda m: m.relevant_facts, "{:7.2f}"),
     ("bytes on non-relevant facts (mean)", lambda m: m.noise_bytes, "{:7.0f}"),
     ("bytes rendered (mean)", lambda m: m.used_bytes, "{:7.0f}"),
 ]
@@ -47,6 +49,11 @@ def render_text(report: Report) -> str:
         s = report.summaries[name]
         lines.append(f"  {name:<{width - 2}}" + "".join(
             f"{s.offtopic_bytes.get(b, 0.0):7.0f}" for b in report.budgets))
+    lines += ["", "off-topic probes: share that recall anything (%)", head]
+    for name in names:
+        s = report.summaries[name]
+        lines.append(f"  {name:<{width - 2}}" + "".join(
+            f"{100 * s.offtopic_any.get(b, 0.0):7.1f}" for b in report.budgets))
     cols = [f"R@{k}" for k in KS] + ["MRR", "nDCG@10", "length"]
     lines += ["", "ranked list (what packing looks at)",
               " " * width + "".join(f"{c:>8}" for c in cols)]

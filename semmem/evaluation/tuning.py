@@ -12,10 +12,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from semmem.evaluation.harness import Outcome
 from semmem.evaluation.metrics import Summary, summarise
 from semmem.evaluation.runner import Evaluation
-from semmem.ranking import RankingConfig
+from semmem.ranking import Ranker, RankingConfig, relevance_features
 
 OBJECTIVE_BUDGETS = (512, 1024, 2048)
 
@@ -71,18 +73,23 @@ class Fold:
 
 
 def leave_one_out(
-    evaluation: Evaluation, configs: Sequence[RankingConfig], default: RankingConfig
+    evaluation: Evaluation, configs: Sequence[RankingConfig], default: RankingConfig,
+    *, calibrate: bool = True,
 ) -> list[Fold]:
     """For each partition: pick the best of ``configs`` on the others, score it on that one.
 
     Shows whether a sweep's choice carries over to a conversation it never saw; ``default``
-    and plain cosine are scored on the held-out partition alongside.
+    and plain cosine are scored on the held-out partition alongside. With ``calibrate``, a
+    config that packs by expected relevance has its ``relevance_model`` fitted on the other
+    partitions too (``fit_relevance``), so the held-out one is never seen.
     """
     ref = default.model_dump()
     folds = []
     for name in evaluation.partition_names:
         rest = evaluation.subset(n for n in evaluation.partition_names if n != name)
-        best = max(configs, key=lambda c: objective(rest.summary(c)))
+        fitted = [fit_relevance(rest, c) if calibrate and c.packing == "expected" else c
+                  for c in configs]
+        best = max(fitted, key=lambda c: objective(rest.summary(c)))
         held = evaluation.subset([name])
         outcomes = held.outcomes(best)
         folds.append(Fold(
@@ -99,3 +106,39 @@ def leave_one_out(
 def pooled(folds: Sequence[Fold], budgets: Iterable[int]) -> Summary:
     """The held-out outcomes of every fold, summarised together (each query counts once)."""
     return summarise([o for fold in folds for o in fold.outcomes], budgets)
+
+
+def fit_relevance(
+    evaluation: Evaluation, config: RankingConfig, top: int = 60, l2: float = 1e-3
+) -> RankingConfig:
+    """``config`` with ``relevance_model`` fitted on ``evaluation``'s labelled queries.
+
+    A logistic regression (Newton's method, a little L2) of "this candidate is relevant" on
+    ``relevance_features`` of the first ``top`` distinct candidates of every labelled query,
+    ranked by ``config``: what expected packing needs to weigh a line against its bytes.
+    """
+    ranker = Ranker(config)
+    rows, labels = [], []
+    for part in evaluation.parts:
+        snap = part.snapshot()
+        for pq in part.queries:
+            if not pq.relevant:
+                continue
+            ranked = [s for s in ranker.rank(snap, pq.vector, pq.query.text) if s.item.surfaced]
+            head = list(ranker.without_near_duplicates(snap, ranked))[:top]
+            if head:
+                rows.append(relevance_features(head))
+                labels.append(np.array([s.item.n in pq.relevant for s in head], np.float64))
+    if not rows:
+        return config
+    x, y = np.vstack(rows), np.concatenate(labels)
+    w = np.zeros(x.shape[1])
+    for _ in range(100):
+        p = 1.0 / (1.0 + np.exp(-np.clip(x @ w, -50, 50)))
+        hessian = (x * (p * (1 - p))[:, None]).T @ x + l2 * np.eye(x.shape[1])
+        step = np.linalg.solve(hessian, x.T @ (p - y) + l2 * w)
+        w -= step
+        if np.abs(step).max() < 1e-9:
+            break
+    coefficients = tuple(round(float(v), 4) for v in w)
+    return config.model_copy(update={"relevance_model": coefficients})

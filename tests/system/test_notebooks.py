@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import nbformat
@@ -50,8 +51,14 @@ def test_tune_ranking_notebook_writes_a_loadable_ranking_file(
     assert "pooled: tuned" in text
     assert images(book) >= 2
     assert (tmp_path / "chosen.recall.png").stat().st_size > 0
+    assert "relevance_model (intercept" in text
+    assert (tmp_path / "chosen.packing.png").stat().st_size > 0  # the budget curve
+    assert images(book) >= 3
     chosen = RankingConfig.from_file(output)
     assert chosen.min_score == RankingConfig().min_score  # the sweep leaves the floor alone
+    # Every knob is written, the relevance model fitted on the set (not the LoCoMo default).
+    assert set(json.loads(output.read_text())) == set(RankingConfig.model_fields)
+    assert chosen.relevance_model != RankingConfig().relevance_model
 
 
 def test_explore_memory_notebook_shows_recall_with_scores(

@@ -13,11 +13,13 @@ import pytest
 
 from semmem.embedder import HashingEmbedder
 from semmem.errors import InvalidInput
-from semmem.evaluation import load_dataset
+from semmem.evaluation import Evaluation, load_dataset
 from semmem.evaluation.dataset import dump_jsonl, load_jsonl
 from semmem.evaluation.embeddings import DiskCachedEmbedder
 from semmem.evaluation.harness import Outcome, prepare
 from semmem.evaluation.metrics import budget_metrics, misses, ndcg, reciprocal_rank, summarise
+from semmem.evaluation.tuning import fit_relevance
+from semmem.ranking import Ranker, RankingConfig
 from tests.support.datasets import SMALL_SET, write_jsonl
 
 
@@ -195,3 +197,27 @@ def test_disk_cache_embeds_each_text_once(tmp_path: Path) -> None:
 def test_disk_cache_rejects_another_model(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="is not other-model"):
         DiskCachedEmbedder("other-model", HashingEmbedder, tmp_path / "c")
+
+
+def test_budget_metrics_relevant_bytes_facts_and_expected() -> None:
+    first = outcome({1, 2}, [1, 5, 2], [1, 5, 2])
+    first = Outcome(first.partition, first.query, first.relevant, first.ranked, first.scores,
+                    first.packed, first.sizes, {100: 1.5})
+    m = budget_metrics([first, outcome({3}, [4, 3], [4])], 100)
+    assert m.relevant_bytes == pytest.approx(11.0)  # two relevant lines of 10 bytes + newline
+    assert m.relevant_facts == pytest.approx(1.0)
+    assert m.expected_facts == pytest.approx(0.75)
+
+
+def test_fit_relevance_learns_that_better_scores_are_likelier_relevant() -> None:
+    ev = Evaluation(load_dataset(SMALL_SET), HashingEmbedder(), budgets=[256, 512])
+    fitted = fit_relevance(ev, RankingConfig(packing="expected"))
+    assert fitted.relevance_model != RankingConfig().relevance_model
+    ranker = Ranker(fitted)
+    outcomes = ev.outcomes(fitted)
+    labelled = [o for o in outcomes if o.relevant]
+    # Calibrated: the expected relevant facts in the packed lines are close to those found.
+    expected = sum(o.expected[512] for o in labelled) / len(labelled)
+    found = summarise(labelled, [512]).budgets[512].relevant_facts
+    assert expected == pytest.approx(found, rel=0.35)
+    assert ranker.config.packing == "expected"

@@ -9,7 +9,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from semmem.lexical import Bm25Index, stem, term_counts, tokens
+from semmem.lexical import Bm25Index, asks_when, mentions_time, stem, term_counts, tokens
 
 
 @pytest.mark.parametrize(
@@ -126,3 +126,27 @@ def test_build_matches_textbook_bm25(k1: float, b: float, stemming: bool) -> Non
 def test_term_counts_cache_keeps_stemming_apart() -> None:
     assert term_counts("Camping camps", True) == (("camp", 2),)
     assert term_counts("Camping camps", False) == (("camping", 1), ("camps", 1))
+
+
+@pytest.mark.parametrize("text", [
+    "When did Ana start pottery?", "  when is the trip", "How long has Ben had Rex?",
+    "What year did they move?", "How many years ago was that?",
+])
+def test_asks_when(text: str) -> None:
+    assert asks_when(text)
+
+
+@pytest.mark.parametrize("text", [
+    "What did Ana make?", "Where is the whenua?", "Which book did she read?",
+    "What's the time complexity of quicksort?",
+])
+def test_asks_when_not(text: str) -> None:
+    assert not asks_when(text)
+
+
+def test_mentions_time() -> None:
+    assert mentions_time("Ben ran a race last Saturday.")
+    assert mentions_time("They moved in 2019.")
+    assert mentions_time("Ana started pottery two weeks ago")
+    assert not mentions_time("Ana may like pottery.")  # "may" is a verb far more often
+    assert not mentions_time("Ben walks Rex twice a day.")

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from itertools import combinations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from semmem.items import Item
-from semmem.packing import pack, pack_candidates, render_line
+from semmem.packing import best_subset, pack, pack_candidates, render_line
 
 
 def _item(n: int, text: str, **attrs: object) -> Item:
@@ -119,3 +121,50 @@ def test_pack_candidates_keeps_looking_for_a_small_line_that_fits() -> None:
     packed, _ = pack_candidates(ranked, lambda it: it, 70, 100, distinct)
     assert [it.n for it in packed.items] == [1, 300]
     assert pulled[-1] == 300
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 40), st.floats(0.0, 1.0)), min_size=0, max_size=8),
+       st.integers(min_value=0, max_value=120))
+def test_best_subset_is_the_brute_force_optimum(pairs: list[tuple[int, float]], cap: int) -> None:
+    weights, values = [w for w, _ in pairs], [v for _, v in pairs]
+    chosen = best_subset(weights, values, cap)
+    assert chosen == sorted(set(chosen))
+    assert sum(weights[k] for k in chosen) <= cap
+    best = max((sum(values[k] for k in subset)
+                for r in range(len(pairs) + 1) for subset in combinations(range(len(pairs)), r)
+                if sum(weights[k] for k in subset) <= cap), default=0.0)
+    assert sum(values[k] for k in chosen) == pytest.approx(best, abs=1e-9)
+
+
+def test_expected_packing_prefers_two_short_likely_lines_to_one_long_one() -> None:
+    # Budget 41: the long second line (26 bytes) fits beside the first (13), but the two short
+    # ones after it are together more likely to be relevant and fit only without it.
+    ranked = [_item(1, "a" * 10), _item(2, "b" * 23), _item(3, "c" * 10), _item(4, "d" * 10)]
+    chance = {1: 0.9, 2: 0.5, 3: 0.4, 4: 0.3}
+
+    def value(cands: Sequence[Item]) -> list[float]:
+        return [chance[c.n] for c in cands]
+
+    by_rank, _ = pack_candidates(ranked, lambda it: it, 41)
+    assert [it.n for it in by_rank.items] == [1, 2]
+    by_value, chosen = pack_candidates(ranked, lambda it: it, 41, value=value)
+    assert [it.n for it in by_value.items] == [it.n for it in chosen] == [1, 3, 4]  # rank order
+    assert by_value.bytes == 41
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(texts, min_size=0, max_size=30), st.integers(min_value=1, max_value=600),
+       st.integers(min_value=1, max_value=12))
+def test_expected_packing_whole_lines_in_rank_order_within_budget(
+    items: list[str], budget: int, among: int
+) -> None:
+    ranked = [_item(i + 1, t) for i, t in enumerate(items)]
+    packed, chosen = pack_candidates(ranked, lambda it: it, budget, value=lambda c: [
+        1.0 / it.n for it in c], choose_among=among)
+    assert packed.bytes <= budget
+    assert packed.text == "\n".join(render_line(it) for it in packed.items)
+    numbers = [it.n for it in packed.items]
+    assert numbers == sorted(numbers) == [it.n for it in chosen]
+    if sum(len(render_line(it).encode()) + 1 for it in ranked) <= budget + 1:
+        assert numbers == [it.n for it in ranked]  # everything fits: nothing to choose

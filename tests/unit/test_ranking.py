@@ -298,3 +298,47 @@ def test_config_file_rejects_unknown_and_invalid_knobs(tmp_path: Path) -> None:
     with pytest.raises(ValidationError):
         RankingConfig.from_file(path)
 
+
+def test_time_weight_lifts_a_timed_fact_for_a_when_question_only() -> None:
+    texts = ["Ana started pottery classes.", "Ana started pottery classes last May, 2023."]
+    snap = snapshot(texts, [unit(1, 0.1), unit(1, 0.2)])
+    config = COSINE_ONLY.model_copy(update={"time_weight": 0.2, "time_min_cosine": 0.4})
+    query = unit(1, 0)  # closer to the first fact
+    assert numbers(Ranker(config).rank(snap, query, "What did Ana start?")) == [1, 2]
+    lifted = Ranker(config).rank(snap, query, "When did Ana start pottery?")
+    assert numbers(lifted) == [2, 1]
+    assert lifted[0].score == pytest.approx(lifted[0].semantic + 0.2, abs=1e-6)
+    gated = config.model_copy(update={"time_min_cosine": 0.999})  # neither fact is that close
+    assert numbers(Ranker(gated).rank(snap, query, "When did Ana start pottery?")) == [1, 2]
+
+
+def test_relevance_falls_with_rank_and_gap_to_the_best() -> None:
+    snap = snapshot(["a", "b", "c"], [unit(1, 0.1), unit(1, 0.5), unit(1, 2)])
+    ranked = Ranker().rank(snap, unit(1, 0), "q")
+    chance = Ranker().relevance(ranked)
+    assert len(chance) == 3 and all(0 < p < 1 for p in chance)
+    assert chance == sorted(chance, reverse=True)
+    assert Ranker().relevance([]) == []
+
+
+def test_pack_expected_chooses_short_lines_and_keeps_rank_order() -> None:
+    texts = ["a" * 20, "b" * 60, "c" * 20, "d" * 20]
+    snap = snapshot(texts, [unit(1, 0.1), unit(1, 0.2), unit(1, 0.3), unit(1, 0.4)])
+    query = unit(1, 0)
+    # Equal chances: the set with the most lines wins; rank order decides otherwise.
+    flat = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    by_rank = Ranker(COSINE_ONLY)
+    by_value = Ranker(COSINE_ONLY.model_copy(
+        update={"packing": "expected", "relevance_model": flat}))
+    ranked = by_rank.rank(snap, query, "q")
+    assert numbers(by_rank.pack(snap, ranked, 90, 100)[1]) == [1, 2]
+    packed, chosen = by_value.pack(snap, ranked, 90, 100)
+    assert numbers(chosen) == [1, 3, 4] and packed.bytes <= 90
+
+
+def test_config_file_keeps_the_relevance_model(tmp_path: Path) -> None:
+    config = RankingConfig(packing="expected", relevance_model=(1, 2, 3, 4, 5, 6), time_weight=0)
+    config.to_file(tmp_path / "r.json")
+    assert RankingConfig.from_file(tmp_path / "r.json") == config
+    with pytest.raises(ValidationError):
+        RankingConfig(packing="knapsack")
