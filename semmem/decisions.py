@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from semmem.contract import sha256_hex
+from semmem.contract import DEADLINE_HORIZON_MS, sha256_hex
 from semmem.errors import Conflict, IdempotencyMismatch, InvalidArguments, NotFound
 from semmem.items import RECORD_FIELDS, Item, clean_attrs, dedupe_key, now_ms
 from semmem.store.schema import ItemRow, Mutation, op_key
@@ -61,9 +61,11 @@ def record(op: Operation | None, result: dict[str, Any], ttl_ms: int) -> OpRecor
     """The idempotency record that commits with a write (none without an operation id)."""
     if op is None:
         return None
+    now = now_ms()
+    # Kept past the deadline, but never further than the horizon a deadline may have.
+    expires = max(now + ttl_ms, min(op.deadline_ms or 0, now + DEADLINE_HORIZON_MS))
     return OpRecord(op_key(op.operation_id), op.fingerprint,
-                    json.dumps(result, ensure_ascii=False),
-                    max(now_ms() + ttl_ms, op.deadline_ms or 0))
+                    json.dumps(result, ensure_ascii=False), expires)
 
 
 def check_target(view: WriteView, n: int, cursor_seq: int | None) -> Item:

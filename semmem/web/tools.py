@@ -8,7 +8,7 @@ Nothing here imports the core, so the declaration renders without opening a stor
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, Literal
 
@@ -96,7 +96,7 @@ class ToolSpec:
         }
 
 
-TOOLS: tuple[ToolSpec, ...] = (
+_TEMPLATES: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="search",
         description=(
@@ -134,9 +134,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         description=(
             "Save one durable fact worth knowing in later conversations and get its number. "
             "Numbers are stable: a fact keeps its number for life and recalled memory shows it "
-            "as '<n>. <text>'. The write is stored at once (status 'stored') and visible to the "
-            "next recall. Remembering a fact that is already there returns its existing number "
-            "('existing': true) instead of a copy."
+            "as '<n>. <text>'. {written} Remembering a fact that is already there returns its "
+            "existing number ('existing': true) instead of a copy."
         ),
         access="write",
         idempotent=True,
@@ -151,9 +150,9 @@ TOOLS: tuple[ToolSpec, ...] = (
         name="update",
         description=(
             "Replace the text of fact number n, which keeps its number. Use a number you have "
-            "seen in recalled memory or search results. Stored at once (status 'stored') and "
-            "visible to the next recall. If that fact changed since your memory was recalled, "
-            "the call fails with a conflict: read memory again before retrying."
+            "seen in recalled memory or search results. {written} If that fact changed since "
+            "your memory was recalled, the call fails with a conflict: read memory again before "
+            "retrying."
         ),
         access="write",
         idempotent=True,
@@ -168,9 +167,9 @@ TOOLS: tuple[ToolSpec, ...] = (
         name="forget",
         description=(
             "Delete fact number n for good; its number is never reused. Use a number you have "
-            "seen in recalled memory or search results. Stored at once (status 'stored'): the "
-            "fact is gone from the next recall. If that fact changed since your memory was "
-            "recalled, the call fails with a conflict: read memory again before retrying."
+            "seen in recalled memory or search results. {written} If that fact changed since "
+            "your memory was recalled, the call fails with a conflict: read memory again before "
+            "retrying."
         ),
         access="write",
         idempotent=True,
@@ -183,6 +182,23 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
 )
 
+# What a write's result says, and so what the descriptions promise: ``stored`` (visible to the
+# next recall) or, where another replica may read a stale version for a while, ``accepted``.
+_WRITTEN = {
+    False: "The write is stored at once (status 'stored') and visible to the next recall.",
+    True: ("The write is accepted at once (status 'accepted'): it is durable, but recall may "
+           "take a few seconds to show it."),
+}
+
+
+def tools_for(*, accepted: bool) -> tuple[ToolSpec, ...]:
+    """The tools with descriptions for a server whose writes answer ``accepted`` (reads may
+    lag: a read-consistency interval above zero) or ``stored``."""
+    return tuple(replace(spec, description=spec.description.format(written=_WRITTEN[accepted]))
+                 for spec in _TEMPLATES)
+
+
+TOOLS = tools_for(accepted=False)  # the names, access and schemas are the same either way
 BY_NAME: dict[str, ToolSpec] = {spec.name: spec for spec in TOOLS}
 
 def _short(name: str, limit: int = 40) -> str:
