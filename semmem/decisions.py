@@ -172,7 +172,9 @@ def remember(text: str, vector: np.ndarray, fields: dict[str, Any], op: Operatio
         if replayed is not None:
             return replayed
         same = view.find_text(text)
-        if same is not None:
+        # Only an item recall can show is a duplicate: the text of a hidden one (inactive,
+        # held, merged) becomes a new, visible item, and the hidden record stays as it is.
+        if same is not None and same.surfaced:
             result = {"status": "stored", "n": same.n, "count": view.count, "existing": True}
             return result if op is None else mutation(op, result, ttl_ms)
         n, ts = view.hwm + 1, now_ms()
