@@ -14,7 +14,7 @@ import numpy as np
 from semmem.contract import DEADLINE_HORIZON_MS, sha256_hex
 from semmem.errors import Conflict, IdempotencyMismatch, InvalidArguments, NotFound
 from semmem.items import RECORD_FIELDS, Item, clean_attrs, dedupe_key, now_ms
-from semmem.store.schema import ItemRow, Mutation, op_key
+from semmem.store.schema import NEW, ItemRow, Mutation, op_key
 from semmem.store.views import OpRecord, WriteView
 
 Decision = Any  # ``Mutation`` to commit, or a result dict to answer without writing
@@ -71,17 +71,24 @@ def record(op: Operation | None, result: dict[str, Any], ttl_ms: int) -> OpRecor
 def check_target(view: WriteView, n: int, cursor_seq: int | None) -> Item:
     """The live item ``n`` an edit targets.
 
+    The cursor rule: an edit conflicts only when its target existed at the cursor's state and
+    changed (or was forgotten) since. An item created after the cursor can be edited under it:
+    the model learned its number from a write's own result or from search. An item whose
+    creation is not recorded (written before it was, and changed since) counts as existing.
+
     Raises:
         InvalidArguments: ``n`` is not an integer ≥ 1.
-        Conflict: the item changed after the cursor's state.
+        Conflict: the item existed at the cursor's state and changed after it.
         NotFound: no live item ``n``.
     """
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise InvalidArguments("n must be an integer ≥ 1")
     item = view.get(n)
     tomb = view.tombstones.get(n)
-    changed = item.seq if item else tomb.seq if tomb else None
-    if cursor_seq is not None and changed is not None and changed > cursor_seq:
+    changed, born = (item.seq, item.born) if item else (tomb.seq, tomb.created) if tomb \
+        else (None, None)
+    if cursor_seq is not None and changed is not None and changed > cursor_seq \
+            and (born is None or born <= cursor_seq):
         raise Conflict(f"item {n} changed after your recall; recall again and retry", {"n": n})
     if item is None:
         why = "was forgotten" if tomb else "does not exist"
@@ -179,8 +186,8 @@ def remember(text: str, vector: np.ndarray, fields: dict[str, Any], op: Operatio
             return result if op is None else mutation(op, result, ttl_ms)
         n, ts = view.hwm + 1, now_ms()
         result = {"status": "stored", "n": n, "count": view.count + 1}
-        return mutation(op, result, ttl_ms, [ItemRow(n, text, vector, ts, ts, 1, attrs=fields)],
-                        n)
+        return mutation(op, result, ttl_ms,
+                        [ItemRow(n, text, vector, ts, ts, 1, attrs=fields, created=NEW)], n)
 
     return plan
 
@@ -198,6 +205,7 @@ def update(n: int, text: str | None, vector: np.ndarray | None, changes: dict[st
             n, text if text is not None else item.text,
             vector if vector is not None else vector_of(view, n),
             item.ts, now_ms(), item.revision + 1, attrs=merged_attrs(item, changes),
+            created=item.born,
         )
         return mutation(op, {"status": "stored", "n": n, "count": view.count}, ttl_ms, [row])
 
@@ -212,7 +220,7 @@ def merge(n: int, into: int) -> Plan:
         if isinstance(into, bool) or not isinstance(into, int) or view.get(into) is None:
             raise InvalidArguments(f"item {into} does not exist")
         row = ItemRow(n, item.text, vector_of(view, n), item.ts, now_ms(), item.revision + 1,
-                      attrs=merged_attrs(item, {"mergedInto": into}))
+                      attrs=merged_attrs(item, {"mergedInto": into}), created=item.born)
         return mutation(None, {"status": "stored", "n": n, "count": view.count}, 0, [row])
 
     return plan
@@ -226,7 +234,8 @@ def forget(n: int, cursor_seq: int | None, op: Operation | None, ttl_ms: int) ->
         if replayed is not None:
             return replayed
         item = check_target(view, n, cursor_seq)
-        row = ItemRow(n, None, None, item.ts, now_ms(), item.revision + 1, forgotten=True)
+        row = ItemRow(n, None, None, item.ts, now_ms(), item.revision + 1, forgotten=True,
+                      created=item.born)
         result = {"status": "stored", "n": n, "count": view.count - 1, "forgotten": True}
         return mutation(op, result, ttl_ms, [row])
 

@@ -26,6 +26,7 @@ from semmem import decisions as rules
 from semmem.errors import InvalidArguments, InvalidInput
 from semmem.items import RECORD_FIELDS, clean_attrs, clean_text, now_ms, parse_iso
 from semmem.store import ItemRow, Mutation, WriteView
+from semmem.store.schema import NEW
 
 Write = Callable[..., Awaitable[dict[str, Any]]]
 Embed = Callable[[list[str]], Awaitable[np.ndarray]]
@@ -59,7 +60,8 @@ async def import_records(
                 rec, ts = batch[row["i"]], _ms(batch[row["i"]].get("ts"))
                 rows.append(ItemRow(row["n"], texts[row["i"]], vectors[row["i"]], ts,
                                     _ms(rec.get("updated"), ts),
-                                    int(rec.get("revision") or 1), attrs=row["attrs"]))
+                                    int(rec.get("revision") or 1), attrs=row["attrs"],
+                                    created=NEW))
             return Mutation(items=rows, hwm=got.hwm) if rows else {}
 
         await write(partition, plan, None, texts=texts,

@@ -111,6 +111,16 @@ class Item:
     seq: int
     model: str
     attrs: dict[str, Any] = field(default_factory=dict)
+    # The write sequence that created the item, where recorded (items written before it was
+    # recorded and changed since do not know it).
+    created: int | None = None
+
+    @property
+    def born(self) -> int | None:
+        """The write sequence that created the item, if known (a first revision's own)."""
+        if self.created is not None:
+            return self.created
+        return self.seq if self.revision == 1 else None
 
     @property
     def surfaced(self) -> bool:

@@ -51,6 +51,7 @@ class Tombstone:
     n: int
     seq: int
     updated: int
+    created: int | None = None  # the write sequence that created the item, if known
 
 
 @dataclass(frozen=True)
