@@ -126,9 +126,9 @@ class Item:
     def surfaced(self) -> bool:
         """Whether recall may show the item: not inactive, not on hold, not merged away."""
         status = self.attrs.get("status")
-        if status is not None and status != "active":
+        if status is not None and str(status).strip().casefold() != "active":
             return False
-        if self.attrs.get("surfacing") == "hold":
+        if str(self.attrs.get("surfacing", "")).strip().casefold() == "hold":
             return False
         return "mergedInto" not in self.attrs
 
