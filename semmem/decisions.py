@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from semmem.contract import DEADLINE_HORIZON_MS, sha256_hex
-from semmem.errors import Conflict, IdempotencyMismatch, InvalidArguments, NotFound
+from semmem.errors import Conflict, Forbidden, IdempotencyMismatch, InvalidArguments, NotFound
 from semmem.items import RECORD_FIELDS, Item, clean_attrs, dedupe_key, now_ms
 from semmem.store.schema import NEW, ItemRow, Mutation, op_key
 from semmem.store.views import OpRecord, WriteView
@@ -94,6 +94,20 @@ def check_target(view: WriteView, n: int, cursor_seq: int | None) -> Item:
         why = "was forgotten" if tomb else "does not exist"
         raise NotFound(f"item {n} {why} in this memory", {"n": n})
     return item
+
+
+def check_editable(item: Item, owner: bool) -> None:
+    """Model tools may not edit owner-curated records: hidden items (inactive, held, merged)
+    and records imported from a map of records (they carry a ``slug``). Like the adapter's
+    list edits on a structured store, a stray edit must not clobber them; owners (CLI, admin
+    API, console, Python API) may.
+
+    Raises:
+        Forbidden: ``owner`` is false and the item is curated.
+    """
+    if not owner and (not item.surfaced or "slug" in item.attrs):
+        raise Forbidden(f"item {item.n} is an owner-curated record (hidden, or imported from a "
+                        "map of records); only the memory's owner can change it", {"n": item.n})
 
 
 def merged_attrs(item: Item, changes: dict[str, Any]) -> dict[str, Any]:
@@ -193,7 +207,8 @@ def remember(text: str, vector: np.ndarray, fields: dict[str, Any], op: Operatio
 
 
 def update(n: int, text: str | None, vector: np.ndarray | None, changes: dict[str, Any],
-           cursor_seq: int | None, op: Operation | None, ttl_ms: int) -> Plan:
+           cursor_seq: int | None, op: Operation | None, ttl_ms: int, owner: bool = True
+           ) -> Plan:
     """Replace item ``n``'s text and/or record fields, keeping its number."""
 
     def plan(view: WriteView) -> Decision:
@@ -201,6 +216,7 @@ def update(n: int, text: str | None, vector: np.ndarray | None, changes: dict[st
         if replayed is not None:
             return replayed
         item = check_target(view, n, cursor_seq)
+        check_editable(item, owner)
         row = ItemRow(
             n, text if text is not None else item.text,
             vector if vector is not None else vector_of(view, n),
@@ -226,7 +242,8 @@ def merge(n: int, into: int) -> Plan:
     return plan
 
 
-def forget(n: int, cursor_seq: int | None, op: Operation | None, ttl_ms: int) -> Plan:
+def forget(n: int, cursor_seq: int | None, op: Operation | None, ttl_ms: int,
+           owner: bool = True) -> Plan:
     """Replace item ``n`` by a tombstone; its number is never reused."""
 
     def plan(view: WriteView) -> Decision:
@@ -234,6 +251,7 @@ def forget(n: int, cursor_seq: int | None, op: Operation | None, ttl_ms: int) ->
         if replayed is not None:
             return replayed
         item = check_target(view, n, cursor_seq)
+        check_editable(item, owner)
         row = ItemRow(n, None, None, item.ts, now_ms(), item.revision + 1, forgotten=True,
                       created=item.born)
         result = {"status": "stored", "n": n, "count": view.count - 1, "forgotten": True}

@@ -46,11 +46,12 @@ async def _remember(memory: Memory, req: ToolRequest, args: dict[str, Any]) -> d
 
 async def _update(memory: Memory, req: ToolRequest, args: dict[str, Any]) -> dict[str, Any]:
     return await memory.update(req.partition, args["n"], args["text"], cursor=req.cursor,
-                               op=_op(req, args))
+                               op=_op(req, args), owner=False)
 
 
 async def _forget(memory: Memory, req: ToolRequest, args: dict[str, Any]) -> dict[str, Any]:
-    return await memory.forget(req.partition, args["n"], cursor=req.cursor, op=_op(req, args))
+    return await memory.forget(req.partition, args["n"], cursor=req.cursor, op=_op(req, args),
+                               owner=False)
 
 
 CALLS: dict[str, Call] = {

@@ -21,16 +21,22 @@ from semmem.contract import (
     MAX_TEXT_CHARS,
 )
 from semmem.errors import InvalidArguments
+from semmem.items import NON_BLANK_PATTERN, TEXT_PATTERN
 
 Access = Literal["read", "write"]
 
 
+# The pattern says the whole rule (1–2,000 characters after trimming whitespace, no NUL), so a
+# host's check and the server's agree exactly; a maxLength would count the whitespace around.
 _TEXT: dict[str, Any] = {
     "type": "string",
     "minLength": 1,
-    "maxLength": MAX_TEXT_CHARS,
-    "pattern": "\\S",
-    "description": "The fact, one self-contained sentence (1–2,000 characters).",
+    "pattern": TEXT_PATTERN,
+    "description": (
+        f"The fact, one self-contained sentence: 1–{MAX_TEXT_CHARS:,} characters after "
+        "trimming surrounding whitespace, no NUL characters. Text that is not valid Unicode "
+        "(a lone surrogate) is refused."
+    ),
 }
 _N: dict[str, Any] = {
     "type": "integer",
@@ -114,7 +120,7 @@ _TEMPLATES: tuple[ToolSpec, ...] = (
                     "type": "string",
                     "minLength": 1,
                     "maxLength": MAX_QUERY_CHARS,
-                    "pattern": "\\S",
+                    "pattern": NON_BLANK_PATTERN,
                     "description": "What to look for, in plain words.",
                 },
                 "limit": {
@@ -152,7 +158,8 @@ _TEMPLATES: tuple[ToolSpec, ...] = (
             "Replace the text of fact number n, which keeps its number. Use a number you have "
             "seen in recalled memory or search results. {written} If that fact changed since "
             "your memory was recalled, the call fails with a conflict: read memory again before "
-            "retrying."
+            "retrying. Facts the owner curates (hidden from recall, or imported as records) "
+            "cannot be changed here."
         ),
         access="write",
         idempotent=True,
@@ -169,7 +176,8 @@ _TEMPLATES: tuple[ToolSpec, ...] = (
             "Delete fact number n for good; its number is never reused. Use a number you have "
             "seen in recalled memory or search results. {written} If that fact changed since "
             "your memory was recalled, the call fails with a conflict: read memory again before "
-            "retrying."
+            "retrying. Facts the owner curates (hidden from recall, or imported as records) "
+            "cannot be changed here."
         ),
         access="write",
         idempotent=True,
@@ -225,8 +233,11 @@ def _describe(error: ValidationError) -> str:
         return f"must be at least {value} characters long"
     if rule == "maxLength":
         return f"must be at most {value} characters long"
-    if rule == "pattern" and value == "\\S":
+    if rule == "pattern" and value == NON_BLANK_PATTERN:
         return "must contain a non-blank character"
+    if rule == "pattern" and value == TEXT_PATTERN:
+        return (f"must hold 1 to {MAX_TEXT_CHARS:,} characters after trimming surrounding "
+                "whitespace, and no NUL characters")
     if rule == "minimum":
         return f"must be at least {value}"
     if rule == "maximum":
