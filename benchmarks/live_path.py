@@ -2,8 +2,9 @@
 
     .venv/bin/python benchmarks/live_path.py --facts 10000
 
-Seeds one partition with ``--facts`` synthetic facts through the core, serves it with the real
-model, and measures in one run (every input distinct, so no query cache helps):
+Seeds one partition with ``--facts`` facts (real embeddings of the benchmark base set, through
+the store, then one maintenance pass), serves it with the real model, and measures in one run
+(every input distinct, so no query cache helps):
 
 - steady recall p50/p95 (sequential, no writes);
 - the recall right after a ``remember`` (the next turn's recall), p50/p95;
@@ -32,7 +33,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.http_latency import NAMES, QUERIES, envelope, make_facts, seed, summary
+from benchmarks.http_latency import NAMES, PARTITION, QUERIES, envelope, make_facts, summary
 from tests.support.server import REPO, TOKEN, free_port
 
 
@@ -119,6 +120,23 @@ async def run(port: int, facts: list[str], rng: random.Random, reps: int,
         return await measure(Live(client, facts, rng), reps, burst_s)
 
 
+async def seed(data: Path, size: int) -> None:
+    """``size`` facts with real embeddings (the cached benchmark base set), through the store,
+    then one maintenance pass (a compacted partition, as after an import)."""
+    from benchmarks.recall_bench import fill
+    from benchmarks.vectors import base_set
+    from semmem.embedder import SentenceTransformerEmbedder
+    from semmem.memory import Memory
+    from semmem.modelfiles import default_model_dir
+
+    model = SentenceTransformerEmbedder(default_model_dir())
+    texts, vectors, _ = base_set(model, max(size, 10_000))
+    memory = await Memory.open(str(data), model)
+    await fill(memory.store, PARTITION, texts, vectors, size)
+    await memory.maintain(PARTITION)
+    await memory.close()
+
+
 def serve(data: Path, port: int, repo: Path, log: Path) -> subprocess.Popen[bytes]:
     """``semmem serve`` of ``repo``'s code on ``data``, ready (the shared harness serves only
     this checkout's code: ``-m`` puts the working directory first on the path)."""
@@ -154,14 +172,14 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     rng = random.Random(args.seed)
-    facts = make_facts(args.facts + 20_000, rng)
+    facts = make_facts(20_000, rng)
     with tempfile.TemporaryDirectory(prefix="semmem-live-") as tmp:
         data = Path(tmp) / "db"
-        asyncio.run(seed(data, facts[:args.facts]))
+        asyncio.run(seed(data, args.facts))
         port = free_port()
         server = serve(data, port, args.server_repo.resolve(), Path(tmp) / "server.log")
         try:
-            report = asyncio.run(run(port, facts[args.facts:], rng, args.reps, args.seconds))
+            report = asyncio.run(run(port, facts, rng, args.reps, args.seconds))
         finally:
             server.terminate()
             server.wait(30)

@@ -85,7 +85,7 @@ class Maintainer:
                     self.registry_passes += 1
                     log.info("maintained the registry")
                     continue
-                report = await self.store.maintain(partition)
+                report = await self.store.maintain(partition, purge=due.purge)
                 self.passes += report is not None
                 log.info("maintained partition table %s in %.3fs",
                          report.partition_table if report else "-",

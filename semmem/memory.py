@@ -12,7 +12,7 @@ import builtins
 from collections.abc import AsyncIterator, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
-from typing import Any, Protocol, TypedDict
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -31,6 +31,7 @@ from semmem.embedder import Embedder
 from semmem.errors import InvalidArguments, InvalidInput
 from semmem.importing import ImportReport, import_records
 from semmem.items import Item, clean_attrs, clean_text, trim
+from semmem.observing import QuietObserver, WriteObserver
 from semmem.ranking import Ranker, Scored
 from semmem.recall import Recall
 from semmem.store import (
@@ -44,40 +45,12 @@ from semmem.store import (
 )
 from semmem.store.schema import op_key
 
+# A write's text waits this long for the other parallel tool calls of its turn, so that they
+# embed in one model call and commit in one group.
+WRITE_LINGER_S = 0.002
+
 __all__ = ["ImportReport", "Memory", "Operation", "PartitionStats", "QuietObserver", "Recall",
            "WriteObserver"]
-
-
-class WriteObserver(Protocol):
-    """Told of every write (the server's maintenance schedules compaction and purges)."""
-
-    def written(self, partition: str, dropped: bool) -> None:
-        """A write was attempted; ``dropped``: it may have dropped a text (forget, update)."""
-
-    def partition_deleted(self, partition: str) -> None:
-        """A partition was deleted (its name must leave the registry's files)."""
-
-    def start(self, partitions: list[str]) -> None:
-        """Begin background work on the running event loop."""
-
-    async def stop(self) -> None:
-        """End background work."""
-
-
-class QuietObserver:
-    """An observer that does nothing: subclass it to hear only some events."""
-
-    def written(self, partition: str, dropped: bool) -> None:
-        """A write was attempted."""
-
-    def partition_deleted(self, partition: str) -> None:
-        """A partition was deleted."""
-
-    def start(self, partitions: list[str]) -> None:
-        """Nothing to start."""
-
-    async def stop(self) -> None:
-        """Nothing to stop."""
 
 
 class PartitionStats(TypedDict):
@@ -146,11 +119,7 @@ class Memory:
         await self.store.close()
 
     async def ping(self) -> None:
-        """A round trip to the store (readiness).
-
-        Raises:
-            Unavailable: the store does not answer.
-        """
+        """A round trip to the store (readiness); raises ``Unavailable`` if it does not answer."""
         await self.store.meta()
 
     # ----- writes ------------------------------------------------------------------------------
@@ -191,7 +160,7 @@ class Memory:
         """
         text = clean_text(text)
         fields = {k: v for k, v in clean_attrs(attrs or {}).items() if v is not None}
-        vector = (await self.model.embed([text]))[0]
+        vector = (await self.model.embed([text], WRITE_LINGER_S))[0]
         plan = rules.remember(text, vector, fields, op, self.idempotency_ttl_ms)
         return await self._write(partition, plan, op, texts=[text])
 
@@ -211,7 +180,8 @@ class Memory:
         new_text = clean_text(text) if text is not None else None
         changes = clean_attrs(attrs or {})
         cursor_seq = parse_cursor(partition, cursor) if cursor else None
-        vector = (await self.model.embed([new_text]))[0] if new_text is not None else None
+        vector = ((await self.model.embed([new_text], WRITE_LINGER_S))[0]
+                  if new_text is not None else None)
         plan = rules.update(n, new_text, vector, changes, cursor_seq, op, self.idempotency_ttl_ms,
                             owner)
         # a replaced text must leave the disk like a forgotten one: purge as after a forget
@@ -327,7 +297,7 @@ class Memory:
         return compose.ranked(self.ranker, snap, qvec, text)
 
     async def snapshot(self, partition: str) -> PartitionSnapshot:
-        """Every live item, tombstone and counter of ``partition`` at its latest version."""
+        """Every live item, tombstone and counter of ``partition``, as of now."""
         return await self.store.snapshot(partition)
 
     async def get(self, partition: str, n: int) -> Item | None:

@@ -85,7 +85,9 @@ def evolve(snap: PartitionSnapshot, head: Head, items: Sequence[Item], vectors: 
                             by_key=by_key, derived={"rows": buffer})
     appended = range(len(snap.items), len(new_items))
     derived = {}
-    for name, value in snap.derived.items():
+    with snap._lock:  # ranking may be adding to it on another thread
+        held = list(snap.derived.items())
+    for name, value in held:
         step = getattr(value, "evolve", None)
         if step is not None:
             evolved = step(snap, new, appended, rows)

@@ -11,6 +11,7 @@ partition's snapshot is cached.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import OrderedDict
 from typing import Any
 
@@ -22,6 +23,8 @@ from semmem.store.files import open_dataset
 from semmem.store.reading import decode
 from semmem.store.schema import KIND_OP, LIVE_ITEMS, Batch, Lookup, table_name
 from semmem.store.views import Head, PartitionSnapshot, WriteView
+
+log = logging.getLogger("semmem.store")
 
 # A delta of more rows than this (or than a quarter of the items) is read as a rebuild.
 MAX_DELTA_ROWS = 4096
@@ -76,7 +79,8 @@ class Snapshots:
 
     def _forward(self, uri: str, snap: PartitionSnapshot, version: int
                  ) -> PartitionSnapshot | None:
-        ds = self.dataset(table_name(snap.partition), uri, version)
+        # Its own handle: the write path's handle moves forward as it commits.
+        ds = open_dataset(uri, self.storage_options, version)
         rows = ds.to_table(filter=f"seq > {int(snap.seq)}")
         if rows.num_rows > min(MAX_DELTA_ROWS, max(64, snap.count // 4)):
             return None
@@ -135,10 +139,15 @@ class Snapshots:
         snap = self.cache.get(name, batch.head.version)
         if not isinstance(snap, PartitionSnapshot) or version != batch.head.version + 1:
             return
-        items, vectors, tombstones = batch.changes(self.model_id)
-        head = Head(partition, version, batch.hwm, batch.seq, self.model_id)
-        rows = np.array(vectors, np.float32).reshape(-1, self.dim)
-        new = evolve(snap, head, items, rows, tombstones, batch.ops)
+        try:
+            items, vectors, tombstones = batch.changes(self.model_id)
+            head = Head(partition, version, batch.hwm, batch.seq, self.model_id)
+            rows = np.array(vectors, np.float32).reshape(-1, self.dim)
+            new = evolve(snap, head, items, rows, tombstones, batch.ops)
+        except Exception:  # the write is committed whatever happens here: read it again later
+            log.exception("could not bring the snapshot of %s forward; it will be reread", name)
+            self.cache.drop(name)
+            return
         if 1 + new.count + len(new.tombstones) + len(new.ops) > self.max_rows:
             self.cache.drop(name)  # the next read takes the indexed path
         else:

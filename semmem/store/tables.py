@@ -304,8 +304,8 @@ class Store:
         return await self.writer.write(tbl, partition, plan, lookup or Lookup(), deadline_ms)
 
     # ----- upkeep ----------------------------------------------------------------------------
-    async def maintain(self, partition: str, *, retention: timedelta | None = None
-                       ) -> MaintenanceReport | None:
+    async def maintain(self, partition: str, *, retention: timedelta | None = None,
+                       purge: bool = True) -> MaintenanceReport | None:
         """Prune expired op records, compact (materialising deletions) and remove old versions.
 
         After this returns, forgotten texts are in no file of the partition unless they are in a
@@ -314,7 +314,8 @@ class Store:
         tbl = await self.conn.writable(partition)
         if tbl is None:
             return None
-        report = await asyncio.to_thread(self.upkeep.maintain, await tbl.uri(), retention)
+        report = await asyncio.to_thread(self.upkeep.maintain, await tbl.uri(), retention,
+                                         purge)
         await tbl.checkout_latest()
         return replace(report, partition=partition)
 

@@ -31,7 +31,9 @@ log = logging.getLogger("semmem.store")
 
 INDEX_THRESHOLD = 50_000  # rows; see docs/scaling.md for the measurements behind it
 VECTOR_INDEX = "vector_idx"
-FRAGMENT_ROWS = 65_536
+# Fragments this size or larger are left alone by routine compaction (which merges the small
+# fragments writes add), and purging a forgotten text rewrites at most one of them.
+FRAGMENT_ROWS = 8_192
 
 
 @dataclass(frozen=True)
@@ -63,9 +65,12 @@ class Upkeep:
     def _open(self, uri: str) -> Any:
         return open_dataset(uri, self.storage_options)
 
-    def maintain(self, uri: str, retention: timedelta | None = None) -> MaintenanceReport:
-        """Prune expired op records, compact (materialising deletions), index when large,
-        remove versions older than ``retention`` and sweep orphaned files."""
+    def maintain(self, uri: str, retention: timedelta | None = None,
+                 purge: bool = True) -> MaintenanceReport:
+        """Prune expired op records, compact, index when large, remove versions older than
+        ``retention`` and sweep orphaned files. A ``purge`` also rewrites every fragment with
+        deleted rows (so a dropped text leaves the data files); a routine pass only merges the
+        small fragments writes added."""
         started = time.perf_counter()
         keep = self.version_retention if retention is None else retention
         ds = self._open(uri)
@@ -78,11 +83,9 @@ class Upkeep:
         compacted = False
         if len(ds.get_fragments()) > 1 or any(f.metadata.num_deletions
                                                for f in ds.get_fragments()):
-            # Fragments stay ≤ FRAGMENT_ROWS so that purging one forgotten text rewrites one
-            # bounded fragment, not a million-row partition.
             options: CompactionOptions = {
-                "target_rows_per_fragment": FRAGMENT_ROWS, "materialize_deletions": True,
-                "materialize_deletions_threshold": 0.0,
+                "target_rows_per_fragment": FRAGMENT_ROWS, "materialize_deletions": purge,
+                "materialize_deletions_threshold": 0.0 if purge else 0.5,
             }
             compacted = retry_conflicts(lambda: self.compact(uri, options))
         indexed = self.build_index(uri)

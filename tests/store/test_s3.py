@@ -165,3 +165,39 @@ def _objects_holding(s3: dict[str, str], prefix: str, marker: str) -> list[str]:
     return [k for k in keys
             if marker.encode() in client.get_object(Bucket=BUCKET, Key=k)["Body"].read()]
 
+
+
+@pytest.mark.timeout(240)
+async def test_replica_snapshot_follows_the_other_replicas_writes(s3: dict[str, str]) -> None:
+    """A replica keeps its snapshot current from the other's versions (read as deltas): after
+    every kind of write there, and after compaction, it recalls what a fresh read recalls,
+    without rebuilding the snapshot."""
+    embedder = HashingEmbedder()
+
+    async def replica() -> Memory:
+        return await Memory.open(f"s3://{BUCKET}/follow", embedder, storage_options=s3)
+
+    a, b = await replica(), await replica()
+    for text in ("Alice lives in Lyon", "Bruno plays the cello", "Chen drinks green tea"):
+        await a.remember("p", text)
+    await b.recall("p", "green tea", 500)
+    built = b.store.snapshots.rebuilds
+    steps = [
+        lambda: a.update("p", 2, "Bruno plays the banjo now"),
+        lambda: a.forget("p", 1),
+        lambda: a.remember("p", "Dara keeps a parrot called Pixel"),
+        lambda: a.update("p", 3, attrs={"note": "since 2020"}),
+        lambda: a.merge("p", 3, 4),
+        lambda: a.maintain("p"),
+    ]
+    for step in steps:
+        await step()
+        fresh = await replica()
+        for query in ("green tea", "cello banjo", "parrot", None):
+            got, want = await b.recall("p", query, 500), await fresh.recall("p", query, 500)
+            assert (got.text, got.sources, got.cursor) == (want.text, want.sources, want.cursor)
+        await fresh.close()
+    assert b.store.snapshots.rebuilds == built
+    assert b.store.snapshots.forwards >= len(steps)
+    await a.close()
+    await b.close()
