@@ -127,3 +127,17 @@ def test_model_tools_cannot_edit_owner_curated_records(tmp_path: Path) -> None:
                 error = assert_error(send(c, body), 403, "forbidden")
                 assert "owner" in error["message"]
         assert c.portal.call(partial(memory.forget, p, 1))["forgotten"] is True
+
+
+def test_declare_describes_accepted_writes_when_reads_can_lag() -> None:
+    from typer.testing import CliRunner
+
+    from semmem.cli import app
+
+    lagging = CliRunner().invoke(app, ["declare", "--json"],
+                                 env={"SEMMEM_READ_CONSISTENCY_MS": "500"})
+    assert lagging.exit_code == 0 and "(status 'accepted')" in lagging.output
+    instant = CliRunner().invoke(app, ["declare", "--json"],
+                                 env={"SEMMEM_READ_CONSISTENCY_MS": "0"})
+    assert instant.exit_code == 0 and "(status 'stored')" in instant.output
+    assert "(status 'accepted')" not in instant.output
