@@ -8,7 +8,8 @@
 # --network none (read-only root, no capabilities, tokens from a mounted secrets file) and,
 # *inside* that container over 127.0.0.1, drives remember -> recall -> search -> forget through
 # the HTTP memory provider contract. Then it removes the container, starts a new one on the same
-# named volume and checks that the memory survived (and that numbers are not reused). Prints the
+# named volume and checks that the memory survived (and that numbers are not reused); both
+# containers' logs must hold no warning, error or traceback (after a maintenance cycle). Prints the
 # image size, the start-up time to ready and the first-recall latency. Exits non-zero on any
 # failure. Environment: SEMMEM_SMOKE_IMAGE (default semmem:smoke), SEMMEM_SMOKE_BUILD (1),
 # SEMMEM_SMOKE_BUILD_ARGS (extra `docker build` arguments, e.g. --build-arg TORCH_INDEX_URL=…),
@@ -200,6 +201,12 @@ start_container() {  # name -> sets ready_ms, the time from `docker run` to /rea
   ready_ms=$(( $(now_ms) - t0 ))
 }
 
+check_logs() {  # name -> fails on any warning, error or traceback in the container's output
+  local bad
+  bad=$(docker logs "$1" 2>&1 | grep -E 'WARNING|ERROR|CRITICAL|Traceback| WARN ' || true)
+  [ -z "$bad" ] || { echo "$bad" >&2; fail "$1 logged warnings or errors"; }
+}
+
 if [ "${SEMMEM_SMOKE_BUILD:-1}" = 1 ]; then
   say "building $IMAGE (docker build --network host)"
   t0=$(now_ms)
@@ -226,6 +233,12 @@ out=$(docker exec -i "semmem-smoke-$run_id-1" python - roundtrip <<<"$CLIENT") \
 echo "$out" | grep -v '^first_recall_ms='
 latency=$(echo "$out" | sed -n 's/^first_recall_ms=//p')
 
+# The forget schedules a purge (retention + delay, then a follow-up): let a maintenance cycle
+# with its orphan sweep run, then require a clean log.
+say "waiting 30 s for a maintenance cycle"
+sleep 30
+check_logs "semmem-smoke-$run_id-1"
+
 for _ in $(seq 1 60); do
   health=$(docker inspect -f '{{.State.Health.Status}}' "semmem-smoke-$run_id-1")
   [ "$health" = healthy ] && break
@@ -245,6 +258,7 @@ start_container "semmem-smoke-$run_id-2"
 ready_2=$ready_ms
 say "run 2 ready after ${ready_2} ms:"
 docker exec -i "semmem-smoke-$run_id-2" python - survived <<<"$CLIENT" || fail "memory did not survive"
+check_logs "semmem-smoke-$run_id-2"
 
 first_ms=${latency%% *}
 warm_ms=${latency##*=}

@@ -144,11 +144,17 @@ def declare(
     max_bytes: Annotated[int, typer.Option("--max-bytes")] = 8192,
     json_only: Annotated[bool, typer.Option("--json", help="print only the tools JSON")] = False,
 ) -> None:
-    """Print the httpMemory provider declaration (TypeScript) and the tools JSON."""
+    """Print the httpMemory provider declaration (TypeScript) and the tools JSON.
+
+    With SEMMEM_READ_CONSISTENCY_MS above zero, the write tools describe their results as
+    'accepted', as the server then answers."""
+    from semmem.settings import Settings
     from semmem.web.declaration import render_declaration
 
     with _errors():
-        typer.echo(render_declaration(path=path, max_bytes=max_bytes, json_only=json_only))
+        accepted = Settings().read_consistency_ms > 0
+        typer.echo(render_declaration(path=path, max_bytes=max_bytes, json_only=json_only,
+                                      accepted=accepted))
 
 
 @app.command()

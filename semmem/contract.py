@@ -20,6 +20,9 @@ MAX_QUERY_CHARS = 2000  # a search query
 MAX_SEARCH_LIMIT = 50
 DEFAULT_SEARCH_LIMIT = 10
 TITLE_CHARS = 80  # a source's title: the first characters of its item
+# A request's deadlineAt may be at most this far ahead: idempotency records are kept until the
+# deadline, so an unbounded one would keep a record (and a forgotten text's fingerprint) forever.
+DEADLINE_HORIZON_MS = 24 * 3600 * 1000
 
 
 def sha256_hex(text: str) -> str:

@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from semmem.contract import sha256_hex
-from semmem.errors import Conflict, IdempotencyMismatch, InvalidArguments, NotFound
+from semmem.contract import DEADLINE_HORIZON_MS, sha256_hex
+from semmem.errors import Conflict, Forbidden, IdempotencyMismatch, InvalidArguments, NotFound
 from semmem.items import RECORD_FIELDS, Item, clean_attrs, dedupe_key, now_ms
-from semmem.store.schema import ItemRow, Mutation, op_key
+from semmem.store.schema import NEW, ItemRow, Mutation, op_key
 from semmem.store.views import OpRecord, WriteView
 
 Decision = Any  # ``Mutation`` to commit, or a result dict to answer without writing
@@ -61,30 +61,53 @@ def record(op: Operation | None, result: dict[str, Any], ttl_ms: int) -> OpRecor
     """The idempotency record that commits with a write (none without an operation id)."""
     if op is None:
         return None
+    now = now_ms()
+    # Kept past the deadline, but never further than the horizon a deadline may have.
+    expires = max(now + ttl_ms, min(op.deadline_ms or 0, now + DEADLINE_HORIZON_MS))
     return OpRecord(op_key(op.operation_id), op.fingerprint,
-                    json.dumps(result, ensure_ascii=False),
-                    max(now_ms() + ttl_ms, op.deadline_ms or 0))
+                    json.dumps(result, ensure_ascii=False), expires)
 
 
 def check_target(view: WriteView, n: int, cursor_seq: int | None) -> Item:
     """The live item ``n`` an edit targets.
 
+    The cursor rule: an edit conflicts only when its target existed at the cursor's state and
+    changed (or was forgotten) since. An item created after the cursor can be edited under it:
+    the model learned its number from a write's own result or from search. An item whose
+    creation is not recorded (written before it was, and changed since) counts as existing.
+
     Raises:
         InvalidArguments: ``n`` is not an integer ≥ 1.
-        Conflict: the item changed after the cursor's state.
+        Conflict: the item existed at the cursor's state and changed after it.
         NotFound: no live item ``n``.
     """
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise InvalidArguments("n must be an integer ≥ 1")
     item = view.get(n)
     tomb = view.tombstones.get(n)
-    changed = item.seq if item else tomb.seq if tomb else None
-    if cursor_seq is not None and changed is not None and changed > cursor_seq:
+    changed, born = (item.seq, item.born) if item else (tomb.seq, tomb.created) if tomb \
+        else (None, None)
+    if cursor_seq is not None and changed is not None and changed > cursor_seq \
+            and (born is None or born <= cursor_seq):
         raise Conflict(f"item {n} changed after your recall; recall again and retry", {"n": n})
     if item is None:
         why = "was forgotten" if tomb else "does not exist"
         raise NotFound(f"item {n} {why} in this memory", {"n": n})
     return item
+
+
+def check_editable(item: Item, owner: bool) -> None:
+    """Model tools may not edit owner-curated records: hidden items (inactive, held, merged)
+    and records imported from a map of records (they carry a ``slug``). Like the adapter's
+    list edits on a structured store, a stray edit must not clobber them; owners (CLI, admin
+    API, console, Python API) may.
+
+    Raises:
+        Forbidden: ``owner`` is false and the item is curated.
+    """
+    if not owner and (not item.surfaced or "slug" in item.attrs):
+        raise Forbidden(f"item {item.n} is an owner-curated record (hidden, or imported from a "
+                        "map of records); only the memory's owner can change it", {"n": item.n})
 
 
 def merged_attrs(item: Item, changes: dict[str, Any]) -> dict[str, Any]:
@@ -170,19 +193,22 @@ def remember(text: str, vector: np.ndarray, fields: dict[str, Any], op: Operatio
         if replayed is not None:
             return replayed
         same = view.find_text(text)
-        if same is not None:
+        # Only an item recall can show is a duplicate: the text of a hidden one (inactive,
+        # held, merged) becomes a new, visible item, and the hidden record stays as it is.
+        if same is not None and same.surfaced:
             result = {"status": "stored", "n": same.n, "count": view.count, "existing": True}
             return result if op is None else mutation(op, result, ttl_ms)
         n, ts = view.hwm + 1, now_ms()
         result = {"status": "stored", "n": n, "count": view.count + 1}
-        return mutation(op, result, ttl_ms, [ItemRow(n, text, vector, ts, ts, 1, attrs=fields)],
-                        n)
+        return mutation(op, result, ttl_ms,
+                        [ItemRow(n, text, vector, ts, ts, 1, attrs=fields, created=NEW)], n)
 
     return plan
 
 
 def update(n: int, text: str | None, vector: np.ndarray | None, changes: dict[str, Any],
-           cursor_seq: int | None, op: Operation | None, ttl_ms: int) -> Plan:
+           cursor_seq: int | None, op: Operation | None, ttl_ms: int, owner: bool = True
+           ) -> Plan:
     """Replace item ``n``'s text and/or record fields, keeping its number."""
 
     def plan(view: WriteView) -> Decision:
@@ -190,10 +216,12 @@ def update(n: int, text: str | None, vector: np.ndarray | None, changes: dict[st
         if replayed is not None:
             return replayed
         item = check_target(view, n, cursor_seq)
+        check_editable(item, owner)
         row = ItemRow(
             n, text if text is not None else item.text,
             vector if vector is not None else vector_of(view, n),
             item.ts, now_ms(), item.revision + 1, attrs=merged_attrs(item, changes),
+            created=item.born,
         )
         return mutation(op, {"status": "stored", "n": n, "count": view.count}, ttl_ms, [row])
 
@@ -208,13 +236,14 @@ def merge(n: int, into: int) -> Plan:
         if isinstance(into, bool) or not isinstance(into, int) or view.get(into) is None:
             raise InvalidArguments(f"item {into} does not exist")
         row = ItemRow(n, item.text, vector_of(view, n), item.ts, now_ms(), item.revision + 1,
-                      attrs=merged_attrs(item, {"mergedInto": into}))
+                      attrs=merged_attrs(item, {"mergedInto": into}), created=item.born)
         return mutation(None, {"status": "stored", "n": n, "count": view.count}, 0, [row])
 
     return plan
 
 
-def forget(n: int, cursor_seq: int | None, op: Operation | None, ttl_ms: int) -> Plan:
+def forget(n: int, cursor_seq: int | None, op: Operation | None, ttl_ms: int,
+           owner: bool = True) -> Plan:
     """Replace item ``n`` by a tombstone; its number is never reused."""
 
     def plan(view: WriteView) -> Decision:
@@ -222,7 +251,9 @@ def forget(n: int, cursor_seq: int | None, op: Operation | None, ttl_ms: int) ->
         if replayed is not None:
             return replayed
         item = check_target(view, n, cursor_seq)
-        row = ItemRow(n, None, None, item.ts, now_ms(), item.revision + 1, forgotten=True)
+        check_editable(item, owner)
+        row = ItemRow(n, None, None, item.ts, now_ms(), item.revision + 1, forgotten=True,
+                      created=item.born)
         result = {"status": "stored", "n": n, "count": view.count - 1, "forgotten": True}
         return mutation(op, result, ttl_ms, [row])
 

@@ -6,8 +6,8 @@ and committing them in batches.
 - Map of records (the user-memory adapter's collection shape): one JSON object whose values are
   objects, e.g. ``{"metric": {"text": "Prefers metric units", "note": "since 2020"}}``. Entries
   are taken in slug order; ``display_field`` names the text field, ``note_field`` the note; the
-  slug is kept as the item's ``slug`` field; ``status``, ``surfacing`` and ``mergedInto`` are
-  kept as they are.
+  slug is kept as the item's ``slug`` field; the hiding flags map to record fields
+  (``_flags``: ``status``, ``surfacing``, ``mergedInto``, ``inactive``, ``held``, ``merged``).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from semmem import decisions as rules
 from semmem.errors import InvalidArguments, InvalidInput
 from semmem.items import RECORD_FIELDS, clean_attrs, clean_text, now_ms, parse_iso
 from semmem.store import ItemRow, Mutation, WriteView
+from semmem.store.schema import NEW
 
 Write = Callable[..., Awaitable[dict[str, Any]]]
 Embed = Callable[[list[str]], Awaitable[np.ndarray]]
@@ -59,7 +60,8 @@ async def import_records(
                 rec, ts = batch[row["i"]], _ms(batch[row["i"]].get("ts"))
                 rows.append(ItemRow(row["n"], texts[row["i"]], vectors[row["i"]], ts,
                                     _ms(rec.get("updated"), ts),
-                                    int(rec.get("revision") or 1), attrs=row["attrs"]))
+                                    int(rec.get("revision") or 1), attrs=row["attrs"],
+                                    created=NEW))
             return Mutation(items=rows, hwm=got.hwm) if rows else {}
 
         await write(partition, plan, None, texts=texts,
@@ -134,11 +136,31 @@ def records_from_map(
         record: dict[str, Any] = {"text": text, "slug": slug}
         if note_field and entry.get(note_field) is not None:
             record["note"] = entry[note_field]
-        for key in ("status", "surfacing", "mergedInto"):
-            if entry.get(key) is not None:
-                record[key] = entry[key]
+        record.update(_flags(entry))
         out.append(_check(record, where))
     return out
+
+
+def _flags(entry: dict[str, Any]) -> dict[str, Any]:
+    """A map entry's hiding flags as record fields: ``status`` (any case; stored lower-case),
+    ``surfacing``, ``mergedInto``, and the adapter's spellings ``"inactive": true`` (status
+    ``inactive``), ``"held": true`` (surfacing ``hold``) and ``"merged": <target>``
+    (``mergedInto``). A flag that is false or null hides nothing."""
+    fields: dict[str, Any] = {}
+    for key in ("status", "surfacing"):
+        value = entry.get(key)
+        if value is not None:
+            fields[key] = value.strip().lower() if isinstance(value, str) else value
+    if entry.get("mergedInto") is not None:
+        fields["mergedInto"] = entry["mergedInto"]
+    if entry.get("inactive") is True:
+        fields["status"] = "inactive"
+    if entry.get("held") is True:
+        fields["surfacing"] = "hold"
+    merged = entry.get("merged")
+    if merged is not None and merged is not False and "mergedInto" not in fields:
+        fields["mergedInto"] = merged
+    return fields
 
 
 def read_records(

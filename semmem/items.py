@@ -15,6 +15,22 @@ MAX_NOTE_CHARS = 500
 RECORD_FIELDS = ("note", "status", "surfacing", "mergedInto", "slug")
 _SPACE = re.compile(r"\s+")
 
+# Whitespace as ECMA-262's \s (WhiteSpace and LineTerminator): what a host's JSON Schema
+# check means by it, and what trimming removes here. Python's own str.strip() differs (it
+# strips U+001C–U+001F and U+0085, keeps U+FEFF), so the server would refuse texts the
+# declared schema accepts.
+SPACE_CLASS = ("\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f"
+               "\\u3000\\ufeff")
+SPACE_CHARS = ("\t\n\v\f\r \u00a0\u1680" + "".join(map(chr, range(0x2000, 0x200B)))
+               + "\u2028\u2029\u202f\u205f\u3000\ufeff")
+# An item text as a pattern both engines read alike (ECMA-262 in Unicode mode, Python's re):
+# 1 to MAX_TEXT_CHARS characters after trimming SPACE_CHARS, none of them NUL.
+_EDGE = f"[^{SPACE_CLASS}\\u0000]"  # a first or last character
+TEXT_PATTERN = (f"^[{SPACE_CLASS}]*{_EDGE}(?:[^\\u0000]{{0,{MAX_TEXT_CHARS - 2}}}{_EDGE})?"
+                f"[{SPACE_CLASS}]*$")
+# Some character that is not whitespace (a search query).
+NON_BLANK_PATTERN = f"[^{SPACE_CLASS}]"
+
 
 def now_ms() -> int:
     """Current UTC time in epoch milliseconds."""
@@ -39,17 +55,23 @@ def parse_iso(value: str) -> int:
     return int(dt.timestamp() * 1000)
 
 
+def trim(text: str) -> str:
+    """``text`` without surrounding whitespace (ECMA-262's, as the declared schema means)."""
+    return text.strip(SPACE_CHARS)
+
+
 def clean_text(text: object) -> str:
-    """Validate an item text: a string of 1–2,000 characters after trimming.
+    """Validate an item text: a string of 1–2,000 characters after trimming (exactly what
+    ``TEXT_PATTERN`` accepts), valid Unicode.
 
     Returns:
         The text, trimmed of surrounding whitespace (inner text is kept exactly).
     Raises:
-        InvalidArguments: not a string, empty/blank, too long, or not valid Unicode.
+        InvalidArguments: not a string, empty/blank, too long, NUL, or not valid Unicode.
     """
     if not isinstance(text, str):
         raise InvalidArguments("text must be a string")
-    trimmed = text.strip()
+    trimmed = trim(text)
     if not trimmed:
         raise InvalidArguments("text must not be empty or blank")
     if len(trimmed) > MAX_TEXT_CHARS:
@@ -111,14 +133,24 @@ class Item:
     seq: int
     model: str
     attrs: dict[str, Any] = field(default_factory=dict)
+    # The write sequence that created the item, where recorded (items written before it was
+    # recorded and changed since do not know it).
+    created: int | None = None
+
+    @property
+    def born(self) -> int | None:
+        """The write sequence that created the item, if known (a first revision's own)."""
+        if self.created is not None:
+            return self.created
+        return self.seq if self.revision == 1 else None
 
     @property
     def surfaced(self) -> bool:
         """Whether recall may show the item: not inactive, not on hold, not merged away."""
         status = self.attrs.get("status")
-        if status is not None and status != "active":
+        if status is not None and str(status).strip().casefold() != "active":
             return False
-        if self.attrs.get("surfacing") == "hold":
+        if str(self.attrs.get("surfacing", "")).strip().casefold() == "hold":
             return False
         return "mergedInto" not in self.attrs
 

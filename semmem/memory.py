@@ -30,7 +30,7 @@ from semmem.decisions import Operation
 from semmem.embedder import Embedder
 from semmem.errors import InvalidArguments, InvalidInput
 from semmem.importing import ImportReport, import_records
-from semmem.items import Item, clean_attrs, clean_text
+from semmem.items import Item, clean_attrs, clean_text, trim
 from semmem.observing import QuietObserver, WriteObserver
 from semmem.ranking import Ranker, Scored
 from semmem.recall import Recall
@@ -166,20 +166,24 @@ class Memory:
 
     async def update(
         self, partition: str, n: int, text: str | None = None, *, cursor: str | None = None,
-        op: Operation | None = None, attrs: dict[str, Any] | None = None,
+        op: Operation | None = None, attrs: dict[str, Any] | None = None, owner: bool = True,
     ) -> dict[str, Any]:
         """Replace item ``n``'s text (and/or owner record fields) keeping its number.
 
+        ``owner=False`` (the model's tools): owner-curated records are refused.
+
         Raises:
             NotFound: ``n`` does not exist (or was forgotten before the cursor).
-            Conflict: the item changed after ``cursor``.
+            Conflict: the item existed at ``cursor``'s state and changed since.
+            Forbidden: not ``owner``, and the item is hidden or from a map import.
         """
         new_text = clean_text(text) if text is not None else None
         changes = clean_attrs(attrs or {})
         cursor_seq = parse_cursor(partition, cursor) if cursor else None
         vector = ((await self.model.embed([new_text], WRITE_LINGER_S))[0]
                   if new_text is not None else None)
-        plan = rules.update(n, new_text, vector, changes, cursor_seq, op, self.idempotency_ttl_ms)
+        plan = rules.update(n, new_text, vector, changes, cursor_seq, op, self.idempotency_ttl_ms,
+                            owner)
         # a replaced text must leave the disk like a forgotten one: purge as after a forget
         return await self._write(partition, plan, op, dropped=new_text is not None, numbers=[n])
 
@@ -196,17 +200,18 @@ class Memory:
         return await self._write(partition, rules.merge(n, into), None, numbers=[n, into])
 
     async def forget(
-        self, partition: str, n: int, *, cursor: str | None = None, op: Operation | None = None
+        self, partition: str, n: int, *, cursor: str | None = None, op: Operation | None = None,
+        owner: bool = True,
     ) -> dict[str, Any]:
         """Forget item ``n``: its text goes now from recall and, after maintenance, from disk.
 
         Its number is never reused.
 
         Raises:
-            NotFound, Conflict: as for ``update``.
+            NotFound, Conflict, Forbidden: as for ``update``.
         """
         cursor_seq = parse_cursor(partition, cursor) if cursor else None
-        plan = rules.forget(n, cursor_seq, op, self.idempotency_ttl_ms)
+        plan = rules.forget(n, cursor_seq, op, self.idempotency_ttl_ms, owner)
         return await self._write(partition, plan, op, dropped=True, numbers=[n])
 
     async def import_(
@@ -270,7 +275,7 @@ class Memory:
         Returns:
             ``{"items": [{"n", "text", "score", "updatedAt", record fields…}], "count"}``.
         """
-        if not isinstance(query, str) or not query.strip():
+        if not isinstance(query, str) or not trim(query):
             raise InvalidArguments("query must be a non-empty string")
         if isinstance(limit, bool) or not isinstance(limit, int) \
                 or not 1 <= limit <= MAX_SEARCH_LIMIT:

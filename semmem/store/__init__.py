@@ -19,6 +19,14 @@ Names are exported lazily, so ``semmem.store.views`` loads without the engine.
 from __future__ import annotations
 
 import importlib
+import os
+
+# Lance logs from Rust straight to stderr (env_logger, filtered by LANCE_LOG; it cannot be
+# routed through Python's logging). Its one expected warning is lowered: a compaction that
+# loses its commit to a concurrent write, which upkeep handles itself (it deletes the
+# rewritten files and logs that at INFO). Every other warning still shows; an operator's own
+# LANCE_LOG wins. Set here, before the engine loads: it reads the variable once.
+os.environ.setdefault("LANCE_LOG", "warn,lance::dataset::optimize=error")
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:

@@ -1,5 +1,6 @@
 """The LanceDB connection of a store, its registry, and the handle of every partition table
-(least recently used out), created and migrated on first use."""
+(least recently used out): created by the first write that commits something, and migrated
+by the first write to an older table (never by a read)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ class Connection:
         self._registry: Registry | None = None
         self._tables: OrderedDict[str, Any] = OrderedDict()
         self._creating: dict[str, asyncio.Lock] = {}
+        self._current: set[str] = set()  # tables known to have the current schema
 
     async def open(self) -> None:
         """Connect (the engine's errors propagate; the store reports them)."""
@@ -95,13 +97,25 @@ class Connection:
             async with self._creating.setdefault(name, asyncio.Lock()):
                 tbl = self._tables.get(name) or await self._create(partition, name)
             self._creating.pop(name, None)
-        else:
-            if "dkey" not in (await tbl.schema()).names:
-                await asyncio.to_thread(migrate_v1, await tbl.uri(), self.upkeep.storage_options)
-                await tbl.checkout_latest()
+            self._current.add(name)
         self._tables[name] = tbl
         while len(self._tables) > self.max_tables:
             self._tables.popitem(last=False)
+        return tbl
+
+    async def writable(self, partition: str) -> Any:
+        """The handle of an existing partition table, migrated to the current schema first if
+        it is older. Only writes migrate: a read must never write (a schema-1 table reads as
+        it is; its missing ``dkey`` column is only needed by a write's lookups). ``None``
+        when the partition has no table."""
+        tbl = await self.table(partition, create=False)
+        name = table_name(partition)
+        if tbl is None or name in self._current:
+            return tbl
+        if "dkey" not in (await tbl.schema()).names:
+            await asyncio.to_thread(migrate_v1, await tbl.uri(), self.upkeep.storage_options)
+            await tbl.checkout_latest()
+        self._current.add(name)
         return tbl
 
     async def _create(self, partition: str, name: str) -> Any:
@@ -139,6 +153,7 @@ class Connection:
         """Delete a partition's table and its registry entry. Returns whether it existed."""
         name = table_name(partition)
         self._tables.pop(name, None)
+        self._current.discard(name)
         try:
             await self.db.drop_table(name)
         except (ValueError, FileNotFoundError):

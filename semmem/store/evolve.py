@@ -16,7 +16,15 @@ from typing import Any, Protocol
 import numpy as np
 
 from semmem.items import Item, dedupe_key
-from semmem.store.views import Head, ItemSet, OpRecord, PartitionSnapshot, Tombstone, Vectors
+from semmem.store.views import (
+    Head,
+    ItemSet,
+    OpRecord,
+    PartitionSnapshot,
+    Tombstone,
+    Vectors,
+    key_rank,
+)
 
 
 class Evolving(Protocol):
@@ -107,19 +115,22 @@ def _vectors(snap: PartitionSnapshot, rows: list[int], changed: list[tuple[Item,
 
 def _keys(snap: PartitionSnapshot, changed: list[tuple[Item, Any]],
           added: list[tuple[Item, Any]]) -> dict[str, int]:
-    """The dedupe-key map after the change (the highest number wins among equal keys, as in a
-    fresh build); empty — rebuilt by the snapshot — when a changed text may have shadowed a
+    """The dedupe-key map after the change (``key_rank`` picks among equal keys, as in a
+    fresh build); empty — rebuilt by the snapshot — when a changed item may have shadowed a
     duplicate."""
     by_key = dict(snap.by_key)
     if changed and len(by_key) < len(snap.items):  # duplicates exist: a removal is ambiguous
         return {}
+    fresh = {it.n: it for it, _ in changed + added}
     for it, _ in changed:
         old = snap.get(it.n)
         if old is not None and by_key.get(dedupe_key(old.text)) == it.n:
             del by_key[dedupe_key(old.text)]
     for it, _ in changed + added:
         key = dedupe_key(it.text)
-        if by_key.get(key, 0) < it.n:
+        held = by_key.get(key)
+        current = None if held is None else fresh.get(held) or snap.get(held)
+        if current is None or key_rank(current) < key_rank(it):
             by_key[key] = it.n
     return by_key
 

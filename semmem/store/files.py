@@ -12,6 +12,7 @@ no version references).
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Iterable
 from datetime import timedelta
@@ -66,7 +67,9 @@ def filesystem(uri: str, storage_options: dict[str, str]) -> tuple[pafs.FileSyst
         )
         path = uri.split("://", 1)[1].split("?", 1)[0]  # s3+ddb: the DynamoDB table is a query
         return fs, path.rstrip("/")
-    fs, path = pafs.FileSystem.from_uri(uri if "://" in uri else f"file://{uri}")
+    # A plain path may be relative (the default data directory is): pyarrow wants it absolute,
+    # and "file://" + a relative path would read its first part as a host name.
+    fs, path = pafs.FileSystem.from_uri(uri if "://" in uri else os.path.abspath(uri))
     return fs, path.rstrip("/")
 
 

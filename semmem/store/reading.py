@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -10,7 +9,7 @@ import pyarrow as pa
 
 from semmem.errors import Unavailable
 from semmem.items import Item
-from semmem.store.schema import ITEM_COLUMNS, KIND_HEAD, KIND_ITEM, KIND_OP
+from semmem.store.schema import ITEM_COLUMNS, KIND_HEAD, KIND_ITEM, KIND_OP, split_attrs
 from semmem.store.views import Candidates, Head, OpRecord, Tombstone, Vectors
 
 
@@ -43,7 +42,8 @@ def decode(partition: str, version: int, data: pa.Table, dim: int) -> Decoded:
             head = Head(partition, version, py["n"][i], py["seq"][i], py["model"][i])
         elif kind == KIND_ITEM:
             if py["forgotten"][i]:
-                tombstones[py["n"][i]] = Tombstone(py["n"][i], py["seq"][i], py["updated"][i])
+                tombstones[py["n"][i]] = Tombstone(py["n"][i], py["seq"][i], py["updated"][i],
+                                                   split_attrs(py["attrs"][i])[1])
             else:
                 item_rows.append(i)
         elif kind == KIND_OP:
@@ -55,9 +55,10 @@ def decode(partition: str, version: int, data: pa.Table, dim: int) -> Decoded:
         Item(
             n=py["n"][i], text=py["text"][i], ts=py["ts"][i], updated=py["updated"][i],
             revision=py["revision"][i], seq=py["seq"][i], model=py["model"][i],
-            attrs=json.loads(py["attrs"][i]) if py["attrs"][i] else {},
+            attrs=attrs, created=created,
         )
         for i in item_rows
+        for attrs, created in [split_attrs(py["attrs"][i])]
     ]
     if item_rows:
         vec_col = data.column("vector").combine_chunks()
@@ -76,9 +77,10 @@ def candidates(head: Head, data: pa.Table, dim: int) -> Candidates:
     rows.sort(key=lambda r: r["n"])
     items = [
         Item(n=r["n"], text=r["text"], ts=r["ts"], updated=r["updated"],
-             revision=r["revision"], seq=r["seq"], model=r["model"],
-             attrs=json.loads(r["attrs"]) if r["attrs"] else {})
+             revision=r["revision"], seq=r["seq"], model=r["model"], attrs=attrs,
+             created=created)
         for r in rows
+        for attrs, created in [split_attrs(r["attrs"])]
     ]
     vectors = np.array([r["vector"] for r in rows], dtype=np.float32).reshape(-1, dim)
     return Candidates(items, vectors, head)

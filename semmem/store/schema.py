@@ -5,6 +5,8 @@ A partition table holds three kinds of row, keyed by ``key``:
 - the head row (``key = "head"``): highest number ever assigned (``n``), the partition's write
   sequence (``seq``), the partition name (``text``) and the model (``model``);
 - item rows (``key = "i:<n>"``): live items and the tombstones of forgotten ones (no text);
+  ``attrs`` holds the owner's record fields and, under ``CREATED``, the write sequence that
+  created the item (kept out of ``Item.attrs``; rows written before it was recorded lack it);
 - op rows (``key = "o:<sha256(operationId)>"``): idempotency records.
 """
 
@@ -31,6 +33,15 @@ KIND_HEAD, KIND_ITEM, KIND_OP = 0, 1, 2
 ITEM_COLUMNS = ["key", "kind", "n", "text", "vector", "ts", "updated", "revision", "seq",
                 "model", "forgotten", "attrs"]
 LIVE_ITEMS = f"kind = {KIND_ITEM} AND forgotten = false"
+CREATED = "_created"  # in an item row's attrs JSON: the write sequence that created it
+NEW = 0  # ``ItemRow.created`` of an item this write creates (no write has sequence 0)
+
+
+def split_attrs(raw: str | None) -> tuple[dict[str, Any], int | None]:
+    """An item row's ``attrs`` column: the record fields, and the creation sequence if any."""
+    attrs: dict[str, Any] = json.loads(raw) if raw else {}
+    created = attrs.pop(CREATED, None)
+    return attrs, created if isinstance(created, int) else None
 
 
 def table_name(partition: str) -> str:
@@ -85,6 +96,7 @@ class ItemRow:
     revision: int
     forgotten: bool = False
     attrs: dict[str, Any] = field(default_factory=dict)
+    created: int | None = None  # the item's creation sequence: ``NEW``, known, or None
 
 
 @dataclass(frozen=True)
@@ -157,11 +169,13 @@ class Batch:
         rows.add(key=HEAD_KEY, kind=KIND_HEAD, n=self.hwm, text=self.head.partition, ts=now,
                  updated=now, revision=0, seq=self.seq, model=model)
         for it in self.items.values():
+            created = self.created(it)
+            attrs = it.attrs if created is None else {**it.attrs, CREATED: created}
             rows.add(
                 key=f"i:{it.n}", kind=KIND_ITEM, n=it.n, text=it.text, vector=it.vector,
                 ts=it.ts, updated=it.updated, revision=it.revision, seq=self.seq,
                 model=None if it.forgotten else model, forgotten=it.forgotten,
-                attrs=json.dumps(it.attrs, ensure_ascii=False) if it.attrs else None,
+                attrs=json.dumps(attrs, ensure_ascii=False) if attrs else None,
                 dkey=None if it.text is None else dkey_of(it.text),
             )
         for op in self.ops.values():
@@ -170,6 +184,10 @@ class Batch:
                      op_expires=op.expires)
         return rows
 
+    def created(self, row: ItemRow) -> int | None:
+        """The creation sequence a row commits with (this batch's, for a new item)."""
+        return self.seq if row.created == NEW else row.created
+
     def changes(self, model: str) -> tuple[list[Item], list[np.ndarray], dict[int, Tombstone]]:
         """The batch's items as committed: live ones with their vectors, and tombstones."""
         items: list[Item] = []
@@ -177,11 +195,11 @@ class Batch:
         tombstones: dict[int, Tombstone] = {}
         for it in self.items.values():
             if it.forgotten or it.text is None or it.vector is None:
-                tombstones[it.n] = Tombstone(it.n, self.seq, it.updated)
+                tombstones[it.n] = Tombstone(it.n, self.seq, it.updated, self.created(it))
                 continue
             items.append(Item(n=it.n, text=it.text, ts=it.ts, updated=it.updated,
                               revision=it.revision, seq=self.seq, model=model,
-                              attrs=dict(it.attrs)))
+                              attrs=dict(it.attrs), created=self.created(it)))
             vectors.append(np.asarray(it.vector, np.float32))
         return items, vectors, tombstones
 

@@ -18,7 +18,8 @@ from typing import Any, TypeVar
 import numpy as np
 import pyarrow as pa
 
-from semmem.errors import ModelMismatch, SemmemError, Unavailable
+from semmem.errors import DeadlineExceeded, ModelMismatch, SemmemError, Unavailable
+from semmem.items import now_ms
 from semmem.store.conflicts import moved_on
 from semmem.store.connection import Connection
 from semmem.store.files import open_dataset
@@ -30,12 +31,20 @@ from semmem.store.schema import (
     LIVE_ITEMS,
     SCHEMA_VERSION,
     Lookup,
+    Mutation,
     partition_schema,
     table_name,
 )
 from semmem.store.snapshots import Snapshots
 from semmem.store.upkeep import INDEX_THRESHOLD, MaintenanceReport, Upkeep, index_probes
-from semmem.store.views import Candidates, IndexedView, PartitionSnapshot, ReadView
+from semmem.store.views import (
+    Candidates,
+    Head,
+    IndexedView,
+    PartitionSnapshot,
+    ReadView,
+    WriteView,
+)
 from semmem.store.writes import Plan, Writer
 
 V = TypeVar("V")
@@ -247,7 +256,7 @@ class Store:
         An offline migration (``semmem reindex``; stop servers first); the vector dimension may
         change. Numbers, texts, tombstones and records are kept as they are.
         """
-        tbl = await self.conn.table(partition, create=False)
+        tbl = await self.conn.writable(partition)
         if tbl is None:
             return
         data = (await tbl.to_arrow()).to_pylist()
@@ -281,7 +290,17 @@ class Store:
             DeadlineExceeded: the deadline passed before the commit could start.
             Unavailable: the write kept losing races or the store failed.
         """
-        tbl = await self.conn.table(partition, create=True)
+        tbl = await self.conn.writable(partition)
+        if tbl is None:
+            # A partition without a table: decide on its empty state first, so that a write
+            # that commits nothing (a refusal, a replay-free no-op) leaves no table behind.
+            decision = plan(WriteView([], np.zeros((0, self.dim), np.float32),
+                                      Head.empty(partition), 0))
+            if not isinstance(decision, Mutation):
+                return decision
+            if deadline_ms is not None and now_ms() >= deadline_ms:
+                raise DeadlineExceeded("deadline passed before the write was committed")
+            tbl = await self.conn.table(partition, create=True)
         return await self.writer.write(tbl, partition, plan, lookup or Lookup(), deadline_ms)
 
     # ----- upkeep ----------------------------------------------------------------------------
@@ -292,7 +311,7 @@ class Store:
         After this returns, forgotten texts are in no file of the partition unless they are in a
         version younger than ``retention`` (default: the store's ``version_retention``).
         """
-        tbl = await self.conn.table(partition, create=False)
+        tbl = await self.conn.writable(partition)
         if tbl is None:
             return None
         report = await asyncio.to_thread(self.upkeep.maintain, await tbl.uri(), retention,
@@ -306,7 +325,7 @@ class Store:
 
     async def build_index(self, partition: str) -> str:
         """Build (or bring up to date) the indexes of a partition past the index threshold."""
-        tbl = await self.conn.table(partition, create=False)
+        tbl = await self.conn.writable(partition)
         if tbl is None:
             return ""
         done = await asyncio.to_thread(self.upkeep.build_index, await tbl.uri())

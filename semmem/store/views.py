@@ -51,6 +51,7 @@ class Tombstone:
     n: int
     seq: int
     updated: int
+    created: int | None = None  # the write sequence that created the item, if known
 
 
 @dataclass(frozen=True)
@@ -155,13 +156,13 @@ class PartitionSnapshot(ItemSet, _HeadFields):
     head: Head
     tombstones: dict[int, Tombstone] = field(default_factory=dict)
     ops: dict[str, OpRecord] = field(default_factory=dict)
-    # dedupe key → number (the highest number among equal keys), built unless given.
+    # dedupe key → number (see ``key_map``), built unless given.
     by_key: dict[str, int] = field(default_factory=dict, kw_only=True, repr=False)
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if not self.by_key and self.items:
-            self.by_key.update((dedupe_key(item.text), item.n) for item in self.items)
+            self.by_key.update(key_map(self.items))
 
     @property
     def indexed(self) -> bool:
@@ -174,9 +175,27 @@ class PartitionSnapshot(ItemSet, _HeadFields):
         return cls([], np.zeros((0, dim), np.float32), Head.empty(partition))
 
     def find_text(self, text: str) -> Item | None:
-        """The live item whose text equals ``text`` up to case and whitespace."""
+        """The live item whose text equals ``text`` up to case and whitespace (one recall can
+        show, if there is one)."""
         n = self.by_key.get(dedupe_key(text))
         return None if n is None else self.get(n)
+
+
+def key_rank(item: Item) -> tuple[bool, int]:
+    """Which of several items with the same dedupe key a lookup finds: one recall can show
+    before a hidden one, then the highest number."""
+    return item.surfaced, item.n
+
+
+def key_map(items: list[Item]) -> dict[str, int]:
+    """Dedupe key → the number of the item ``key_rank`` prefers among those with that key."""
+    best: dict[str, Item] = {}
+    for item in items:
+        key = dedupe_key(item.text)
+        held = best.get(key)
+        if held is None or key_rank(item) > key_rank(held):
+            best[key] = item
+    return {key: item.n for key, item in best.items()}
 
 
 @dataclass(frozen=True, eq=False)
@@ -191,7 +210,7 @@ class WriteView(ItemSet, _HeadFields):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self._by_key.update((dedupe_key(item.text), item.n) for item in self.items)
+        self._by_key.update(key_map(self.items))
 
     @property
     def count(self) -> int:
@@ -199,7 +218,8 @@ class WriteView(ItemSet, _HeadFields):
         return self.live
 
     def find_text(self, text: str) -> Item | None:
-        """The looked-up live item whose text equals ``text`` up to case and whitespace."""
+        """The looked-up live item whose text equals ``text`` up to case and whitespace (one
+        recall can show, if there is one)."""
         n = self._by_key.get(dedupe_key(text))
         return None if n is None else self.get(n)
 

@@ -66,8 +66,9 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None,
         finally:
             await runtime.stop()
 
+    # No slash redirects: the contract has no redirects, every path not served is a 404.
     app = FastAPI(title="semmem", version=__version__, lifespan=lifespan,
-                  docs_url=None, redoc_url=None, openapi_url=None)
+                  docs_url=None, redoc_url=None, openapi_url=None, redirect_slashes=False)
     app.state.runtime = runtime
     app.add_api_route(settings.path, provider.handle, methods=["POST"],
                       include_in_schema=False)

@@ -16,7 +16,7 @@ from jsonschema.exceptions import SchemaError
 
 from semmem.contract import MAX_RECALL_BYTES
 from semmem.errors import InvalidInput
-from semmem.web.tools import TOOLS
+from semmem.web.tools import tools_for
 
 MAX_TOOLS = 8
 MIN_MAX_BYTES, MAX_MAX_BYTES = 1, MAX_RECALL_BYTES
@@ -152,15 +152,16 @@ def _has_ref(value: object) -> bool:
     return False
 
 
-def tools_declaration() -> list[dict[str, Any]]:
-    """The tools array of the declaration, checked."""
-    tools = [spec.declaration() for spec in TOOLS]
+def tools_declaration(*, accepted: bool = False) -> list[dict[str, Any]]:
+    """The tools array of the declaration, checked (``accepted``: for a server whose reads may
+    lag its writes, ``SEMMEM_READ_CONSISTENCY_MS`` above zero)."""
+    tools = [spec.declaration() for spec in tools_for(accepted=accepted)]
     check_tools(tools)
     return tools
 
 
 def render_declaration(*, path: str = "/memory", max_bytes: int = 8192,
-                       json_only: bool = False) -> str:
+                       json_only: bool = False, accepted: bool = False) -> str:
     """The ``httpMemory({...})`` declaration (TypeScript) with its tools array as JSON.
 
     Raises:
@@ -168,7 +169,7 @@ def render_declaration(*, path: str = "/memory", max_bytes: int = 8192,
     """
     check_path(path)
     check_max_bytes(max_bytes)
-    tools = tools_declaration()
+    tools = tools_declaration(accepted=accepted)
     tools_json = json.dumps(tools, indent=2, ensure_ascii=False)
     if json_only:
         return tools_json

@@ -14,7 +14,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from semmem.contract import DEFAULT_SEARCH_LIMIT, MAX_RESPONSE
+from semmem.contract import DEADLINE_HORIZON_MS, DEFAULT_SEARCH_LIMIT, MAX_RESPONSE
 from semmem.errors import DeadlineExceeded, Forbidden, InvalidInput, SemmemError
 from semmem.items import now_ms
 from semmem.memory import Memory, Operation
@@ -46,11 +46,12 @@ async def _remember(memory: Memory, req: ToolRequest, args: dict[str, Any]) -> d
 
 async def _update(memory: Memory, req: ToolRequest, args: dict[str, Any]) -> dict[str, Any]:
     return await memory.update(req.partition, args["n"], args["text"], cursor=req.cursor,
-                               op=_op(req, args))
+                               op=_op(req, args), owner=False)
 
 
 async def _forget(memory: Memory, req: ToolRequest, args: dict[str, Any]) -> dict[str, Any]:
-    return await memory.forget(req.partition, args["n"], cursor=req.cursor, op=_op(req, args))
+    return await memory.forget(req.partition, args["n"], cursor=req.cursor, op=_op(req, args),
+                               owner=False)
 
 
 CALLS: dict[str, Call] = {
@@ -59,12 +60,16 @@ CALLS: dict[str, Call] = {
 
 
 def _check_media_type(request: Request) -> None:
-    media, _, params = request.headers.get("content-type", "").partition(";")
+    """``application/json`` with any parameters; a charset, if given, must be UTF-8."""
+    media, *params = request.headers.get("content-type", "").split(";")
     if media.strip().lower() != "application/json":
-        raise InvalidInput("Content-Type must be application/json")
-    charset = params.strip().lower()
-    if charset and charset.replace(" ", "") not in ("charset=utf-8", 'charset="utf-8"'):
-        raise InvalidInput("the body must be UTF-8 JSON")
+        raise InvalidInput("the Content-Type header must be application/json")
+    for param in params:
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "charset" \
+                and value.strip().strip('"').lower() not in ("utf-8", "utf8"):
+            raise InvalidInput("the Content-Type header names a charset other than UTF-8; "
+                               "the body must be UTF-8 JSON")
 
 
 async def _recall(rt: Runtime, memory: Memory, req: RecallRequest) -> bytes:
@@ -86,6 +91,9 @@ async def _tool(rt: Runtime, memory: Memory, req: ToolRequest) -> bytes:
     if spec.name == "search":
         return fit_search(result)
     rt.metrics.writes.labels(spec.name).inc()
+    if rt.settings.read_consistency_ms > 0:
+        # Another replica may read a version older than this write for that long (replays too).
+        result = {**result, "status": "accepted"}
     # sort_keys: a replay decodes the stored result, so bytes must not depend on dict order.
     body = dumps({"result": result}, sort_keys=True)
     if len(body) > MAX_RESPONSE:
@@ -106,9 +114,15 @@ async def handle(request: Request) -> Response:
             req = parse_envelope(decoded)
             call.operation = req.operation
             call.tool = req.tool if isinstance(req, ToolRequest) else ""
-            if now_ms() >= req.deadline_ms:
+            now = now_ms()
+            if now >= req.deadline_ms:
                 raise DeadlineExceeded("deadlineAt has already passed",
                                        {"deadlineAt": decoded.get("deadlineAt")})
+            if req.deadline_ms > now + DEADLINE_HORIZON_MS:
+                raise InvalidInput(
+                    f"deadlineAt is more than {DEADLINE_HORIZON_MS // 3_600_000} hours ahead",
+                    {"deadlineAt": decoded.get("deadlineAt"),
+                     "horizonSeconds": DEADLINE_HORIZON_MS // 1000})
             if isinstance(req, RecallRequest):
                 body = await _recall(rt, call.memory, req)
             else:

@@ -8,7 +8,7 @@ Nothing here imports the core, so the declaration renders without opening a stor
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, Literal
 
@@ -21,16 +21,22 @@ from semmem.contract import (
     MAX_TEXT_CHARS,
 )
 from semmem.errors import InvalidArguments
+from semmem.items import NON_BLANK_PATTERN, TEXT_PATTERN
 
 Access = Literal["read", "write"]
 
 
+# The pattern says the whole rule (1–2,000 characters after trimming whitespace, no NUL), so a
+# host's check and the server's agree exactly; a maxLength would count the whitespace around.
 _TEXT: dict[str, Any] = {
     "type": "string",
     "minLength": 1,
-    "maxLength": MAX_TEXT_CHARS,
-    "pattern": "\\S",
-    "description": "The fact, one self-contained sentence (1–2,000 characters).",
+    "pattern": TEXT_PATTERN,
+    "description": (
+        f"The fact, one self-contained sentence: 1–{MAX_TEXT_CHARS:,} characters after "
+        "trimming surrounding whitespace, no NUL characters. Text that is not valid Unicode "
+        "(a lone surrogate) is refused."
+    ),
 }
 _N: dict[str, Any] = {
     "type": "integer",
@@ -96,7 +102,7 @@ class ToolSpec:
         }
 
 
-TOOLS: tuple[ToolSpec, ...] = (
+_TEMPLATES: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="search",
         description=(
@@ -114,7 +120,7 @@ TOOLS: tuple[ToolSpec, ...] = (
                     "type": "string",
                     "minLength": 1,
                     "maxLength": MAX_QUERY_CHARS,
-                    "pattern": "\\S",
+                    "pattern": NON_BLANK_PATTERN,
                     "description": "What to look for, in plain words.",
                 },
                 "limit": {
@@ -134,9 +140,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         description=(
             "Save one durable fact worth knowing in later conversations and get its number. "
             "Numbers are stable: a fact keeps its number for life and recalled memory shows it "
-            "as '<n>. <text>'. The write is stored at once (status 'stored') and visible to the "
-            "next recall. Remembering a fact that is already there returns its existing number "
-            "('existing': true) instead of a copy."
+            "as '<n>. <text>'. {written} Remembering a fact that is already there returns its "
+            "existing number ('existing': true) instead of a copy."
         ),
         access="write",
         idempotent=True,
@@ -151,9 +156,10 @@ TOOLS: tuple[ToolSpec, ...] = (
         name="update",
         description=(
             "Replace the text of fact number n, which keeps its number. Use a number you have "
-            "seen in recalled memory or search results. Stored at once (status 'stored') and "
-            "visible to the next recall. If that fact changed since your memory was recalled, "
-            "the call fails with a conflict: read memory again before retrying."
+            "seen in recalled memory or search results. {written} If that fact changed since "
+            "your memory was recalled, the call fails with a conflict: read memory again before "
+            "retrying. Facts the owner curates (hidden from recall, or imported as records) "
+            "cannot be changed here."
         ),
         access="write",
         idempotent=True,
@@ -168,9 +174,10 @@ TOOLS: tuple[ToolSpec, ...] = (
         name="forget",
         description=(
             "Delete fact number n for good; its number is never reused. Use a number you have "
-            "seen in recalled memory or search results. Stored at once (status 'stored'): the "
-            "fact is gone from the next recall. If that fact changed since your memory was "
-            "recalled, the call fails with a conflict: read memory again before retrying."
+            "seen in recalled memory or search results. {written} If that fact changed since "
+            "your memory was recalled, the call fails with a conflict: read memory again before "
+            "retrying. Facts the owner curates (hidden from recall, or imported as records) "
+            "cannot be changed here."
         ),
         access="write",
         idempotent=True,
@@ -183,6 +190,23 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
 )
 
+# What a write's result says, and so what the descriptions promise: ``stored`` (visible to the
+# next recall) or, where another replica may read a stale version for a while, ``accepted``.
+_WRITTEN = {
+    False: "The write is stored at once (status 'stored') and visible to the next recall.",
+    True: ("The write is accepted at once (status 'accepted'): it is durable, but recall may "
+           "take a few seconds to show it."),
+}
+
+
+def tools_for(*, accepted: bool) -> tuple[ToolSpec, ...]:
+    """The tools with descriptions for a server whose writes answer ``accepted`` (reads may
+    lag: a read-consistency interval above zero) or ``stored``."""
+    return tuple(replace(spec, description=spec.description.format(written=_WRITTEN[accepted]))
+                 for spec in _TEMPLATES)
+
+
+TOOLS = tools_for(accepted=False)  # the names, access and schemas are the same either way
 BY_NAME: dict[str, ToolSpec] = {spec.name: spec for spec in TOOLS}
 
 def _short(name: str, limit: int = 40) -> str:
@@ -209,8 +233,11 @@ def _describe(error: ValidationError) -> str:
         return f"must be at least {value} characters long"
     if rule == "maxLength":
         return f"must be at most {value} characters long"
-    if rule == "pattern" and value == "\\S":
+    if rule == "pattern" and value == NON_BLANK_PATTERN:
         return "must contain a non-blank character"
+    if rule == "pattern" and value == TEXT_PATTERN:
+        return (f"must hold 1 to {MAX_TEXT_CHARS:,} characters after trimming surrounding "
+                "whitespace, and no NUL characters")
     if rule == "minimum":
         return f"must be at least {value}"
     if rule == "maximum":

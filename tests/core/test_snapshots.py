@@ -17,7 +17,7 @@ from tests.support.memory import open_memory
 
 WORDS = ["tea", "green", "sister", "Porto", "camping", "dog", "garden", "piano"]
 KINDS = ["remember", "remember", "remember", "update", "note", "forget", "merge", "import",
-         "other_remember", "other_update", "other_forget", "maintain"]
+         "other_remember", "other_update", "other_forget", "maintain", "hold", "other_show"]
 QUERIES = ["green tea", "sister in Porto", "camping with the dog", "piano"]
 
 Step = tuple[str, int, int]
@@ -38,6 +38,8 @@ async def _apply(mine: Memory, other: Memory, step: Step) -> None:
             await who.remember("p", _text(seed))
         elif kind == "update":
             await who.update("p", n, _text(seed + 1))
+        elif kind in ("hold", "show"):  # hidden items' texts are stored again when remembered
+            await who.update("p", n, attrs={"surfacing": "hold" if kind == "hold" else None})
         elif kind == "note":
             await who.update("p", n, attrs={"note": WORDS[seed % 8]})
         elif kind == "forget":
@@ -60,6 +62,7 @@ async def _same_as_fresh(mine: Memory, root: Path, embedder: HashingEmbedder) ->
         assert np.array_equal(kept.vectors, built.vectors)
         assert kept.tombstones == built.tombstones and kept.hwm == built.hwm
         assert kept.seq == built.seq and kept.count == built.count
+        assert kept.by_key == built.by_key
         for item in built.items:
             assert kept.find_text(item.text) == built.find_text(item.text)
         for query in [*QUERIES, None]:
