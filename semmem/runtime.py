@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from semmem.embedder import CachedEmbedder, Embedder, SentenceTransformerEmbedder
+from semmem.embedder import CachedEmbedder, Embedder, open_model
 from semmem.memory import Memory
 from semmem.ranking import Ranker, RankingConfig
 from semmem.settings import Settings
@@ -25,8 +25,8 @@ def limit_blas_threads() -> None:
 
 
 def load_embedder(settings: Settings) -> Embedder:
-    """The configured model, verified against its manifest, with a query cache."""
-    model = SentenceTransformerEmbedder(settings.model, threads=settings.torch_threads)
+    """The configured model on the configured encoder, verified, with a query cache."""
+    model = open_model(settings.model, settings.encoder, threads=settings.torch_threads)
     return CachedEmbedder(model, settings.query_cache)
 
 
