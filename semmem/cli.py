@@ -405,7 +405,8 @@ def evaluate(
     from semmem.evaluation import run_cli
 
     with _errors():
-        typer.echo(run_cli(dataset, ranking=ranking, model=model, as_json=as_json))
+        typer.echo(run_cli(dataset, ranking=ranking, model=model, as_json=as_json,
+                           encoder=_settings().encoder))
 
 
 def main() -> None:
