@@ -1,11 +1,15 @@
 """HTTP under concurrency: requests/s and latency at 1, 8 and 32 concurrent clients.
 
     .venv/bin/python benchmarks/http_load.py --facts 10000 --requests 400
+    .venv/bin/python benchmarks/http_load.py --mix recall --encoders torch,onnx --rounds 2
 
 A real ``semmem serve`` process (bundled model) on 127.0.0.1 over a store seeded through the
 store layer with the real embeddings of the 10k base set, one partition per simulated user
 (``--users``). Each client sends a bounded mix: 70 % recall, 20 % search, 10 % remember (all
-texts distinct, so no query cache hit). Statuses other than 200 are counted (429 = shed).
+texts distinct, so no query cache hit); ``--mix recall`` sends recalls only. Statuses other
+than 200 are counted (429 = shed). ``--encoders`` restarts the server once per encoder on the
+same data (``SEMMEM_ENCODER``), alternating for ``--rounds`` rounds, so the encoders are
+compared under the same load.
 """
 
 from __future__ import annotations
@@ -67,11 +71,13 @@ def request(kind: str, user: int, text: str, i: int) -> dict[str, Any]:
             "arguments": {"text": f"new fact {i}: {text}"}}
 
 
-def run(url: str, clients: int, total: int, users: int, offset: int) -> dict[str, Any]:
+def run(url: str, clients: int, total: int, users: int, offset: int,
+        mix: str = "mixed") -> dict[str, Any]:
     """``total`` requests from ``clients`` threads; latency percentiles and throughput."""
     rng = random.Random(clients)
     texts = queries(total, offset=offset)
-    kinds = rng.choices(["recall", "search", "remember"], weights=[7, 2, 1], k=total)
+    weights = [7, 2, 1] if mix == "mixed" else [1, 0, 0]
+    kinds = rng.choices(["recall", "search", "remember"], weights=weights, k=total)
     plan = [(kinds[i], rng.randrange(users), texts[i], offset + i) for i in range(total)]
     lock = threading.Lock()
     lat: dict[str, list[float]] = {"recall": [], "search": [], "remember": []}
@@ -109,51 +115,66 @@ def run(url: str, clients: int, total: int, users: int, offset: int) -> dict[str
             "statuses": statuses}
 
 
+def serve(data: Path, encoder: str | None) -> tuple[subprocess.Popen[bytes], str, Any]:
+    """A ``semmem serve`` process on ``data`` (``encoder``: SEMMEM_ENCODER, else the default)."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEMMEM_")}
+    env.update({"SEMMEM_DATA": str(data / "db"), "SEMMEM_PORT": str(port),
+                "SEMMEM_HOST": "127.0.0.1", "SEMMEM_TOKENS": "bench",
+                "SEMMEM_LOG_LEVEL": "warning", "SEMMEM_QUERY_CACHE": "0"})
+    if encoder:
+        env["SEMMEM_ENCODER"] = encoder
+    log = (data / "server.log").open("a")
+    proc = subprocess.Popen([sys.executable, "-m", "semmem.cli", "serve"], env=env, cwd=REPO,
+                            stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            if httpx.get(url + "/readyz", timeout=5).status_code == 200:
+                return proc, url, log
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline or proc.poll() is not None:
+            proc.kill()
+            raise SystemExit("server did not start: " + (data / "server.log").read_text())
+        time.sleep(0.2)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--users", type=int, default=20)
     parser.add_argument("--facts", type=int, default=1000, help="facts per user")
     parser.add_argument("--requests", type=int, default=300, help="per concurrency level")
     parser.add_argument("--levels", default="1,8,32")
+    parser.add_argument("--mix", choices=["mixed", "recall"], default="mixed")
+    parser.add_argument("--encoders", default="", help="e.g. torch,onnx (default: the server's)")
+    parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args()
     (Path.cwd() / "data").mkdir(exist_ok=True)
     data = Path(tempfile.mkdtemp(prefix="load-", dir=Path.cwd() / "data"))
     asyncio.run(seed(data / "db", args.users, args.facts))
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SEMMEM_")}
-    env.update({"SEMMEM_DATA": str(data / "db"), "SEMMEM_PORT": str(port),
-                "SEMMEM_HOST": "127.0.0.1", "SEMMEM_TOKENS": "bench",
-                "SEMMEM_LOG_LEVEL": "warning", "SEMMEM_QUERY_CACHE": "0"})
-    log = (data / "server.log").open("w")
-    proc = subprocess.Popen([sys.executable, "-m", "semmem.cli", "serve"], env=env, cwd=REPO,
-                            stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
+    print("| encoder | concurrent clients | requests/s | p50 ms | p99 ms | recall p99 ms | "
+          "remember p99 ms | statuses |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    offset = 0
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(url + "/readyz", timeout=5).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise SystemExit("server did not start: " + (data / "server.log").read_text())
-            time.sleep(0.2)
-        run(url, 2, 20, args.users, offset=10_000)  # warm up
-        print("| concurrent clients | requests/s | p50 ms | p99 ms | recall p99 ms | "
-              "remember p99 ms | statuses |")
-        print("| --- | --- | --- | --- | --- | --- | --- |")
-        offset = 0
-        for clients in [int(c) for c in args.levels.split(",")]:
-            r = run(url, clients, args.requests, args.users, offset)
-            offset += args.requests
-            print(f"| {clients} | {r['rps']:.1f} | {r['p50']:.1f} | {r['p99']:.1f} | "
-                  f"{r['recall_p99']:.1f} | {r['remember_p99']:.1f} | {r['statuses']} |",
-                  flush=True)
+        for _ in range(args.rounds):
+            for encoder in args.encoders.split(",") if args.encoders else [None]:
+                proc, url, log = serve(data, encoder)
+                try:
+                    run(url, 2, 20, args.users, offset=100_000 + offset)  # warm up
+                    for clients in [int(c) for c in args.levels.split(",")]:
+                        r = run(url, clients, args.requests, args.users, offset, args.mix)
+                        offset += args.requests
+                        print(f"| {encoder or 'default'} | {clients} | {r['rps']:.1f} | "
+                              f"{r['p50']:.1f} | {r['p99']:.1f} | {r['recall_p99']:.1f} | "
+                              f"{r['remember_p99']:.1f} | {r['statuses']} |", flush=True)
+                finally:
+                    proc.terminate()
+                    proc.wait(20)
+                    log.close()
     finally:
-        proc.terminate()
-        proc.wait(20)
-        log.close()
         shutil.rmtree(data, ignore_errors=True)
 
 

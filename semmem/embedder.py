@@ -144,6 +144,7 @@ class CachedEmbedder:
 
     def __init__(self, inner: Embedder, size: int = 1024) -> None:
         self.inner = inner
+        self.encoder: str = getattr(inner, "encoder", type(inner).__name__)
         self.model_id = inner.model_id
         self.dim = inner.dim
         self._size = size

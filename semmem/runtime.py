@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 
 from semmem.embedder import CachedEmbedder, Embedder, open_model
@@ -27,6 +28,8 @@ def limit_blas_threads() -> None:
 def load_embedder(settings: Settings) -> Embedder:
     """The configured model on the configured encoder, verified, with a query cache."""
     model = open_model(settings.model, settings.encoder, threads=settings.torch_threads)
+    logging.getLogger("semmem").info("model %s on %s", model.model_id,
+                                     getattr(model, "encoder", type(model).__name__))
     return CachedEmbedder(model, settings.query_cache)
 
 
