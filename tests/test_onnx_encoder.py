@@ -213,3 +213,42 @@ def test_build_exports_from_the_pinned_weights_and_keeps_a_verified_file(tmp_pat
     assert build_onnx(folder) == record  # verified already: left alone
     assert (folder / ONNX_NAME).stat().st_mtime_ns == mtime
     assert not list(folder.glob(".*tmp*")) and not list(folder.glob("*.tmp"))
+
+
+@pytest.mark.parametrize("encoder", ["torch", "onnx"])
+def test_settings_encoder_selects_the_runtime_encoder(
+    encoder: str, onnx_embedder: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from semmem.runtime import load_embedder
+    from semmem.settings import Settings
+
+    monkeypatch.setenv("SEMMEM_ENCODER", encoder)
+    embedder = load_embedder(Settings())
+    assert getattr(embedder, "encoder", None) == encoder
+    assert embedder.model_id == load_spec(default_model_dir()).model_id
+
+
+def test_cli_model_verify_probes_both_encoders_again(onnx_embedder: object) -> None:
+    from typer.testing import CliRunner
+
+    from semmem.cli import app
+
+    result = CliRunner().invoke(app, ["model", "verify", "--probe"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("model all-MiniLM-L6-v2 OK")
+    assert lines[1] == "ONNX file model.onnx OK (the file its probe verified)"
+    assert float(lines[2].rsplit(" ", 1)[1]) >= PROBE_MIN_COSINE
+
+
+def test_cli_model_fetch_keeps_a_verified_onnx_file(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from semmem.cli import app
+
+    folder = _linked_model(tmp_path)
+    before = (folder / PROBE_NAME).read_text()
+    result = CliRunner().invoke(app, ["model", "fetch", "--model", str(folder)])
+    assert result.exit_code == 0, result.output
+    assert "ONNX file verified by its outputs: 29 probes" in result.stdout
+    assert (folder / PROBE_NAME).read_text() == before
