@@ -122,8 +122,11 @@ def serve(data: Path, encoder: str | None) -> tuple[subprocess.Popen[bytes], str
     env.update({"SEMMEM_DATA": str(data / "db"), "SEMMEM_PORT": str(port),
                 "SEMMEM_HOST": "127.0.0.1", "SEMMEM_TOKENS": "bench",
                 "SEMMEM_LOG_LEVEL": "warning", "SEMMEM_QUERY_CACHE": "0"})
-    if encoder:
-        env["SEMMEM_ENCODER"] = encoder
+    if encoder:  # "onnx", or "onnx@2" for two model threads (SEMMEM_TORCH_THREADS)
+        name, _, threads = encoder.partition("@")
+        env["SEMMEM_ENCODER"] = name
+        if threads:
+            env["SEMMEM_TORCH_THREADS"] = threads
     log = (data / "server.log").open("a")
     proc = subprocess.Popen([sys.executable, "-m", "semmem.cli", "serve"], env=env, cwd=REPO,
                             stdout=log, stderr=subprocess.STDOUT)
@@ -148,7 +151,8 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=300, help="per concurrency level")
     parser.add_argument("--levels", default="1,8,32")
     parser.add_argument("--mix", choices=["mixed", "recall"], default="mixed")
-    parser.add_argument("--encoders", default="", help="e.g. torch,onnx (default: the server's)")
+    parser.add_argument("--encoders", default="",
+                        help="e.g. torch,onnx or torch@1,onnx@2 (default: the server's)")
     parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args()
     (Path.cwd() / "data").mkdir(exist_ok=True)
