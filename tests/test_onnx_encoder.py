@@ -43,9 +43,14 @@ QUERIES = ["Suggest a recipe, I do not eat meat", "which units do I prefer?", "p
 
 
 @pytest.fixture(scope="session")
-def onnx_embedder() -> object:
+def onnx_ready() -> None:
+    """Skips where set-up has not exported the bundled model's ONNX file (`make setup` does)."""
     if not (default_model_dir() / PROBE_NAME).is_file():
         pytest.skip("no verified ONNX file (run `semmem model fetch`)")
+
+
+@pytest.fixture(scope="session")
+def onnx_embedder(onnx_ready: None) -> object:
     from semmem.onnx_encoder import OnnxEmbedder
 
     return OnnxEmbedder.load(default_model_dir())
@@ -138,7 +143,7 @@ async def test_store_written_with_torch_recalls_the_same_with_onnx(
         await reopened.close()
 
 
-def test_auto_is_onnx_with_a_record_and_torch_without(tmp_path: Path) -> None:
+def test_auto_is_onnx_with_a_record_and_torch_without(tmp_path: Path, onnx_ready: None) -> None:
     with_onnx = _linked_model(tmp_path / "a")
     without = _linked_model(tmp_path / "b", onnx=False)
     assert resolve_encoder(with_onnx) == "onnx"
@@ -152,7 +157,7 @@ def test_auto_is_onnx_with_a_record_and_torch_without(tmp_path: Path) -> None:
         resolve_encoder(with_onnx, "tensorflow")
 
 
-def test_altered_onnx_file_is_refused(tmp_path: Path) -> None:
+def test_altered_onnx_file_is_refused(tmp_path: Path, onnx_ready: None) -> None:
     folder = _linked_model(tmp_path)
     onnx = folder / ONNX_NAME
     _replace(onnx, onnx.read_bytes() + b"\0")
@@ -160,7 +165,9 @@ def test_altered_onnx_file_is_refused(tmp_path: Path) -> None:
         open_model(folder)  # auto: the record says ONNX, so an altered file stops the start
 
 
-def test_probe_record_of_another_model_or_a_failed_probe_is_refused(tmp_path: Path) -> None:
+def test_probe_record_of_another_model_or_a_failed_probe_is_refused(
+    tmp_path: Path, onnx_ready: None
+) -> None:
     folder = _linked_model(tmp_path)
     record_path = folder / PROBE_NAME
     record = json.loads(record_path.read_text())
@@ -176,7 +183,7 @@ def test_probe_record_of_another_model_or_a_failed_probe_is_refused(tmp_path: Pa
 
 
 @pytest.mark.slow
-def test_install_refuses_a_graph_whose_vectors_differ(tmp_path: Path) -> None:
+def test_install_refuses_a_graph_whose_vectors_differ(tmp_path: Path, onnx_ready: None) -> None:
     import onnx
     from onnx import numpy_helper
 
@@ -241,7 +248,7 @@ def test_cli_model_verify_probes_both_encoders_again(onnx_embedder: object) -> N
     assert float(lines[2].rsplit(" ", 1)[1]) >= PROBE_MIN_COSINE
 
 
-def test_cli_model_fetch_keeps_a_verified_onnx_file(tmp_path: Path) -> None:
+def test_cli_model_fetch_keeps_a_verified_onnx_file(tmp_path: Path, onnx_ready: None) -> None:
     from typer.testing import CliRunner
 
     from semmem.cli import app
