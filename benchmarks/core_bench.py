@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.factgen import QUERIES, facts
 from semmem.embedder import CachedEmbedder, SentenceTransformerEmbedder
 from semmem.maintenance import Maintainer
-from semmem.memory import Memory
+from semmem.memory import Memory, QuietObserver
 from semmem.modelfiles import default_model_dir
 from semmem.store import Store
 
@@ -77,7 +77,7 @@ async def main(sizes: list[int]) -> None:
         marker = "forget-marker-5c1e0b"
         await mem.remember("forget", f"secret {marker}")
         maint = Maintainer(store, delay_s=2.0)
-        mem.on_write = maint.touched
+        mem.observer = _Touch(maint)
         maint.start()
         t0 = time.perf_counter()
         await mem.forget("forget", 1)
@@ -101,3 +101,13 @@ if __name__ == "__main__":
     parser.add_argument("--sizes", default="1000,10000")
     args = parser.parse_args()
     asyncio.run(main([int(s) for s in args.sizes.split(",")]))
+
+
+class _Touch(QuietObserver):
+    """Hands the memory's writes to a bare ``Maintainer`` (no follow-up purges)."""
+
+    def __init__(self, maintainer: Maintainer) -> None:
+        self.maintainer = maintainer
+
+    def written(self, partition: str, dropped: bool) -> None:
+        self.maintainer.touched(partition, dropped)

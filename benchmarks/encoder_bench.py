@@ -89,7 +89,7 @@ async def clients_round(config: Config, memory: Memory, clients: int, texts: lis
             text = pending.pop()
             t0 = time.perf_counter()
             if two_threads is None:
-                await memory._embed([text])
+                await memory.model.embed([text])
             else:
                 await loop.run_in_executor(two_threads, config.model.embed_batch, [text])
             lat.append((time.perf_counter() - t0) * 1000)

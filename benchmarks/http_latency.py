@@ -14,9 +14,7 @@ import asyncio
 import json
 import os
 import random
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,8 +24,10 @@ from typing import Any
 
 import httpx
 
-REPO = Path(__file__).resolve().parent.parent
-TOKEN = "bench-token"
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.support.server import AUTH, ServerProcess
+
 PARTITION = "bench"
 
 NAMES = ["Alice", "Bruno", "Chen", "Dara", "Emeka", "Fatima", "Goran", "Hana", "Ines", "Jonas",
@@ -84,14 +84,6 @@ def make_facts(count: int, rng: random.Random) -> list[str]:
     return sorted(out)
 
 
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 async def seed(data: Path, facts: list[str]) -> float:
     """Import the facts through the core; returns seconds taken."""
     from semmem.runtime import open_memory
@@ -101,9 +93,9 @@ async def seed(data: Path, facts: list[str]) -> float:
     memory = await open_memory(Settings(data=str(data)))
     try:
         await memory.import_(PARTITION, [{"text": t} for t in facts], batch_size=256)
-        await memory.store.maintain(PARTITION)
+        await memory.maintain(PARTITION)
     finally:
-        await memory.store.close()
+        await memory.close()
     return time.perf_counter() - started
 
 
@@ -150,30 +142,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="semmem-bench-") as tmp:
         data = Path(tmp) / "db"
         seed_s = asyncio.run(seed(data, stored))
-        port = free_port()
         # Only the model and its threads may come from the caller's environment.
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("SEMMEM_") or k in ("SEMMEM_MODEL", "SEMMEM_TORCH_THREADS")}
-        env.update({"SEMMEM_TOKENS": TOKEN, "SEMMEM_DATA": str(data),
-                    "SEMMEM_PORT": str(port), "SEMMEM_LOG_LEVEL": "warning"})
-        log = Path(tmp) / "server.log"
-        with log.open("w") as sink:
-            server = subprocess.Popen([sys.executable, "-m", "semmem.cli", "serve"], cwd=REPO,
-                                      env=env, stdout=sink, stderr=subprocess.STDOUT)
+        env = {k: os.environ[k] for k in ("SEMMEM_MODEL", "SEMMEM_TORCH_THREADS")
+               if k in os.environ}
+        server = ServerProcess(data, model=True, env=env, maintenance_delay_s=None,
+                               log=Path(tmp) / "server.log").start()
         try:
-            headers = {"Authorization": f"Bearer {TOKEN}"}
-            with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers,
-                              timeout=30) as client:
-                deadline = time.monotonic() + 120
-                while True:
-                    try:
-                        if client.get("/readyz").status_code == 200:
-                            break
-                    except httpx.TransportError:
-                        pass
-                    if server.poll() is not None or time.monotonic() > deadline:
-                        raise SystemExit(f"server did not start:\n{log.read_text()}")
-                    time.sleep(0.1)
+            server.wait_ready()
+            with httpx.Client(base_url=server.url, headers=AUTH, timeout=30) as client:
                 # Distinct inputs, so no recall is served by the query-embedding cache.
                 pool = [q.format(n=n) for q in QUERIES for n in NAMES]
                 picked = rng.sample(pool, min(len(pool), args.recalls + 10))
@@ -191,8 +167,7 @@ def main() -> None:
                     "sample", operation="recall", input={"text": queries[0]},
                     maxBytes=args.max_bytes)).json()
         finally:
-            server.terminate()
-            server.wait(30)
+            server.stop()
 
     report = {
         "facts": args.facts, "max_bytes": args.max_bytes, "cpus": os.cpu_count(),

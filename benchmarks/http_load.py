@@ -17,10 +17,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import random
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -38,9 +36,7 @@ from semmem.embedder import SentenceTransformerEmbedder
 from semmem.items import now_ms
 from semmem.modelfiles import default_model_dir
 from semmem.store import ItemRow, Mutation, Store
-from tests.web_fixtures import free_port, iso_in
-
-REPO = Path(__file__).resolve().parent.parent
+from tests.support.server import AUTH, JSON, ServerProcess, iso_in
 
 
 async def seed(data: Path, users: int, per_user: int) -> None:
@@ -84,9 +80,7 @@ def run(url: str, clients: int, total: int, users: int, offset: int,
     statuses: dict[int, int] = {}
 
     def worker() -> None:
-        with httpx.Client(base_url=url, timeout=120,
-                          headers={"Authorization": "Bearer bench",
-                                   "Content-Type": "application/json"}) as client:
+        with httpx.Client(base_url=url, timeout=120, headers={**AUTH, **JSON}) as client:
             while True:
                 with lock:
                     if not plan:
@@ -115,33 +109,22 @@ def run(url: str, clients: int, total: int, users: int, offset: int,
             "statuses": statuses}
 
 
-def serve(data: Path, encoder: str | None) -> tuple[subprocess.Popen[bytes], str, Any]:
-    """A ``semmem serve`` process on ``data`` (``encoder``: SEMMEM_ENCODER, else the default)."""
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SEMMEM_")}
-    env.update({"SEMMEM_DATA": str(data / "db"), "SEMMEM_PORT": str(port),
-                "SEMMEM_HOST": "127.0.0.1", "SEMMEM_TOKENS": "bench",
-                "SEMMEM_LOG_LEVEL": "warning", "SEMMEM_QUERY_CACHE": "0"})
-    if encoder:  # "onnx", or "onnx@2" for two model threads (SEMMEM_TORCH_THREADS)
+def serve(data: Path, encoder: str | None) -> ServerProcess:
+    """``semmem serve`` on ``data`` (``encoder``: SEMMEM_ENCODER, else the server's default)."""
+    env = {"SEMMEM_QUERY_CACHE": "0"}
+    if encoder:  # "onnx", or "onnx@2" for two intra-op threads (SEMMEM_TORCH_THREADS)
         name, _, threads = encoder.partition("@")
         env["SEMMEM_ENCODER"] = name
         if threads:
             env["SEMMEM_TORCH_THREADS"] = threads
-    log = (data / "server.log").open("a")
-    proc = subprocess.Popen([sys.executable, "-m", "semmem.cli", "serve"], env=env, cwd=REPO,
-                            stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            if httpx.get(url + "/readyz", timeout=5).status_code == 200:
-                return proc, url, log
-        except httpx.TransportError:
-            pass
-        if time.monotonic() > deadline or proc.poll() is not None:
-            proc.kill()
-            raise SystemExit("server did not start: " + (data / "server.log").read_text())
-        time.sleep(0.2)
+    server = ServerProcess(data / "db", model=True, env=env, maintenance_delay_s=None,
+                           log=data / "server.log").start()
+    try:
+        server.wait_ready()
+    except BaseException:
+        server.stop()
+        raise
+    return server
 
 
 def main() -> None:
@@ -165,7 +148,8 @@ def main() -> None:
     try:
         for _ in range(args.rounds):
             for encoder in args.encoders.split(",") if args.encoders else [None]:
-                proc, url, log = serve(data, encoder)
+                server = serve(data, encoder)
+                url = server.url
                 try:
                     run(url, 2, 20, args.users, offset=100_000 + offset)  # warm up
                     for clients in [int(c) for c in args.levels.split(",")]:
@@ -175,9 +159,7 @@ def main() -> None:
                               f"{r['p50']:.1f} | {r['p99']:.1f} | {r['recall_p99']:.1f} | "
                               f"{r['remember_p99']:.1f} | {r['statuses']} |", flush=True)
                 finally:
-                    proc.terminate()
-                    proc.wait(20)
-                    log.close()
+                    server.stop()
     finally:
         shutil.rmtree(data, ignore_errors=True)
 

@@ -40,9 +40,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.factgen import QUERIES
 from benchmarks.vectors import base_set, expanded
+from semmem.contract import MAX_SOURCES
 from semmem.embedder import CachedEmbedder, Embedder, SentenceTransformerEmbedder
 from semmem.items import now_ms
-from semmem.memory import MAX_SOURCES, Memory
+from semmem.memory import Memory
 from semmem.modelfiles import default_model_dir
 from semmem.packing import pack_candidates
 from semmem.runtime import limit_blas_threads
@@ -94,7 +95,7 @@ def serve(memory: Memory, embedder: Any) -> tuple[str, Any]:
 
     from semmem.settings import Settings
     from semmem.web.app import create_app
-    from tests.web_fixtures import free_port
+    from tests.support.server import free_port
 
     port = free_port()
     settings = Settings(data="unused", tokens="bench", insecure=False, host="127.0.0.1",
@@ -110,7 +111,7 @@ def serve(memory: Memory, embedder: Any) -> tuple[str, Any]:
 
 def body(query: str, i: int) -> dict[str, Any]:
     """A recall request envelope."""
-    from tests.web_fixtures import iso_in
+    from tests.support.server import iso_in
 
     return {"version": 1, "operation": "recall", "operationId": f"bench-{i}",
             "partition": "bench", "access": "read", "deadlineAt": iso_in(60),
@@ -123,7 +124,7 @@ async def breakdown(memory: Memory, qs: list[str]) -> dict[str, float]:
                                                      "pack")}
     for q in qs:
         t0 = time.perf_counter()
-        qvec = (await memory._embed([q]))[0]
+        qvec = (await memory.model.embed([q]))[0]
         t1 = time.perf_counter()
         snap = await memory.store.read_view("bench")
         t2 = time.perf_counter()
@@ -188,7 +189,7 @@ async def run_size(model: Embedder, texts: list[str], vectors: np.ndarray,
         if view.indexed:  # recall@10 of the index vs exact search, on real query embeddings
             hits = []
             for q in queries(50, offset=3 * reps):
-                qv = (await memory._embed([q]))[0]
+                qv = (await memory.model.embed([q]))[0]
                 exact = set((np.argpartition(-(held @ qv), 10)[:10] + 1).tolist())
                 # the candidates recall ranks; their 10 nearest by exact cosine
                 got = await store.nearest(view, qv, memory.index_candidates)
@@ -264,7 +265,7 @@ async def main() -> None:
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--encoder", choices=["torch", "onnx", "both"], default="torch")
     args = parser.parse_args()
-    from semmem.store import INDEX_THRESHOLD
+    from semmem.store.upkeep import INDEX_THRESHOLD
 
     model = SentenceTransformerEmbedder(default_model_dir(), threads=args.threads)
     encoders: list[Embedder] = []

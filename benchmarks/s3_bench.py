@@ -81,7 +81,7 @@ def main() -> None:
     args = parser.parse_args()
     import boto3
 
-    from tests.web_fixtures import free_port
+    from tests.support.server import free_port
 
     # moto in its own process, so the replicas here do not share its interpreter lock
     port = free_port()

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Make sure Debian's chromium and chromium-driver are installed, for the console's browser tests
-# (tests/test_console_browser.py). Installs them with apt-get when missing (as root: CI runs as
-# root). Nothing is downloaded from outside the Debian archive: no browser builds, no drivers.
+# (tests/system/test_console_browser.py). Installs them with apt-get when missing (as root: CI
+# runs as root). Nothing is downloaded from outside the Debian archive: no browser builds, no drivers.
 # Not root and missing: says so and exits 0; the browser tests then skip, naming this script.
 set -euo pipefail
 

@@ -71,7 +71,7 @@ def _run(data: str | None, model: Path | None, fn: Callable[[Memory], Awaitable[
         try:
             return await fn(memory)
         finally:
-            await memory.store.close()
+            await memory.close()
 
     with _errors():
         return asyncio.run(go())
@@ -227,12 +227,7 @@ def merge(
 ) -> None:
     """Mark item N as merged into item M: it stays on file but is no longer recalled."""
 
-    async def go(m: Memory) -> dict[str, Any]:
-        if (await m.store.snapshot(partition)).get(into) is None:
-            raise InvalidArguments(f"item {into} does not exist")
-        return await m.update(partition, n, attrs={"mergedInto": into})
-
-    _print(_run(data, model, go))
+    _print(_run(data, model, lambda m: m.merge(partition, n, into)))
 
 
 @app.command()
@@ -335,7 +330,7 @@ def stats(
     async def go(m: Memory) -> Any:
         if partition is not None:
             return await m.stats(partition)
-        names = await m.store.partitions()
+        names = await m.partitions()
         return {"partitions": len(names), "names": names[:100]}
 
     _print(_run(data, model, go))
@@ -355,19 +350,10 @@ def maintain(
     from datetime import timedelta
 
     async def go(m: Memory) -> list[dict[str, Any]]:
-        retention = timedelta(0) if now else None
-        names = [partition] if partition else await m.store.partitions()
-        out = []
-        for name in names:
-            report = await m.store.maintain(name, retention=retention)
-            if report is not None:
-                out.append({"partition": name, "compacted": report.compacted,
-                            "ops_pruned": report.ops_pruned,
-                            "versions_removed": report.versions_removed,
-                            "orphans_removed": report.orphans_removed})
-        if partition is None:
-            await m.store.maintain_registry(retention=retention)
-        return out
+        reports = await m.maintain(partition, retention=timedelta(0) if now else None)
+        return [{"partition": r.partition, "compacted": r.compacted, "ops_pruned": r.ops_pruned,
+                 "versions_removed": r.versions_removed, "orphans_removed": r.orphans_removed}
+                for r in reports]
 
     _print(_run(data, model, go))
 
@@ -378,17 +364,13 @@ def reindex(data: DataOpt = None, model: ModelOpt = None) -> None:
     from tqdm import tqdm
 
     async def go(m: Memory) -> int:
-        names = await m.store.partitions()
-        total = 0
-        for name in names:
-            total += (await m.store.snapshot(name)).count
-        done = 0
-        with tqdm(total=total, unit="fact", disable=None) as bar:
-            for name in names:
-                done += await m.reindex(name, progress=bar.update)
-        meta = await m.store.meta() or {}
-        await m.store.set_meta({**meta, "model": m.embedder.model_id, "dim": m.embedder.dim})
-        return done
+        with tqdm(unit="fact", disable=None) as bar:
+
+            def progress(done: int, total: int) -> None:
+                bar.total = total
+                bar.update(done - bar.n)
+
+            return await m.reindex(progress=progress)
 
     done = _run(data, model, go, check_model=False)
     _print({"reindexed": done})

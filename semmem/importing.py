@@ -1,4 +1,5 @@
-"""Reading import files: JSONL records, or a JSON map of records keyed by slug.
+"""Bulk import: reading import files (JSONL records, or a JSON map of records keyed by slug)
+and committing them in batches.
 
 - JSONL: one ``{"text", "n"?, "ts"?, "updated"?, "revision"?, "note"?, "status"?, "surfacing"?,
   "mergedInto"?, "slug"?}`` object per line (what ``semmem export`` writes).
@@ -11,13 +12,100 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from semmem import decisions as rules
 from semmem.errors import InvalidArguments, InvalidInput
-from semmem.items import RECORD_FIELDS, clean_attrs, clean_text
+from semmem.items import RECORD_FIELDS, clean_attrs, clean_text, now_ms, parse_iso
+from semmem.store import ItemRow, Mutation, WriteView
+
+Write = Callable[..., Awaitable[dict[str, Any]]]
+Embed = Callable[[list[str]], Awaitable[np.ndarray]]
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    """Outcome of a bulk import."""
+
+    imported: int
+    duplicates: int
+    batches: int
+
+
+async def import_records(
+    write: Write, embed: Embed, partition: str, records: Iterable[dict[str, Any]], *,
+    batch_size: int = 256, progress: Callable[[int], None] | None = None,
+) -> ImportReport:
+    """Embed and commit ``records`` in batches through ``write`` (``Memory``'s write), the next
+    batch embedded while one commits; commits stay in order, one at a time."""
+    totals = {"imported": 0, "duplicates": 0, "batches": 0}
+
+    async def commit(batch: list[dict[str, Any]], texts: list[str], vectors: Any) -> None:
+        decided: list[rules.Imported] = []
+
+        def plan(view: WriteView) -> Any:
+            got = rules.number_imports(view, batch, texts)
+            decided[:] = [got]
+            rows = []
+            for row in got.rows:
+                rec, ts = batch[row["i"]], _ms(batch[row["i"]].get("ts"))
+                rows.append(ItemRow(row["n"], texts[row["i"]], vectors[row["i"]], ts,
+                                    _ms(rec.get("updated"), ts),
+                                    int(rec.get("revision") or 1), attrs=row["attrs"]))
+            return Mutation(items=rows, hwm=got.hwm) if rows else {}
+
+        await write(partition, plan, None, texts=texts,
+                          numbers=[r.get("n") for r in batch])
+        totals["imported"] += len(decided[0].rows)
+        totals["duplicates"] += decided[0].duplicates
+        totals["batches"] += 1
+        if progress is not None:
+            progress(len(batch))
+
+    pending: asyncio.Future[None] | None = None
+    try:
+        for batch in _batches(records, batch_size):
+            texts = [clean_text(r.get("text")) for r in batch]
+            vectors = await embed(texts)
+            if pending is not None:
+                await pending
+            pending = asyncio.ensure_future(commit(batch, texts, vectors))
+        if pending is not None:
+            await pending
+    finally:
+        if pending is not None and not pending.done():
+            await asyncio.wait([pending])
+    return ImportReport(totals["imported"], totals["duplicates"], totals["batches"])
+
+
+def _batches(records: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
+    batch: list[dict[str, Any]] = []
+    for record in records:
+        batch.append(record)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _ms(value: Any, default: int | None = None) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value:
+        try:
+            return parse_iso(value)
+        except ValueError as exc:
+            raise InvalidArguments(f"not an ISO 8601 timestamp: {value!r}") from exc
+    return default if default is not None else now_ms()
 
 
 def _check(record: dict[str, Any], where: str) -> dict[str, Any]:

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from semmem.contract import MAX_TEXT_CHARS
 from semmem.errors import InvalidArguments
 
-MAX_TEXT_CHARS = 2000
 MAX_NOTE_CHARS = 500
 RECORD_FIELDS = ("note", "status", "surfacing", "mergedInto", "slug")
 _SPACE = re.compile(r"\s+")

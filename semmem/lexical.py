@@ -105,15 +105,26 @@ def _term_counts(text: str, stemming: bool) -> tuple[tuple[str, int], ...]:
 _cached_term_counts = lru_cache(maxsize=CACHED_TEXTS)(_term_counts)
 
 
-@dataclass
-class Bm25Index:
-    """Inverted index with BM25 weights over a list of documents."""
+Postings = tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]
 
-    postings: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]]
-    idf: dict[str, float]
-    size: int
+
+@dataclass(frozen=True, eq=False)
+class Bm25Index:
+    """Inverted index over a list of documents: per term, the documents holding it (in order)
+    and their term frequencies. BM25 weights are computed per query from those and the
+    collection's statistics, so a document added or changed updates only its own terms
+    (``evolved``) and scores stay exactly those of a fresh build."""
+
+    terms: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]]
+    lengths: npt.NDArray[np.float32]
     k1: float = 1.2
+    b: float = 0.75
     stemming: bool = True
+
+    @property
+    def size(self) -> int:
+        """How many documents."""
+        return len(self.lengths)
 
     @classmethod
     def build(
@@ -132,26 +143,66 @@ class Bm25Index:
                 tfs.append(tf)
             doc_ids.extend([i] * len(counts))
             lengths[i] = sum(tf for _, tf in counts)
-        avg = float(lengths.mean()) if len(texts) and lengths.sum() else 1.0
-        n_docs = max(len(texts), 1)
         # Entries grouped by term, in document order within a term (a stable sort).
         order = np.argsort(np.array(term_ids, dtype=np.int64), kind="stable")
-        terms = np.array(term_ids, dtype=np.int64)[order]
         ids = np.array(doc_ids, dtype=np.int64)[order]
         freq = np.array(tfs, dtype=np.float32)[order]
-        df = np.bincount(terms, minlength=len(vocab))
-        idf = {term: math.log(1.0 + (n_docs - int(df[t]) + 0.5) / (int(df[t]) + 0.5))
-               for term, t in vocab.items()}
-        idf32 = np.array(list(idf.values()), dtype=np.float32)
-        norm = freq * (k1 + 1) / (freq + k1 * (1 - b + b * lengths[ids] / avg))
-        weights = (norm * idf32[terms]).astype(np.float32)
-        ends = np.cumsum(df)
-        postings = {
-            term: (ids[end - count:end], weights[end - count:end])
-            for (term, _), end, count in zip(vocab.items(), ends.tolist(), df.tolist(),
-                                             strict=True)
-        }
-        return cls(postings, idf, len(texts), k1, stemming)
+        ends = np.cumsum(np.bincount(np.array(term_ids, dtype=np.int64), minlength=len(vocab)))
+        starts = ends - np.bincount(np.array(term_ids, dtype=np.int64), minlength=len(vocab))
+        terms = {term: (ids[start:end], freq[start:end])
+                 for term, start, end in zip(vocab, starts.tolist(), ends.tolist(), strict=True)}
+        return cls(terms, lengths, k1, b, stemming)
+
+    def evolved(self, appended: list[str], changed: dict[int, tuple[str, str]]) -> Bm25Index:
+        """This index with documents ``appended`` at the end and documents ``changed`` in
+        place (row → (old text, new text)); the documents' order is otherwise the same."""
+        terms = dict(self.terms)
+        lengths = np.concatenate([self.lengths, np.zeros(len(appended), np.float32)])
+        for i, (old, new) in sorted(changed.items()):
+            for term, _ in term_counts(old, self.stemming):
+                ids, freq = terms[term]
+                keep = ids != i
+                if keep.all():
+                    continue
+                if keep.any():
+                    terms[term] = (ids[keep], freq[keep])
+                else:
+                    del terms[term]
+            counts = term_counts(new, self.stemming)
+            for term, tf in counts:
+                ids, freq = terms.get(term, _EMPTY)
+                at = int(np.searchsorted(ids, i))
+                terms[term] = (np.insert(ids, at, i), np.insert(freq, at, np.float32(tf)))
+            lengths[i] = sum(tf for _, tf in counts)
+        for offset, text in enumerate(appended):
+            i = self.size + offset
+            counts = term_counts(text, self.stemming)
+            for term, tf in counts:
+                ids, freq = terms.get(term, _EMPTY)
+                terms[term] = (np.append(ids, i), np.append(freq, np.float32(tf)))
+            lengths[i] = sum(tf for _, tf in counts)
+        return Bm25Index(terms, lengths, self.k1, self.b, self.stemming)
+
+    def _idf(self, df: int) -> float:
+        return math.log(1.0 + (max(self.size, 1) - df + 0.5) / (df + 0.5))
+
+    def _weights(self, ids: npt.NDArray[np.int64], freq: npt.NDArray[np.float32],
+                 avg: float) -> npt.NDArray[np.float32]:
+        k1, b = self.k1, self.b
+        norm = freq * (k1 + 1) / (freq + k1 * (1 - b + b * self.lengths[ids] / avg))
+        weights: npt.NDArray[np.float32] = (norm * np.float32(self._idf(len(ids)))
+                                            ).astype(np.float32)
+        return weights
+
+    def _avg(self) -> float:
+        return float(self.lengths.mean()) if self.size and self.lengths.sum() else 1.0
+
+    @property
+    def postings(self) -> dict[str, Postings]:
+        """Every term's documents and BM25 weights (for inspection and tests)."""
+        avg = self._avg()
+        return {term: (ids, self._weights(ids, freq, avg))
+                for term, (ids, freq) in self.terms.items()}
 
     def scores(self, query: str) -> tuple[npt.NDArray[np.float32], float]:
         """BM25 score of every document for ``query``, and the query's maximum attainable score.
@@ -162,9 +213,14 @@ class Bm25Index:
         out = np.zeros(self.size, dtype=np.float32)
         best = 0.0
         unseen = math.log(1.0 + (self.size + 0.5) / 0.5)
+        avg = self._avg()
         for term in set(tokens(query, stemming=self.stemming)):
-            hit = self.postings.get(term)
-            best += self.idf.get(term, unseen) * (self.k1 + 1)
+            hit = self.terms.get(term)
+            best += (self._idf(len(hit[0])) if hit is not None else unseen) * (self.k1 + 1)
             if hit is not None:
-                out[hit[0]] += hit[1]
+                out[hit[0]] += self._weights(hit[0], hit[1], avg)
         return out, best
+
+
+_EMPTY: tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]] = (
+    np.zeros(0, np.int64), np.zeros(0, np.float32))

@@ -1,5 +1,8 @@
 """Background maintenance for a running server: compaction, pruning and purging forgets.
 
+``Maintenance`` is the memory core's write observer: ``Maintainer`` schedules passes per
+partition, ``Purger`` adds the follow-up passes that make a dropped text leave every file.
+
 Writes report themselves here (``touched``); a partition is maintained once enough writes
 piled up (``compact_every``) and, after a forget, as soon as the old versions holding the text
 are past the store's retention, so a forgotten text leaves every file within
@@ -19,6 +22,7 @@ from dataclasses import dataclass, field
 from semmem.store import Store
 
 log = logging.getLogger(__name__)
+purge_log = logging.getLogger("semmem.web")
 
 REGISTRY = None  # the key under which the registry, not a partition, is due
 
@@ -81,7 +85,7 @@ class Maintainer:
                     self.registry_passes += 1
                     log.info("maintained the registry")
                     continue
-                report = await self.store.maintain(partition)
+                report = await self.store.maintain(partition, purge=due.purge)
                 self.passes += report is not None
                 log.info("maintained partition table %s in %.3fs",
                          report.partition_table if report else "-",
@@ -100,3 +104,114 @@ class Maintainer:
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout)
+
+
+class Purger:
+    """The forget window: schedules purges on a ``Maintainer`` at once for a write that drops a
+    text, and a follow-up ``lag`` seconds later.
+
+    The first pass compacts and removes versions older than the retention; versions committed
+    between the forget and that compaction still reference the old data file, so only the
+    follow-up removes it. A killed process loses its schedule, so a start purges every
+    partition once, and again when a killed write's leftover files are old enough to delete.
+    Deleting a partition purges the registry the same way.
+    """
+
+    def __init__(self, maintainer: Maintainer, retention_s: float, delay_s: float) -> None:
+        self.maintainer = maintainer
+        self.retention_s, self.delay_s = retention_s, delay_s
+        # The follow-up's pass must start at least a retention after the first pass compacted;
+        # the extra max(delay, 1 s) absorbs the first pass waiting behind other partitions.
+        self.lag = retention_s + delay_s + max(delay_s, 1.0)
+        self._latest: dict[str | None, float] = {}
+        self._timers: dict[str | None, asyncio.TimerHandle] = {}
+        self._later: asyncio.TimerHandle | None = None
+
+    @property
+    def window_s(self) -> float:
+        """The forget window: a dropped text is in no file after this plus two passes."""
+        return self.lag + self.retention_s + self.delay_s
+
+    def written(self, partition: str, dropped: bool) -> None:
+        """Count a write; one that dropped a text also gets its follow-up purge."""
+        self.maintainer.touched(partition, dropped)
+        if dropped:
+            self._follow_up(partition)
+
+    def purge(self, partition: str | None) -> None:
+        """Purge ``partition`` as after a forget (an update's old text, a restart's leftovers);
+        ``REGISTRY`` purges the registry."""
+        self.maintainer.touched(partition, True)
+        self._follow_up(partition)
+
+    def _follow_up(self, partition: str | None) -> None:
+        now = time.monotonic()
+        self._latest[partition] = now
+        if partition not in self._timers:
+            loop = asyncio.get_running_loop()
+            self._timers[partition] = loop.call_later(self.lag, self._fire, partition, now)
+
+    def _fire(self, partition: str | None, scheduled_at: float) -> None:
+        del self._timers[partition]
+        self.maintainer.touched(partition, True)
+        latest = self._latest.get(partition, scheduled_at)
+        if latest > scheduled_at:  # dropped again since: that one needs its own follow-up
+            loop = asyncio.get_running_loop()
+            delay = max(0.0, latest + self.lag - time.monotonic())
+            self._timers[partition] = loop.call_later(delay, self._fire, partition, latest)
+        else:
+            self._latest.pop(partition, None)
+
+    def sweep(self, partitions: list[str], orphan_age_s: float | None = None) -> None:
+        """After a start: purge every partition and the registry once (a killed process's
+        schedule is lost), and again after ``orphan_age_s`` when the files a killed write may
+        have left are old enough to be deleted."""
+        for partition in [*partitions, REGISTRY]:
+            self.purge(partition)
+        purge_log.info("start-up purge scheduled for %d partition(s)", len(partitions))
+        if orphan_age_s is not None:
+            loop = asyncio.get_running_loop()
+            self._later = loop.call_later(orphan_age_s + self.delay_s, self.sweep, partitions)
+
+    def stop(self) -> None:
+        """Cancel pending follow-ups (the next start sweeps again)."""
+        for timer in self._timers.values():
+            timer.cancel()
+        if self._later is not None:
+            self._later.cancel()
+            self._later = None
+        self._timers.clear()
+        self._latest.clear()
+
+
+class Maintenance:
+    """The memory core's write observer in a server: maintenance and purges on one loop."""
+
+    def __init__(self, store: Store, delay_s: float, compact_every: int) -> None:
+        self.maintainer = Maintainer(store, delay_s, compact_every)
+        self.purger = Purger(self.maintainer, store.version_retention.total_seconds(), delay_s)
+        self.orphan_age_s = store.orphan_age.total_seconds()
+
+    @property
+    def passes(self) -> int:
+        """Partition passes done."""
+        return self.maintainer.passes
+
+    def written(self, partition: str, dropped: bool) -> None:
+        """A write was attempted; ``dropped``: it may have dropped a text."""
+        self.purger.written(partition, dropped)
+
+    def partition_deleted(self, partition: str) -> None:
+        """Purge a deleted partition's name from the registry."""
+        self.purger.purge(REGISTRY)
+
+    def start(self, partitions: list[str]) -> None:
+        """Start the scheduler; purge every partition once (a killed process's schedule is
+        lost) and again once the files its last writes may have left are old enough."""
+        self.maintainer.start()
+        self.purger.sweep(partitions, self.orphan_age_s)
+
+    async def stop(self) -> None:
+        """Cancel follow-ups and stop the scheduler."""
+        self.purger.stop()
+        await self.maintainer.stop()

@@ -31,7 +31,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from semmem.embedder import Vectors
 from semmem.items import Item
 from semmem.lexical import Bm25Index
-from semmem.snapshot import Snapshot
+from semmem.store.views import ItemSet
 
 _DAY_MS = 86_400_000
 _DEDUPE_BLOCK = 32
@@ -134,13 +134,59 @@ def _rank_text(item: Item) -> str:
     return f"{item.text} {note}" if isinstance(note, str) and note else item.text
 
 
-def _centred(snap: Snapshot, share: float) -> _Centred:
-    mean = snap.vectors.astype(np.float64).mean(axis=0) * share
-    dots = snap.vectors @ mean
-    squares = np.einsum("ij,ij->i", snap.vectors, snap.vectors, dtype=np.float64)
-    norms = np.sqrt(np.maximum(squares - 2 * dots + mean @ mean, 0.0))
+def _squares(rows: Vectors) -> npt.NDArray[np.float64]:
+    # Row by row (a reduction along each row alone): the same numbers whether computed for a
+    # whole set or for rows appended to it.
+    squares: npt.NDArray[np.float64] = np.einsum("ij,ij->i", rows, rows, dtype=np.float64)
+    return squares
+
+
+@dataclass(frozen=True)
+class _Sums:
+    """The share-independent part of centring: the rows' sum and squared norms. Evolves with
+    a set (rows appended: the sum is a sequential row sum, so adding rows to it gives exactly
+    a fresh sum), so a write does not cost the next recall a pass over every vector."""
+
+    total: npt.NDArray[np.float64]
+    squares: npt.NDArray[np.float64]
+
+    @classmethod
+    def of(cls, vectors: Vectors) -> _Sums:
+        return cls(np.add.reduce(vectors, axis=0, dtype=np.float64), _squares(vectors))
+
+    def evolve(self, old: ItemSet, new: ItemSet, appended: range,
+               changed: list[int]) -> _Sums | None:
+        """These sums for ``new``: ``old`` with rows ``appended`` (none ``changed``)."""
+        if changed:
+            return None
+        total = self.total.copy()
+        rows = new.vectors[appended.start:appended.stop]
+        for row in rows:
+            total += row
+        return _Sums(total, np.concatenate([self.squares, _squares(rows)]))
+
+
+def _centred(snap: ItemSet, share: float) -> _Centred:
+    sums = snap.cached("sums", lambda s: _Sums.of(s.vectors))
+    mean = sums.total / max(snap.size, 1) * share
+    dots = (snap.vectors @ mean.astype(np.float32)).astype(np.float64)
+    norms = np.sqrt(np.maximum(sums.squares - 2 * dots + mean @ mean, 0.0))
     norms[norms == 0] = 1.0
     return _Centred(mean, dots, norms)
+
+
+@dataclass(frozen=True)
+class _Lexical:
+    """The BM25 index of a set's rank texts, evolving with the set."""
+
+    index: Bm25Index
+
+    def evolve(self, old: ItemSet, new: ItemSet, appended: range,
+               changed: list[int]) -> _Lexical:
+        """This index for ``new``: ``old`` with rows ``appended`` and rows ``changed``."""
+        return _Lexical(self.index.evolved(
+            [_rank_text(new.items[i]) for i in appended],
+            {i: (_rank_text(old.items[i]), _rank_text(new.items[i])) for i in changed}))
 
 
 class Ranker:
@@ -150,7 +196,7 @@ class Ranker:
         self.config = config or RankingConfig()
 
     def _semantic(
-        self, snap: Snapshot, query_vec: Vectors, cosine: npt.NDArray[np.float32]
+        self, snap: ItemSet, query_vec: Vectors, cosine: npt.NDArray[np.float32]
     ) -> npt.NDArray[np.float32]:
         cfg = self.config
         share = cfg.centering * snap.count / (snap.count + cfg.centering_items)
@@ -166,22 +212,22 @@ class Ranker:
         out: npt.NDArray[np.float32] = (dots / (c.norms * q_norm)).astype(np.float32)
         return out
 
-    def _lexical(self, snap: Snapshot, query: str) -> npt.NDArray[np.float32]:
+    def _lexical(self, snap: ItemSet, query: str) -> npt.NDArray[np.float32]:
         cfg = self.config
         key = f"bm25:{cfg.bm25_k1!r}:{cfg.bm25_b!r}:{cfg.stemming}"
-        index = snap.cached(key, lambda s: Bm25Index.build(
+        lexical = snap.cached(key, lambda s: _Lexical(Bm25Index.build(
             [_rank_text(it) for it in s.items], cfg.bm25_k1, cfg.bm25_b, stemming=cfg.stemming
-        ))
-        raw, _ = index.scores(query)
+        )))
+        raw, _ = lexical.index.scores(query)
         top = float(raw.max()) if raw.size else 0.0
         # Relative to the best match in this partition: BM25's scale varies with the query
         # and the partition, and only the ordering it implies is comparable.
         return raw / top if top > 0 else raw
 
-    def _recency(self, snap: Snapshot) -> npt.NDArray[np.float32]:
+    def _recency(self, snap: ItemSet) -> npt.NDArray[np.float32]:
         half_life = self.config.recency_half_life_days * _DAY_MS
 
-        def build(s: Snapshot) -> npt.NDArray[np.float32]:
+        def build(s: ItemSet) -> npt.NDArray[np.float32]:
             updated = np.array([it.updated for it in s.items], dtype=np.float64)
             age = (updated.max() - updated) / half_life
             weights: npt.NDArray[np.float32] = np.power(0.5, age).astype(np.float32)
@@ -190,7 +236,7 @@ class Ranker:
         return snap.cached(f"recency:{half_life!r}", build)
 
     def score(
-        self, snap: Snapshot, query_vec: npt.NDArray[np.float32], query: str
+        self, snap: ItemSet, query_vec: npt.NDArray[np.float32], query: str
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32], npt.NDArray[np.float32]]:
         """Combined score, plain cosine and normalised lexical score of every live item."""
         cfg = self.config
@@ -213,7 +259,7 @@ class Ranker:
         return floor
 
     def rank(
-        self, snap: Snapshot, query_vec: npt.NDArray[np.float32], query: str, *, floor: bool = True
+        self, snap: ItemSet, query_vec: npt.NDArray[np.float32], query: str, *, floor: bool = True
     ) -> list[Scored]:
         """Items above the floor (unless ``floor`` is false), best first, at most ``candidates``."""
         if not snap.count:
@@ -237,7 +283,7 @@ class Ranker:
             )
         ]
 
-    def without_near_duplicates(self, snap: Snapshot, ranked: list[Scored]) -> Iterator[Scored]:
+    def without_near_duplicates(self, snap: ItemSet, ranked: list[Scored]) -> Iterator[Scored]:
         """Yield ``ranked`` lazily, skipping items too similar to one already yielded."""
         threshold = self.config.dedupe_threshold
         if threshold > 1.0 or len(ranked) < 2:

@@ -6,6 +6,7 @@ import logging
 from datetime import timedelta
 
 from semmem.embedder import CachedEmbedder, Embedder, open_model
+from semmem.maintenance import Maintenance
 from semmem.memory import Memory
 from semmem.ranking import Ranker, RankingConfig
 from semmem.settings import Settings
@@ -15,10 +16,8 @@ from semmem.store import Store
 def limit_blas_threads() -> None:
     """Let numpy's BLAS use one thread for the rest of the process.
 
-    Recall's products are small (a 10k × 384 matrix by one vector takes ~0.5 ms on one core),
-    and OpenBLAS's worker threads keep spinning after each one, taking the cores the model's
-    threads need next: on this 2-core machine recall at 10k facts went from 28 to 16 ms p50
-    (and its embedding from 22 to 12 ms) with one BLAS thread.
+    Recall's products are small, and OpenBLAS's worker threads keep spinning after each one,
+    taking the cores the model's threads need next (docs/benchmarks.md has the figures).
     """
     from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
@@ -58,15 +57,19 @@ def make_store(settings: Settings, embedder: Embedder) -> Store:
 
 
 async def open_memory(
-    settings: Settings, embedder: Embedder | None = None, *, check_model: bool = True
+    settings: Settings, embedder: Embedder | None = None, *, check_model: bool = True,
+    maintain: bool = False,
 ) -> Memory:
-    """Load the model (unless given), open the store and return the memory core."""
+    """Load the model (unless given), open the store and return the memory core; with
+    ``maintain``, the core schedules maintenance and purges once started (a server)."""
     limit_blas_threads()
     embedder = embedder or load_embedder(settings)
     store = make_store(settings, embedder)
     await store.open(check_model=check_model)
+    observer = (Maintenance(store, settings.maintenance_delay_s, settings.compact_every)
+                if maintain else None)
     return Memory(
         store, embedder, Ranker(load_ranking(settings)),
         idempotency_ttl_ms=settings.idempotency_ttl_s * 1000,
-        index_candidates=settings.index_candidates,
+        index_candidates=settings.index_candidates, observer=observer,
     )

@@ -10,7 +10,7 @@ import pytest
 from semmem.embedder import HashingEmbedder, SentenceTransformerEmbedder
 from semmem.memory import Memory
 from semmem.modelfiles import default_model_dir
-from semmem.store import Store
+from tests.support.memory import open_memory
 
 
 @pytest.fixture
@@ -25,16 +25,9 @@ def real_embedder() -> SentenceTransformerEmbedder:
     return SentenceTransformerEmbedder(default_model_dir())
 
 
-async def open_memory(path: Path, embedder: object) -> Memory:
-    """A memory over a real LanceDB directory."""
-    store = Store(str(path), dim=embedder.dim, model_id=embedder.model_id)  # type: ignore[attr-defined]
-    await store.open()
-    return Memory(store, embedder)  # type: ignore[arg-type]
-
-
 @pytest.fixture
 async def memory(tmp_path: Path, fake_embedder: HashingEmbedder) -> AsyncIterator[Memory]:
     """A memory on a fresh store with the fake embedder."""
     mem = await open_memory(tmp_path / "db", fake_embedder)
     yield mem
-    await mem.store.close()
+    await mem.close()

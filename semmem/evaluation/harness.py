@@ -17,14 +17,14 @@ from typing import Any
 
 import numpy as np
 
+from semmem.contract import MAX_SOURCES
 from semmem.embedder import Embedder, Vectors
 from semmem.evaluation.dataset import LabelledSet, Query
 from semmem.items import Item, clean_text, dedupe_key
-from semmem.memory import MAX_SOURCES, Memory
+from semmem.memory import Memory
 from semmem.packing import pack, render_line
 from semmem.ranking import Ranker
-from semmem.snapshot import Snapshot
-from semmem.store import Store
+from semmem.store.views import Head, PartitionSnapshot
 
 BUDGETS = (512, 1024, 2048, 4096)
 # Facts without a timestamp are spaced a minute apart from this instant, in remember order.
@@ -49,17 +49,17 @@ class PreparedPartition:
     vectors: Vectors
     queries: list[PreparedQuery]  # labelled queries, then off-topic probes (nothing relevant)
     sizes: dict[int, int] = field(default_factory=dict)
-    _snapshot: Snapshot | None = None
+    _snapshot: PartitionSnapshot | None = None
 
     def __post_init__(self) -> None:
         self.sizes = {it.n: len(render_line(it).encode("utf-8")) for it in self.items}
 
-    def snapshot(self) -> Snapshot:
+    def snapshot(self) -> PartitionSnapshot:
         """An in-memory snapshot of the partition (built once; rankers cache on it)."""
         if self._snapshot is None:
             model = self.items[0].model if self.items else None
-            self._snapshot = Snapshot(self.name, 1, len(self.items), len(self.items), model,
-                                      list(self.items), self.vectors, {}, {})
+            head = Head(self.name, 1, len(self.items), len(self.items), model)
+            self._snapshot = PartitionSnapshot(list(self.items), self.vectors, head)
         return self._snapshot
 
     def records(self) -> list[dict[str, Any]]:
@@ -170,26 +170,24 @@ async def run_memory_async(
     """
     budgets = tuple(budgets)
     with tempfile.TemporaryDirectory(prefix="semmem-eval-") as tmp:
-        store = Store(str(data_dir or Path(tmp)), dim=embedder.dim, model_id=embedder.model_id)
-        await store.open()
+        loader = await Memory.open(str(data_dir or Path(tmp)), embedder)
         try:
-            loader = Memory(store, embedder)
             for part in parts:
                 await loader.import_(part.name, part.records())
             results: dict[str, list[Outcome]] = {}
             for name, ranker in rankers.items():
-                memory = Memory(store, embedder, ranker)
+                memory = loader.with_ranker(ranker)
                 results[name] = [o for part in parts
                                  for o in await _recall_partition(memory, part, budgets)]
             return results
         finally:
-            await store.close()
+            await loader.close()
 
 
 async def _recall_partition(
     memory: Memory, part: PreparedPartition, budgets: tuple[int, ...]
 ) -> list[Outcome]:
-    snap = await memory.store.snapshot(part.name)
+    snap = await memory.snapshot(part.name)
     if [it.n for it in snap.items] != [it.n for it in part.items]:
         raise RuntimeError(f"partition {part.name}: the store numbered the facts differently")
     out = []

@@ -6,7 +6,6 @@ Partitions travel as a query parameter, never as a path segment, so any partitio
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated
 
@@ -17,16 +16,11 @@ from semmem.errors import InvalidArguments, InvalidInput, SemmemError
 from semmem.items import RECORD_FIELDS
 from semmem.memory import Memory
 from semmem.web.errors import MEDIA_TYPE, error_response
+from semmem.web.guard import runtime, served
 from semmem.web.jsonio import dumps
 from semmem.web.state import Runtime
 
 MAX_PAGE = 1000
-
-
-def runtime(request: Request) -> Runtime:
-    """The app's runtime."""
-    rt: Runtime = request.app.state.runtime
-    return rt
 
 
 def require_admin(request: Request) -> None:
@@ -45,15 +39,11 @@ router = APIRouter(prefix="/admin", dependencies=[Depends(require_admin)])
 async def _guarded(request: Request, rt: Runtime,
                    work: Callable[[Memory], Awaitable[Response]]) -> Response:
     """Readiness and the concurrency limit around one admin call (auth ran before)."""
-    started = time.perf_counter()
     try:
-        memory = rt.require_memory()
-        async with rt.limiter.slot():
-            response = await work(memory)
+        async with served(rt, "admin") as call:
+            return await work(call.memory)
     except SemmemError as exc:
-        response = error_response(exc, "admin")
-    rt.metrics.observe("admin", "", response.status_code, time.perf_counter() - started)
-    return response
+        return error_response(exc, "admin")
 
 
 def _json(value: object) -> Response:
@@ -66,7 +56,7 @@ async def list_partitions(request: Request, rt: RuntimeDep, offset: OffsetQ = 0,
     """Partition names, sorted, one page at a time."""
 
     async def work(memory: Memory) -> Response:
-        names = await memory.store.partitions()
+        names = await memory.partitions()
         page = names[offset:offset + limit]
         nxt = offset + limit if offset + limit < len(names) else None
         return _json({"partitions": page, "total": len(names), "next": nxt})
@@ -113,7 +103,7 @@ async def edit_item(request: Request, rt: RuntimeDep, partition: PartitionQ,
         text = body.get("text")
         attrs = {k: v for k, v in body.items() if k != "text"}
         result = await memory.update(partition, n, text, attrs=attrs)
-        item = (await memory.store.snapshot(partition)).get(n)
+        item = await memory.get(partition, n)
         return _json({**result, "item": item.public() if item else None})
 
     return await _guarded(request, rt, work)

@@ -81,7 +81,7 @@ async def readyz(request: Request) -> Response:
     rt: Runtime = request.app.state.runtime
     try:
         memory = rt.require_memory()
-        await memory.store.meta()  # a real round trip to the store
+        await memory.ping()  # a real round trip to the store
     except SemmemError as exc:
         return error_response(exc, "readyz", quiet=True)  # probes poll; not worth a log line
     except Exception as exc:  # the engine's own errors: the store is not reachable

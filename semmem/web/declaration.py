@@ -14,11 +14,12 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from semmem.contract import MAX_RECALL_BYTES
 from semmem.errors import InvalidInput
 from semmem.web.tools import TOOLS
 
 MAX_TOOLS = 8
-MIN_MAX_BYTES, MAX_MAX_BYTES = 1, 16_384
+MIN_MAX_BYTES, MAX_MAX_BYTES = 1, MAX_RECALL_BYTES
 TOOL_NAME = re.compile(r"[a-z0-9_]{1,32}")
 TOOL_KEYS = {"name", "description", "access", "idempotent", "input"}
 RESERVED_PROPERTY = "memory"

@@ -12,12 +12,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
+from semmem.contract import MAX_ID_BYTES, MAX_RECALL_BYTES
 from semmem.errors import InvalidInput
 from semmem.items import parse_iso
 
 PROTOCOL_VERSION = 1
-MAX_RECALL_BYTES = 16_384
-MAX_CURSOR_BYTES = 1024
 # RFC 3339 date-time (ISO 8601 profile); a missing zone means UTC.
 _DATETIME = re.compile(
     r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([Zz]|[+-]\d{2}(:?\d{2})?)?"
@@ -41,8 +40,8 @@ def _deadline(value: Any) -> int:
 
 
 def _cursor(value: str | None) -> str | None:
-    if value is not None and len(value.encode("utf-8")) > MAX_CURSOR_BYTES:
-        raise ValueError(f"cursor must be at most {MAX_CURSOR_BYTES} UTF-8 bytes")
+    if value is not None and len(value.encode("utf-8")) > MAX_ID_BYTES:
+        raise ValueError(f"cursor must be at most {MAX_ID_BYTES} UTF-8 bytes")
     return value
 
 

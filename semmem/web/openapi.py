@@ -12,10 +12,10 @@ from typing import Any
 from fastapi import FastAPI
 
 from semmem import __version__
+from semmem.contract import MAX_ID_BYTES, MAX_RECALL_BYTES, MAX_SOURCES
 from semmem.errors import SemmemError
-from semmem.web.envelope import MAX_CURSOR_BYTES, MAX_RECALL_BYTES, PROTOCOL_VERSION
+from semmem.web.envelope import PROTOCOL_VERSION
 from semmem.web.errors import RETRY_AFTER_S, STATUS
-from semmem.web.limits import MAX_SOURCES
 from semmem.web.tools import TOOLS
 
 _REF = "#/components/schemas/"
@@ -116,7 +116,7 @@ def provider_openapi(path: str = "/memory") -> dict[str, Any]:
         schemas[name] = _envelope("tool", {
             "tool": {"const": spec.name},
             "arguments": spec.declaration()["input"],
-            "cursor": {"type": ["string", "null"], "maxLength": MAX_CURSOR_BYTES},
+            "cursor": {"type": ["string", "null"], "maxLength": MAX_ID_BYTES},
         }, ["tool", "arguments"])
         tool_refs.append({"$ref": _REF + name})
 

@@ -8,22 +8,23 @@ arguments (422); only then does the core run.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
+from semmem.contract import DEFAULT_SEARCH_LIMIT, MAX_RESPONSE
 from semmem.errors import DeadlineExceeded, Forbidden, InvalidInput, SemmemError
 from semmem.items import now_ms
 from semmem.memory import Memory, Operation
+from semmem.web.bodies import fit_recall, fit_search, read_body
 from semmem.web.envelope import RecallRequest, ToolRequest, operation_id_of, parse_envelope
 from semmem.web.errors import MEDIA_TYPE, error_response, internal_response
+from semmem.web.guard import runtime, served
 from semmem.web.jsonio import dumps, loads
-from semmem.web.limits import MAX_RESPONSE, fit_recall, fit_search, read_body
 from semmem.web.state import Runtime
-from semmem.web.tools import BY_NAME, DEFAULT_LIMIT
+from semmem.web.tools import BY_NAME
 
 log = logging.getLogger("semmem.web")
 
@@ -35,7 +36,8 @@ def _op(req: ToolRequest, args: dict[str, Any]) -> Operation:
 
 
 async def _search(memory: Memory, req: ToolRequest, args: dict[str, Any]) -> dict[str, Any]:
-    return await memory.search(req.partition, args["query"], args.get("limit", DEFAULT_LIMIT))
+    limit = args.get("limit", DEFAULT_SEARCH_LIMIT)
+    return await memory.search(req.partition, args["query"], limit)
 
 
 async def _remember(memory: Memory, req: ToolRequest, args: dict[str, Any]) -> dict[str, Any]:
@@ -93,34 +95,27 @@ async def _tool(rt: Runtime, memory: Memory, req: ToolRequest) -> bytes:
 
 async def handle(request: Request) -> Response:
     """Serve one provider call; every outcome is a JSON body, never a stack trace."""
-    rt: Runtime = request.app.state.runtime
-    started = time.perf_counter()
-    operation, tool, operation_id = "invalid", "", "-"
-    rt.metrics.in_flight.inc()
+    rt = runtime(request)
+    operation_id = "-"
     try:
-        rt.auth.check(request.headers.get("authorization"))
-        memory = rt.require_memory()
-        async with rt.limiter.slot():
+        async with served(rt, "invalid",
+                          lambda: rt.auth.check(request.headers.get("authorization"))) as call:
             _check_media_type(request)
             decoded = loads(await read_body(request))
             operation_id = operation_id_of(decoded)
             req = parse_envelope(decoded)
-            operation = req.operation
-            tool = req.tool if isinstance(req, ToolRequest) else ""
+            call.operation = req.operation
+            call.tool = req.tool if isinstance(req, ToolRequest) else ""
             if now_ms() >= req.deadline_ms:
                 raise DeadlineExceeded("deadlineAt has already passed",
                                        {"deadlineAt": decoded.get("deadlineAt")})
             if isinstance(req, RecallRequest):
-                body = await _recall(rt, memory, req)
+                body = await _recall(rt, call.memory, req)
             else:
-                body = await _tool(rt, memory, req)
-        response = Response(body, 200, media_type=MEDIA_TYPE)
+                body = await _tool(rt, call.memory, req)
+        return Response(body, 200, media_type=MEDIA_TYPE)
     except SemmemError as exc:
-        response = error_response(exc, operation_id)
+        return error_response(exc, operation_id)
     except Exception:
         log.exception("operation %s: internal error", operation_id)
-        response = internal_response(operation_id)
-    finally:
-        rt.metrics.in_flight.dec()
-    rt.metrics.observe(operation, tool, response.status_code, time.perf_counter() - started)
-    return response
+        return internal_response(operation_id)

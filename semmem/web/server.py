@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import sys
 from typing import TextIO
@@ -12,18 +11,7 @@ from semmem.errors import InvalidInput
 from semmem.settings import Settings
 from semmem.web.auth import generate_token, load_tokens
 from semmem.web.declaration import check_path
-
-LOOPBACK_NAMES = ("localhost", "localhost.")
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` only accepts connections from this machine."""
-    if host.lower() in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+from semmem.web.net import is_loopback
 
 
 def prepare(settings: Settings, out: TextIO) -> Settings:

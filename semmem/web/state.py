@@ -9,19 +9,47 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from semmem.embedder import Embedder
-from semmem.errors import SemmemError, Unavailable
-from semmem.maintenance import Maintainer
+from semmem.errors import Overloaded, SemmemError, Unavailable
+from semmem.maintenance import Maintenance
 from semmem.memory import Memory
 from semmem.settings import Settings
 from semmem.web.auth import ProviderAuth, Tokens
 from semmem.web.errors import NotReady
-from semmem.web.limits import Limiter
 from semmem.web.metrics import Metrics
-from semmem.web.purging import Purger
 
 log = logging.getLogger("semmem.web")
+
+
+class Limiter:
+    """At most ``limit`` requests in progress; one more is refused at once (429), not queued.
+
+    Refusing rather than queueing keeps latency bounded and lets the host's retry (after
+    ``Retry-After``) land on a less busy moment, within its deadline.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.active = 0
+
+    @asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        """Hold one slot for the duration of a request.
+
+        Raises:
+            Overloaded: all slots are taken.
+        """
+        if self.active >= self.limit:
+            raise Overloaded(f"too many requests in progress (limit {self.limit}); retry shortly",
+                             {"limit": self.limit})
+        self.active += 1
+        try:
+            yield
+        finally:
+            self.active -= 1
 
 
 class Runtime:
@@ -38,8 +66,6 @@ class Runtime:
         self.limiter = Limiter(settings.max_concurrency)
         self.metrics = Metrics()
         self.memory: Memory | None = None
-        self.maintainer: Maintainer | None = None
-        self.purger: Purger | None = None
         self.failure: SemmemError | None = None
         self._embedder = embedder
         self._given = memory
@@ -61,19 +87,10 @@ class Runtime:
                 embedder = self._embedder
                 if embedder is None:
                     embedder = await asyncio.to_thread(load_embedder, self.settings)
-                memory = await open_memory(self.settings, embedder)
-            maintainer = Maintainer(memory.store, self.settings.maintenance_delay_s,
-                                    self.settings.compact_every)
-            purger = Purger(maintainer, memory.store.version_retention.total_seconds(),
-                            self.settings.maintenance_delay_s)
-            memory.on_write, memory.on_drop = purger.on_write, purger.on_drop
-            maintainer.start()
-            # Whatever a killed process had scheduled is lost: purge every partition once, and
-            # again when the files its last writes may have left are old enough to delete.
-            purger.sweep(await memory.store.partitions(),
-                         memory.store.orphan_age.total_seconds())
-            self.memory, self.maintainer, self.purger = memory, maintainer, purger
-            log.info("ready: model %s, store %s", memory.embedder.model_id, memory.store.uri)
+                memory = await open_memory(self.settings, embedder, maintain=True)
+                await memory.start()
+            self.memory = memory
+            log.info("ready: model %s, store %s", memory.embedder.model_id, memory.uri)
         except SemmemError as exc:
             self.failure = exc
             log.error("cannot start: %s", exc.message)
@@ -83,21 +100,21 @@ class Runtime:
         finally:
             self.ready.set()
 
+    @property
+    def maintainer(self) -> Maintenance | None:
+        """The running memory's maintenance, if it has one."""
+        observer = self.memory.observer if self.memory is not None else None
+        return observer if isinstance(observer, Maintenance) else None
+
     async def stop(self) -> None:
         """Stop maintenance and close what this app opened."""
         if self._loading is not None and not self._loading.done():
             self._loading.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._loading
-        if self.purger is not None:
-            self.purger.stop()
-            if self.memory is not None:  # a memory passed in outlives this app: unhook it
-                self.memory.on_write = self.memory.on_drop = None
-        if self.maintainer is not None:
-            await self.maintainer.stop()
         if self.memory is not None and self._owned:
-            await self.memory.store.close()
-        self.memory = self.maintainer = self.purger = None
+            await self.memory.close()
+        self.memory = None
 
     def require_memory(self) -> Memory:
         """The memory core.

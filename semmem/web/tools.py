@@ -14,19 +14,21 @@ from typing import Any, Literal
 
 from jsonschema import Draft202012Validator, ValidationError
 
+from semmem.contract import (
+    DEFAULT_SEARCH_LIMIT,
+    MAX_QUERY_CHARS,
+    MAX_SEARCH_LIMIT,
+    MAX_TEXT_CHARS,
+)
 from semmem.errors import InvalidArguments
 
 Access = Literal["read", "write"]
 
-MAX_TEXT = 2000
-MAX_QUERY = 2000
-MAX_LIMIT = 50
-DEFAULT_LIMIT = 10
 
 _TEXT: dict[str, Any] = {
     "type": "string",
     "minLength": 1,
-    "maxLength": MAX_TEXT,
+    "maxLength": MAX_TEXT_CHARS,
     "pattern": "\\S",
     "description": "The fact, one self-contained sentence (1–2,000 characters).",
 }
@@ -111,15 +113,15 @@ TOOLS: tuple[ToolSpec, ...] = (
                 "query": {
                     "type": "string",
                     "minLength": 1,
-                    "maxLength": MAX_QUERY,
+                    "maxLength": MAX_QUERY_CHARS,
                     "pattern": "\\S",
                     "description": "What to look for, in plain words.",
                 },
                 "limit": {
                     "type": "integer",
                     "minimum": 1,
-                    "maximum": MAX_LIMIT,
-                    "default": DEFAULT_LIMIT,
+                    "maximum": MAX_SEARCH_LIMIT,
+                    "default": DEFAULT_SEARCH_LIMIT,
                     "description": "How many facts to return at most (1–50, default 10).",
                 },
             },

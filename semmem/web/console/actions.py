@@ -12,16 +12,17 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from semmem.contract import MAX_RECALL_BYTES, MAX_SEARCH_LIMIT
 from semmem.errors import Conflict, InvalidInput, NotFound
 from semmem.items import Item
-from semmem.memory import MAX_RECALL_BYTES, MAX_SEARCH_LIMIT
+from semmem.web.bodies import fit_recall
 from semmem.web.console import data
-from semmem.web.console.guard import Form, memory_of, require_post, runtime
+from semmem.web.console.guard import Form, memory_of, require_post
 from semmem.web.console.pages import redirect
 from semmem.web.console.render import page, url
 from semmem.web.console.session import Session
 from semmem.web.errors import status_of
-from semmem.web.limits import fit_recall
+from semmem.web.guard import runtime
 
 EDITABLE = ("note", "status", "surfacing")
 

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
 import math
 import re
 from dataclasses import dataclass
 
+from semmem.contract import make_cursor, sha256_hex
 from semmem.items import Item
-from semmem.memory import Memory, make_cursor
+from semmem.memory import Memory
 from semmem.ranking import Scored
-from semmem.snapshot import Snapshot
+from semmem.store.views import PartitionSnapshot
 
 PAGE_SIZE = 25
 PARTITIONS_PAGE_SIZE = 25  # each listed partition is read
@@ -47,7 +47,7 @@ class Paging:
         return (self.page - 1) * self.size
 
 
-def last_update(snap: Snapshot) -> int | None:
+def last_update(snap: PartitionSnapshot) -> int | None:
     """When anything in the partition last changed (an edit, an addition or a forget)."""
     times = [it.updated for it in snap.items] + [t.updated for t in snap.tombstones.values()]
     return max(times) if times else None
@@ -61,15 +61,12 @@ async def partitions_page(memory: Memory, prefix: str, page: int
     reads): a large, indexed partition gives its count without loading its items, and its last
     update is that of its most recently updated live item.
     """
-    names = [n for n in await memory.store.partitions() if n.startswith(prefix)]
+    names = [n for n in await memory.partitions() if n.startswith(prefix)]
     paging = Paging.of(page, len(names), PARTITIONS_PAGE_SIZE)
     rows = []
     for name in names[paging.offset:paging.offset + paging.size]:
-        view = await memory.store.read_view(name)
-        latest = last_update(view)
-        if view.indexed:
-            latest = last_update(await memory.store.recent(view, 1))
-        rows.append(PartitionRow(name, view.count, latest))
+        stats = await memory.stats(name)
+        rows.append(PartitionRow(name, stats["count"], await memory.last_update(name)))
     return rows, paging
 
 
@@ -90,7 +87,7 @@ class PartitionView:
 
 async def partition_view(memory: Memory, partition: str, page: int) -> PartitionView:
     """One page of a partition's items, highest number (newest) first."""
-    snap = await memory.store.snapshot(partition)
+    snap = await memory.snapshot(partition)
     paging = Paging.of(page, snap.count, PAGE_SIZE)
     newest_first = snap.items[::-1]
     return PartitionView(
@@ -102,7 +99,7 @@ async def partition_view(memory: Memory, partition: str, page: int) -> Partition
 
 async def item_view(memory: Memory, partition: str, n: int) -> tuple[Item | None, str]:
     """Item ``n`` (``None`` if it is not live) and the cursor of the state it was read in."""
-    snap = await memory.store.snapshot(partition)
+    snap = await memory.snapshot(partition)
     return snap.get(n), make_cursor(partition, snap.seq)
 
 
@@ -110,15 +107,13 @@ def confirm_phrase(partition: str) -> str:
     """What an owner types to delete a partition: its name, or a short id if it is untypable."""
     if partition.isprintable() and partition == partition.strip() and len(partition) <= 100:
         return partition
-    digest = hashlib.sha256(partition.encode("utf-8", "surrogatepass")).hexdigest()
-    return f"partition-{digest[:12]}"
+    return f"partition-{sha256_hex(partition)[:12]}"
 
 
 def export_filename(partition: str) -> str:
     """A safe ASCII download name that still hints at the partition."""
     slug = _UNSAFE.sub("-", partition).strip("-.")[:40] or "partition"
-    digest = hashlib.sha256(partition.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-    return f"semmem-{slug}-{digest}.jsonl"
+    return f"semmem-{slug}-{sha256_hex(partition)[:8]}.jsonl"
 
 
 def recall_scores(scored: list[Scored]) -> dict[str, float]:

@@ -6,19 +6,17 @@ metrics) shared by the routes.
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from urllib.parse import parse_qs
 
 from starlette.requests import Request
 
-from semmem.errors import InvalidInput, SemmemError
+from semmem.errors import InvalidInput
 from semmem.memory import Memory
+from semmem.web.bodies import read_body
 from semmem.web.console.session import CSRF_FIELD, Session, read_session, same_origin
-from semmem.web.errors import status_of
-from semmem.web.limits import read_body
-from semmem.web.state import Runtime
+from semmem.web.guard import runtime, served
 
 MAX_FORM = 64 * 1024
 MAX_FIELDS = 32
@@ -60,12 +58,6 @@ class Form:
         if not raw.lstrip("-").isdigit() or not low <= int(raw) <= high:
             raise InvalidInput(f"{name} must be a whole number from {low} to {high}")
         return int(raw)
-
-
-def runtime(request: Request) -> Runtime:
-    """The app's runtime (shared with the provider and the admin API)."""
-    rt: Runtime = request.app.state.runtime
-    return rt
 
 
 def require_session(request: Request) -> Session:
@@ -130,18 +122,5 @@ async def memory_of(request: Request) -> AsyncIterator[Memory]:
     Raises:
         NotReady: still loading. Overloaded: no free slot.
     """
-    rt = runtime(request)
-    started = time.perf_counter()
-    status = 200
-    try:
-        memory = rt.require_memory()
-        async with rt.limiter.slot():
-            yield memory
-    except SemmemError as exc:
-        status = status_of(exc)
-        raise
-    except Exception:
-        status = 500
-        raise
-    finally:
-        rt.metrics.observe("admin", "", status, time.perf_counter() - started)
+    async with served(runtime(request), "admin") as call:
+        yield call.memory

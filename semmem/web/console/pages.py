@@ -16,7 +16,6 @@ from semmem.web.console.guard import (
     read_form,
     require_post,
     require_session,
-    runtime,
 )
 from semmem.web.console.render import PREFIX, page, url
 from semmem.web.console.session import (
@@ -27,6 +26,7 @@ from semmem.web.console.session import (
     same_origin,
     set_cookie,
 )
+from semmem.web.guard import runtime
 from semmem.web.jsonio import dumps
 
 # What a redirect after a write may announce: fixed texts, so a link cannot put words on the page.

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 from starlette.requests import Request
 from starlette.responses import Response
 
-from semmem.web.server import is_loopback
+from semmem.web.net import is_loopback
 
 COOKIE = "semmem_console"
 COOKIE_PATH = "/console"

@@ -1,0 +1,153 @@
+"""The LanceDB connection of a store, its registry, and the handle of every partition table
+(least recently used out), created and migrated on first use."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from datetime import timedelta
+from typing import Any
+
+import lancedb
+import pyarrow as pa
+
+from semmem.errors import Unavailable
+from semmem.store.conflicts import is_commit_conflict
+from semmem.store.registry import Registry
+from semmem.store.schema import head_row, migrate_v1, table_name
+from semmem.store.upkeep import Upkeep
+
+
+class Connection:
+    """One store URI's connection and table handles."""
+
+    def __init__(self, uri: str, schema: pa.Schema, model_id: str, upkeep: Upkeep, *,
+                 read_consistency: timedelta, max_tables: int, cache_bytes: int) -> None:
+        self.uri = uri
+        self.schema = schema
+        self.model_id = model_id
+        self.upkeep = upkeep
+        self.read_consistency = read_consistency
+        self.max_tables = max_tables
+        # LanceDB's own caches (index pages, file metadata) for every table this store opens;
+        # without a bound they grow with the number of partitions ever touched.
+        self.cache_bytes = cache_bytes
+        self._db: lancedb.AsyncConnection | None = None
+        self._registry: Registry | None = None
+        self._tables: OrderedDict[str, Any] = OrderedDict()
+        self._creating: dict[str, asyncio.Lock] = {}
+
+    async def open(self) -> None:
+        """Connect (the engine's errors propagate; the store reports them)."""
+        self._db = await lancedb.connect_async(
+            self.uri,
+            read_consistency_interval=self.read_consistency,
+            storage_options=self.upkeep.storage_options or None,
+            session=lancedb.Session(
+                index_cache_size_bytes=self.cache_bytes,
+                metadata_cache_size_bytes=max(self.cache_bytes // 4, 1 << 20),
+            ),
+        )
+        self._registry = Registry(self._db, self.upkeep)
+
+    def close(self) -> None:
+        """Drop the connection and every handle."""
+        self._tables.clear()
+        self._db = self._registry = None
+
+    @property
+    def db(self) -> lancedb.AsyncConnection:
+        """The LanceDB connection.
+
+        Raises:
+            Unavailable: the store is not open.
+        """
+        if self._db is None:
+            raise Unavailable("store is not open")
+        return self._db
+
+    @property
+    def registry(self) -> Registry:
+        """Partition names and store metadata."""
+        if self._registry is None:
+            raise Unavailable("store is not open")
+        return self._registry
+
+    @property
+    def open_tables(self) -> int:
+        """Table handles held now."""
+        return len(self._tables)
+
+    async def table(self, partition: str, create: bool) -> Any:
+        """The partition's table handle; ``None`` if absent and not ``create``."""
+        name = table_name(partition)
+        tbl: Any = self._tables.get(name)
+        if tbl is not None:
+            self._tables.move_to_end(name)
+            return tbl
+        try:
+            tbl = await self.db.open_table(name)
+        except ValueError:
+            if not create:
+                return None
+            # One creation per table at a time in this process: a second, concurrent create
+            # would commit as an overwrite of the first one's table.
+            async with self._creating.setdefault(name, asyncio.Lock()):
+                tbl = self._tables.get(name) or await self._create(partition, name)
+            self._creating.pop(name, None)
+        else:
+            if "dkey" not in (await tbl.schema()).names:
+                await asyncio.to_thread(migrate_v1, await tbl.uri(), self.upkeep.storage_options)
+                await tbl.checkout_latest()
+        self._tables[name] = tbl
+        while len(self._tables) > self.max_tables:
+            self._tables.popitem(last=False)
+        return tbl
+
+    async def _create(self, partition: str, name: str) -> Any:
+        await self.registry.add_table(name, partition)
+        head = head_row(partition, self.model_id).table(self.schema)
+        try:
+            return await self.db.create_table(name, data=head, schema=self.schema,
+                                              on_bad_vectors="null")
+        except (ValueError, RuntimeError) as exc:  # another process created it first
+            if isinstance(exc, RuntimeError) and not is_commit_conflict(exc):
+                raise
+            return await self.db.open_table(name)
+
+    def forget_handle(self, partition: str) -> None:
+        """Drop the cached handle of a partition (it failed, or its table was replaced)."""
+        self._tables.pop(table_name(partition), None)
+
+    async def uri_of(self, partition: str) -> str | None:
+        """The URI of the partition's table, ``None`` if it has none."""
+        tbl = await self.table(partition, create=False)
+        return None if tbl is None else str(await tbl.uri())
+
+    async def table_names(self) -> list[str]:
+        """Every table of the store (the registry included)."""
+        names: list[str] = []
+        page_token: str | None = None
+        while True:
+            resp = await self.db.list_tables(page_token=page_token, limit=1000)
+            names.extend(resp.tables)
+            page_token = resp.page_token
+            if not page_token:
+                return names
+
+    async def drop(self, partition: str) -> bool:
+        """Delete a partition's table and its registry entry. Returns whether it existed."""
+        name = table_name(partition)
+        self._tables.pop(name, None)
+        try:
+            await self.db.drop_table(name)
+        except (ValueError, FileNotFoundError):
+            return False
+        await self.registry.remove_table(name)
+        return True
+
+    async def replace(self, partition: str, data: pa.Table) -> None:
+        """Overwrite a partition's table with ``data`` in one commit (offline migrations)."""
+        await self.db.create_table(table_name(partition), data=data, schema=self.schema,
+                                   mode="overwrite", on_bad_vectors="null")
+        self.forget_handle(partition)

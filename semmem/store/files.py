@@ -1,0 +1,94 @@
+"""The files of a Lance table on its filesystem (local directory or object storage), and the
+one place a table's dataset is opened by URI.
+
+Lance keeps data files that no version references ("unverified": left by a failed or killed
+transaction) for 7 days, because they could belong to a write still in progress. They hold
+copies of rows, so a text forgotten later would stay on disk that long. ``Store`` removes the
+files of its own lost compactions at once, and sweeps older leftovers with this module: it lists
+and deletes files, and never decides on its own which are garbage (the store passes the names
+no version references).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from datetime import timedelta
+from typing import Any
+
+import lance
+import pyarrow.fs as pafs
+
+log = logging.getLogger(__name__)
+
+DATA = "data"
+
+
+def open_dataset(uri: str, storage_options: dict[str, str], version: int | None = None) -> Any:
+    """The Lance dataset of a table, at its latest version or at ``version``."""
+    return lance.dataset(uri, version=version, storage_options=storage_options or None)
+
+
+def file_name(path: str) -> str:
+    """The last part of a data file's path."""
+    return path.rsplit("/", 1)[-1]
+
+
+def data_files(ds: Any) -> set[str]:
+    """Names of the data files one version of a dataset references."""
+    return {file_name(f.path) for frag in ds.get_fragments()
+            for f in frag.metadata.data_files()}
+
+
+def filesystem(uri: str, storage_options: dict[str, str]) -> tuple[pafs.FileSystem, str]:
+    """The filesystem holding ``uri`` and the table's path on it.
+
+    S3 (and S3-compatible, and ``s3+ddb``) stores take the same ``storage_options`` keys Lance
+    reads (``aws_access_key_id``, ``aws_secret_access_key``, ``aws_session_token``,
+    ``aws_region``, ``aws_endpoint``, ``allow_http``); other schemes use pyarrow's defaults for
+    the URI (and may fail: callers treat that as "cannot sweep").
+    """
+    if uri.startswith(("s3://", "s3+ddb://")):
+        opts = {k.lower(): v for k, v in storage_options.items()}
+        endpoint = opts.get("aws_endpoint") or opts.get("endpoint")
+        scheme = "https"
+        if endpoint and "://" in endpoint:
+            scheme, endpoint = endpoint.split("://", 1)
+        fs = pafs.S3FileSystem(
+            access_key=opts.get("aws_access_key_id") or opts.get("access_key_id"),
+            secret_key=opts.get("aws_secret_access_key") or opts.get("secret_access_key"),
+            session_token=opts.get("aws_session_token") or opts.get("session_token"),
+            region=opts.get("aws_region") or opts.get("region"),
+            endpoint_override=endpoint,
+            scheme="http" if (opts.get("allow_http") or opts.get("aws_allow_http") or ""
+                              ).lower() == "true" else scheme,
+        )
+        path = uri.split("://", 1)[1].split("?", 1)[0]  # s3+ddb: the DynamoDB table is a query
+        return fs, path.rstrip("/")
+    fs, path = pafs.FileSystem.from_uri(uri if "://" in uri else f"file://{uri}")
+    return fs, path.rstrip("/")
+
+
+def stale_data_files(fs: pafs.FileSystem, table: str, min_age: timedelta) -> set[str]:
+    """Names of the table's data files last modified more than ``min_age`` ago."""
+    cutoff = time.time() - min_age.total_seconds()
+    selector = pafs.FileSelector(f"{table}/{DATA}", allow_not_found=True)
+    return {
+        info.base_name
+        for info in fs.get_file_info(selector)
+        if info.type == pafs.FileType.File
+        and info.mtime is not None and info.mtime.timestamp() < cutoff
+    }
+
+
+def remove_data_files(fs: pafs.FileSystem, table: str, names: Iterable[str]) -> int:
+    """Delete data files of the table by name; returns how many were deleted."""
+    removed = 0
+    for name in names:
+        try:
+            fs.delete_file(f"{table}/{DATA}/{name}")
+            removed += 1
+        except FileNotFoundError:
+            continue
+    return removed

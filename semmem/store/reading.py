@@ -1,0 +1,84 @@
+"""Arrow rows of a partition table → the store's views (``semmem.store.views``)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from semmem.errors import Unavailable
+from semmem.items import Item
+from semmem.store.schema import ITEM_COLUMNS, KIND_HEAD, KIND_ITEM, KIND_OP
+from semmem.store.views import Candidates, Head, OpRecord, Tombstone, Vectors
+
+
+@dataclass
+class Decoded:
+    """The rows of one read, sorted out by kind (items in number order)."""
+
+    head: Head
+    items: list[Item]
+    vectors: Vectors
+    tombstones: dict[int, Tombstone] = field(default_factory=dict)
+    ops: dict[str, OpRecord] = field(default_factory=dict)
+
+
+def decode(partition: str, version: int, data: pa.Table, dim: int) -> Decoded:
+    """Sort a partition's rows into head, live items (with vectors), tombstones and records.
+
+    Raises:
+        Unavailable: the table's head names another partition (a hash clash).
+    """
+    py = {name: data.column(name).to_pylist() for name in data.column_names if name != "vector"}
+    head = Head(partition, version, 0, 0, None)
+    item_rows: list[int] = []
+    tombstones: dict[int, Tombstone] = {}
+    ops: dict[str, OpRecord] = {}
+    for i, kind in enumerate(py["kind"]):
+        if kind == KIND_HEAD:
+            if py["text"][i] != partition:
+                raise Unavailable("partition table belongs to another partition (hash clash)")
+            head = Head(partition, version, py["n"][i], py["seq"][i], py["model"][i])
+        elif kind == KIND_ITEM:
+            if py["forgotten"][i]:
+                tombstones[py["n"][i]] = Tombstone(py["n"][i], py["seq"][i], py["updated"][i])
+            else:
+                item_rows.append(i)
+        elif kind == KIND_OP:
+            ops[py["key"][i]] = OpRecord(
+                py["key"][i], py["op_fp"][i], py["op_result"][i], py["op_expires"][i]
+            )
+    item_rows.sort(key=lambda i: py["n"][i])
+    items = [
+        Item(
+            n=py["n"][i], text=py["text"][i], ts=py["ts"][i], updated=py["updated"][i],
+            revision=py["revision"][i], seq=py["seq"][i], model=py["model"][i],
+            attrs=json.loads(py["attrs"][i]) if py["attrs"][i] else {},
+        )
+        for i in item_rows
+    ]
+    if item_rows:
+        vec_col = data.column("vector").combine_chunks()
+        flat = vec_col.take(pa.array(item_rows)).flatten().to_numpy(zero_copy_only=False)
+        width = data.schema.field("vector").type.list_size  # the table's, not the model's
+        vectors = np.ascontiguousarray(flat.reshape(len(item_rows), width), np.float32)
+    else:
+        vectors = np.zeros((0, dim), np.float32)
+    return Decoded(head, items, vectors, tombstones, ops)
+
+
+def candidates(head: Head, data: pa.Table, dim: int) -> Candidates:
+    """The live items among ``data``'s rows (an index search's or a scan's), in number order."""
+    rows = data.select(ITEM_COLUMNS).to_pylist()
+    rows = [r for r in rows if r["kind"] == KIND_ITEM and not r["forgotten"]]
+    rows.sort(key=lambda r: r["n"])
+    items = [
+        Item(n=r["n"], text=r["text"], ts=r["ts"], updated=r["updated"],
+             revision=r["revision"], seq=r["seq"], model=r["model"],
+             attrs=json.loads(r["attrs"]) if r["attrs"] else {})
+        for r in rows
+    ]
+    vectors = np.array([r["vector"] for r in rows], dtype=np.float32).reshape(-1, dim)
+    return Candidates(items, vectors, head)

@@ -1,0 +1,105 @@
+"""The registry table ``_semmem``: the store's metadata and the partition name of every table
+(table names are hashes, so the names themselves live only here)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import timedelta
+from typing import Any
+
+import lancedb
+import pyarrow as pa
+
+from semmem.items import now_ms
+from semmem.store.conflicts import backoff, is_commit_conflict
+from semmem.store.upkeep import Upkeep
+
+REGISTRY = "_semmem"
+REGISTRY_SCHEMA = pa.schema(
+    [pa.field("key", pa.string(), nullable=False), pa.field("value", pa.string())]
+)
+# One commit (and one small fragment) per partition created: compact now and then, or every
+# later registry read and write would scan thousands of fragments.
+COMPACT_EVERY = 64
+META = "meta"
+MAX_ATTEMPTS = 10
+
+
+class Registry:
+    """Partition names and store metadata, in one small table of ``key → JSON`` rows."""
+
+    def __init__(self, db: lancedb.AsyncConnection, upkeep: Upkeep) -> None:
+        self.db = db
+        self.upkeep = upkeep
+
+    async def _table(self, create: bool) -> Any:
+        try:
+            return await self.db.open_table(REGISTRY)
+        except ValueError:
+            if not create:
+                return None
+        try:
+            return await self.db.create_table(REGISTRY, schema=REGISTRY_SCHEMA)
+        except ValueError:  # created concurrently
+            return await self.db.open_table(REGISTRY)
+
+    async def rows(self) -> dict[str, dict[str, Any]]:
+        """Every entry, decoded."""
+        reg = await self._table(create=False)
+        if reg is None:
+            return {}
+        rows = (await reg.to_arrow()).to_pylist()
+        return {str(r["key"]): json.loads(r["value"]) for r in rows}
+
+    async def put(self, key: str, value: dict[str, Any]) -> None:
+        """Insert or replace one entry (again after losing a race to another process)."""
+        data = pa.table({"key": [key], "value": [json.dumps(value)]}, schema=REGISTRY_SCHEMA)
+        for attempt in range(MAX_ATTEMPTS):
+            try:
+                reg = await self._table(create=True)
+                await (
+                    reg.merge_insert("key").when_matched_update_all()
+                    .when_not_matched_insert_all()
+                ).execute(data)
+                break
+            except Exception as exc:  # the engine's errors are not a typed tree
+                if attempt == MAX_ATTEMPTS - 1 or not is_commit_conflict(exc):
+                    raise
+                await backoff(attempt)
+        if await reg.version() % COMPACT_EVERY == 0:
+            await asyncio.to_thread(self.upkeep.maintain_small, await reg.uri())
+            await reg.checkout_latest()
+
+    async def meta(self) -> dict[str, Any] | None:
+        """The store's metadata (schema version, model), or ``None`` for a new store."""
+        return (await self.rows()).get(META)
+
+    async def set_meta(self, value: dict[str, Any]) -> None:
+        """Replace the store's metadata."""
+        await self.put(META, value)
+
+    async def add_table(self, name: str, partition: str) -> None:
+        """Record the partition a new table belongs to."""
+        await self.put(f"t:{name}", {"partition": partition, "created": now_ms()})
+
+    async def remove_table(self, name: str) -> None:
+        """Forget a dropped table's partition name (purged from files by ``maintain``)."""
+        reg = await self._table(create=False)
+        if reg is not None:
+            await reg.delete(f"key = 't:{name}'")  # name is hex: safe in a filter
+
+    async def partitions(self, existing: set[str]) -> list[str]:
+        """Names of the partitions whose tables are in ``existing``, sorted."""
+        rows = await self.rows()
+        return sorted({v["partition"] for k, v in rows.items()
+                       if k.startswith("t:") and k[2:] in existing})
+
+    async def maintain(self, retention: timedelta | None = None) -> None:
+        """Compact the registry and remove its old versions, so a deleted partition's name
+        leaves every file once its versions are older than ``retention``."""
+        reg = await self._table(create=False)
+        if reg is None:
+            return
+        await asyncio.to_thread(self.upkeep.maintain_small, await reg.uri(), retention)
+        await reg.checkout_latest()

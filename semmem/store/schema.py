@@ -1,0 +1,240 @@
+"""The layout of a partition table: schema, row keys, and the rows one write commits.
+
+A partition table holds three kinds of row, keyed by ``key``:
+
+- the head row (``key = "head"``): highest number ever assigned (``n``), the partition's write
+  sequence (``seq``), the partition name (``text``) and the model (``model``);
+- item rows (``key = "i:<n>"``): live items and the tombstones of forgotten ones (no text);
+- op rows (``key = "o:<sha256(operationId)>"``): idempotency records.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import lance
+import numpy as np
+import pyarrow as pa
+
+from semmem.contract import sha256_hex
+from semmem.items import Item, dedupe_key, now_ms
+from semmem.store.conflicts import retry_conflicts
+from semmem.store.files import open_dataset
+from semmem.store.views import Head, OpRecord, Tombstone
+
+SCHEMA_VERSION = 2  # 2: ``dkey`` (duplicate-detection key) on item rows
+HEAD_KEY = "head"
+KIND_HEAD, KIND_ITEM, KIND_OP = 0, 1, 2
+ITEM_COLUMNS = ["key", "kind", "n", "text", "vector", "ts", "updated", "revision", "seq",
+                "model", "forgotten", "attrs"]
+LIVE_ITEMS = f"kind = {KIND_ITEM} AND forgotten = false"
+
+
+def table_name(partition: str) -> str:
+    """The table of a partition: a hash, so the partition string never reaches a name or path."""
+    return f"p_{sha256_hex(partition)[:40]}"
+
+
+def op_key(operation_id: str) -> str:
+    """The row key of an operation's idempotency record."""
+    return "o:" + sha256_hex(operation_id)
+
+
+def dkey_of(text: str) -> str:
+    """The duplicate-detection key of an item text: a hash of ``dedupe_key(text)``."""
+    return sha256_hex(dedupe_key(text))[:32]
+
+
+def partition_schema(dim: int) -> pa.Schema:
+    """Arrow schema of a partition table (``SCHEMA_VERSION`` 2)."""
+    return pa.schema(
+        [
+            pa.field("key", pa.string(), nullable=False),
+            pa.field("kind", pa.int8(), nullable=False),
+            pa.field("n", pa.int64(), nullable=False),
+            pa.field("text", pa.string()),
+            pa.field("vector", pa.list_(pa.float32(), dim)),
+            pa.field("ts", pa.int64()),
+            pa.field("updated", pa.int64()),
+            pa.field("revision", pa.int64()),
+            pa.field("seq", pa.int64()),
+            pa.field("model", pa.string()),
+            pa.field("forgotten", pa.bool_()),
+            pa.field("attrs", pa.string()),
+            pa.field("op_fp", pa.string()),
+            pa.field("op_result", pa.string()),
+            pa.field("op_expires", pa.int64()),
+            pa.field("dkey", pa.string()),  # v2, last so a migrated v1 table has the same order
+        ],
+        metadata={"semmem.schema_version": str(SCHEMA_VERSION)},
+    )
+
+
+@dataclass(frozen=True)
+class ItemRow:
+    """The new state of one item row; ``text``/``vector`` are ``None`` for a tombstone."""
+
+    n: int
+    text: str | None
+    vector: np.ndarray | None
+    ts: int
+    updated: int
+    revision: int
+    forgotten: bool = False
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """Everything one write commits atomically."""
+
+    items: Sequence[ItemRow] = ()
+    op: OpRecord | None = None
+    hwm: int | None = None  # new highest number, when the write assigns numbers
+    result: dict[str, Any] = field(default_factory=dict)  # what the write answers
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """The rows a write decides on, besides the head: its records, numbers and texts."""
+
+    ops: Sequence[str] = ()  # op row keys
+    numbers: Sequence[int] = ()  # item numbers it targets or asks for
+    texts: Sequence[str] = ()  # texts it may duplicate
+
+    def where(self) -> str:
+        """The filter selecting those rows (every value is a hash, a hex key or an integer)."""
+        keys = [HEAD_KEY, *self.ops, *(f"i:{int(n)}" for n in self.numbers)]
+        clause = "key IN (" + ", ".join(f"'{k}'" for k in keys) + ")"
+        if self.texts:
+            clause += " OR dkey IN (" + ", ".join(f"'{dkey_of(t)}'" for t in self.texts) + ")"
+        return clause
+
+
+def head_row(partition: str, model: str) -> Rows:
+    """The first row of a new partition table."""
+    now = now_ms()
+    rows = Rows()
+    rows.add(key=HEAD_KEY, kind=KIND_HEAD, n=0, text=partition, ts=now, updated=now,
+             revision=0, seq=0, model=model)
+    return rows
+
+
+@dataclass(frozen=True)
+class Batch:
+    """What one commit writes: the rows of one or more mutations, decided in order on one
+    version (a later mutation's row of the same item wins), under one new write sequence."""
+
+    head: Head  # the version the mutations were decided on
+    items: dict[int, ItemRow]
+    ops: dict[str, OpRecord]
+    hwm: int
+
+    @classmethod
+    def of(cls, head: Head, mutations: Sequence[Mutation]) -> Batch:
+        """The mutations, combined."""
+        items: dict[int, ItemRow] = {}
+        ops: dict[str, OpRecord] = {}
+        for m in mutations:
+            items.update((it.n, it) for it in m.items)
+            if m.op is not None:
+                ops[m.op.key] = m.op
+        hwm = max([head.hwm, *(m.hwm or 0 for m in mutations)])
+        return cls(head, items, ops, hwm)
+
+    @property
+    def seq(self) -> int:
+        """The write sequence the batch commits under."""
+        return self.head.seq + 1
+
+    def rows(self, model: str) -> Rows:
+        """The new head and every changed row."""
+        now = now_ms()
+        rows = Rows()
+        rows.add(key=HEAD_KEY, kind=KIND_HEAD, n=self.hwm, text=self.head.partition, ts=now,
+                 updated=now, revision=0, seq=self.seq, model=model)
+        for it in self.items.values():
+            rows.add(
+                key=f"i:{it.n}", kind=KIND_ITEM, n=it.n, text=it.text, vector=it.vector,
+                ts=it.ts, updated=it.updated, revision=it.revision, seq=self.seq,
+                model=None if it.forgotten else model, forgotten=it.forgotten,
+                attrs=json.dumps(it.attrs, ensure_ascii=False) if it.attrs else None,
+                dkey=None if it.text is None else dkey_of(it.text),
+            )
+        for op in self.ops.values():
+            rows.add(key=op.key, kind=KIND_OP, n=0, ts=now, updated=now, revision=0,
+                     seq=self.seq, op_fp=op.fingerprint, op_result=op.result,
+                     op_expires=op.expires)
+        return rows
+
+    def changes(self, model: str) -> tuple[list[Item], list[np.ndarray], dict[int, Tombstone]]:
+        """The batch's items as committed: live ones with their vectors, and tombstones."""
+        items: list[Item] = []
+        vectors: list[np.ndarray] = []
+        tombstones: dict[int, Tombstone] = {}
+        for it in self.items.values():
+            if it.forgotten or it.text is None or it.vector is None:
+                tombstones[it.n] = Tombstone(it.n, self.seq, it.updated)
+                continue
+            items.append(Item(n=it.n, text=it.text, ts=it.ts, updated=it.updated,
+                              revision=it.revision, seq=self.seq, model=model,
+                              attrs=dict(it.attrs)))
+            vectors.append(np.asarray(it.vector, np.float32))
+        return items, vectors, tombstones
+
+
+class Rows:
+    """Rows gathered column by column, so vectors go to Arrow as one array, not as lists."""
+
+    _NAMES = ("key", "kind", "n", "text", "ts", "updated", "revision", "seq", "model",
+              "forgotten", "attrs", "op_fp", "op_result", "op_expires", "dkey")
+
+    def __init__(self) -> None:
+        self.cols: dict[str, list[Any]] = {name: [] for name in self._NAMES}
+        self.vectors: list[np.ndarray | None] = []
+
+    def add(self, *, vector: np.ndarray | None = None, forgotten: bool = False,
+            **values: Any) -> None:
+        """Append one row; columns not named are null."""
+        for name in self._NAMES:
+            self.cols[name].append(forgotten if name == "forgotten" else values.get(name))
+        self.vectors.append(vector)
+
+    def table(self, schema: pa.Schema) -> pa.Table:
+        """The rows as an Arrow table of ``schema``."""
+        dim = schema.field("vector").type.list_size
+        valid = np.array([v is not None for v in self.vectors], dtype=bool)
+        flat = np.zeros((len(self.vectors), dim), dtype=np.float32)
+        for i, v in enumerate(self.vectors):
+            if v is not None:
+                flat[i] = v
+        vector = pa.FixedSizeListArray.from_arrays(
+            pa.array(flat.reshape(-1), pa.float32()), dim, mask=pa.array(~valid)
+        )
+        arrays = [
+            vector if f.name == "vector" else pa.array(self.cols[f.name], f.type)
+            for f in schema
+        ]
+        return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def migrate_v1(uri: str, storage_options: dict[str, str]) -> None:
+    """Schema 1 → 2: add the ``dkey`` column, computed from each item's text."""
+
+    def add(batch: pa.RecordBatch) -> pa.RecordBatch:
+        texts = batch.column("text").to_pylist()
+        kinds = batch.column("kind").to_pylist()
+        keys = [dkey_of(t) if k == KIND_ITEM and t is not None else None
+                for t, k in zip(texts, kinds, strict=True)]
+        return pa.RecordBatch.from_arrays([pa.array(keys, pa.string())], names=["dkey"])
+
+    def migrate() -> None:
+        ds = open_dataset(uri, storage_options)
+        if "dkey" not in ds.schema.names:  # another process may have done it meanwhile
+            ds.add_columns(lance.batch_udf(output_schema=pa.schema(
+                [pa.field("dkey", pa.string())]))(add), read_columns=["text", "kind"])
+
+    retry_conflicts(migrate)

@@ -1,0 +1,322 @@
+"""``Store``: partitions of numbered items in LanceDB, one table per partition.
+
+Every write is one Lance ``merge_insert`` that updates the head row, with Lance's own conflict
+retries turned off: two writers that read the same head conflict at commit, one wins, the other
+re-reads and tries again. That makes numbering, duplicate detection, cursor checks and the
+idempotency record atomic with the write, across threads, processes and replicas on object
+storage, with no lock service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any, TypeVar
+
+import numpy as np
+import pyarrow as pa
+
+from semmem.errors import ModelMismatch, SemmemError, Unavailable
+from semmem.store.conflicts import moved_on
+from semmem.store.connection import Connection
+from semmem.store.files import open_dataset
+from semmem.store.reading import candidates, decode
+from semmem.store.schema import (
+    ITEM_COLUMNS,
+    KIND_HEAD,
+    KIND_ITEM,
+    LIVE_ITEMS,
+    SCHEMA_VERSION,
+    Lookup,
+    partition_schema,
+    table_name,
+)
+from semmem.store.snapshots import Snapshots
+from semmem.store.upkeep import INDEX_THRESHOLD, MaintenanceReport, Upkeep, index_probes
+from semmem.store.views import Candidates, IndexedView, PartitionSnapshot, ReadView
+from semmem.store.writes import Plan, Writer
+
+V = TypeVar("V")
+
+
+class Store:
+    """Partitions of numbered items in LanceDB (local directory or object storage URI)."""
+
+    def __init__(
+        self,
+        uri: str,
+        *,
+        dim: int,
+        model_id: str,
+        storage_options: dict[str, str] | None = None,
+        read_consistency: timedelta = timedelta(0),
+        cache_size: int = 256,
+        version_retention: timedelta = timedelta(seconds=10),
+        orphan_age: timedelta = timedelta(minutes=10),
+        index_threshold: int = INDEX_THRESHOLD,
+        cache_items: int = 2_000_000,
+        cache_bytes: int = 1 << 30,
+    ) -> None:
+        self.uri = uri
+        self.dim = dim
+        self.model_id = model_id
+        self.storage_options = dict(storage_options or {})
+        self.upkeep = Upkeep(self.storage_options, version_retention, orphan_age,
+                             index_threshold)
+        self.schema = partition_schema(dim)
+        self.conn = Connection(uri, self.schema, model_id, self.upkeep,
+                               read_consistency=read_consistency, max_tables=cache_size,
+                               cache_bytes=cache_bytes)
+        self.snapshots = Snapshots(dim, model_id, self.storage_options, cache_size, cache_items,
+                                   index_threshold)
+        self._views = self.snapshots.cache
+        self.writer = Writer(model_id, self.schema, self.snapshots.write_view,
+                              self.snapshots.committed)
+
+    @property
+    def version_retention(self) -> timedelta:
+        """How long old table versions are kept before cleanup."""
+        return self.upkeep.version_retention
+
+    @property
+    def orphan_age(self) -> timedelta:
+        """How old an unreferenced data file must be before the sweep deletes it."""
+        return self.upkeep.orphan_age
+
+    @orphan_age.setter
+    def orphan_age(self, value: timedelta) -> None:
+        self.upkeep.orphan_age = value
+
+    @property
+    def index_threshold(self) -> int:
+        """Rows past which a partition is read through its vector index."""
+        return self.upkeep.index_threshold
+
+    # ----- lifecycle and registry ------------------------------------------------------------
+    async def open(self, *, check_model: bool = True) -> None:
+        """Connect, create the registry if needed and check the store's model.
+
+        Raises:
+            ModelMismatch: the store was embedded with another model (run ``semmem reindex``).
+            Unavailable: the store cannot be reached.
+        """
+        try:
+            await self.conn.open()
+            meta = await self.meta()
+        except Exception as exc:  # the engine's errors are not a documented tree
+            raise Unavailable(f"cannot open store {self.uri}: {exc}") from exc
+        if meta is None:
+            await self.set_meta({"schema": SCHEMA_VERSION, "model": self.model_id, "dim": self.dim})
+        elif check_model and meta.get("model") != self.model_id:
+            raise ModelMismatch(
+                f"store {self.uri} was embedded with model {meta.get('model')!r}, "
+                f"not {self.model_id!r}; run `semmem reindex` to re-embed it with this model",
+                {"store_model": meta.get("model"), "model": self.model_id},
+            )
+
+    async def close(self) -> None:
+        """Drop cached handles."""
+        self.conn.close()
+        self.snapshots.clear()
+
+    async def meta(self) -> dict[str, Any] | None:
+        """The store's metadata (schema version, model), or ``None`` for a new store."""
+        return await self.conn.registry.meta()
+
+    async def set_meta(self, value: dict[str, Any]) -> None:
+        """Replace the store's metadata (used on creation and by reindex)."""
+        await self.conn.registry.set_meta(value)
+
+    async def partitions(self) -> list[str]:
+        """Names of all partitions that exist, sorted."""
+        return await self.conn.registry.partitions(set(await self.conn.table_names()))
+
+    def cache_stats(self) -> dict[str, int]:
+        """What the caches hold now: open tables, cached views and their items."""
+        return {"tables": self.conn.open_tables, "snapshots": len(self._views),
+                "items": self._views.items()}
+
+    # ----- reads -----------------------------------------------------------------------------
+    async def _read_latest(self, partition: str, read: Callable[[Any, int], Awaitable[V]],
+                           empty: V) -> V:
+        """``read`` at the latest version (``empty`` if the partition has no table); a read
+        that fails because a newer commit superseded its version (a cleanup removed the files
+        under it) is made again at the newer one."""
+        tbl = await self.conn.table(partition, create=False)
+        if tbl is None:
+            self.snapshots.drop(table_name(partition))
+            return empty
+        for attempt in range(3):
+            try:
+                version = await tbl.version()  # ~0.1 ms locally: caches are keyed by version
+            except Exception as exc:
+                self.conn.forget_handle(partition)
+                raise Unavailable(f"cannot read partition: {exc}") from exc
+            try:
+                return await read(tbl, version)
+            except SemmemError:
+                raise
+            except Exception as exc:
+                if attempt == 2 or not await moved_on(tbl, version):
+                    raise Unavailable(f"cannot read partition: {exc}") from exc
+        raise AssertionError("unreachable")
+
+    async def snapshot(self, partition: str) -> PartitionSnapshot:
+        """Every live item of ``partition`` at the latest version (empty if never written)."""
+
+        async def read(tbl: Any, version: int) -> PartitionSnapshot:
+            return await self._snapshot_at(partition, tbl, version)
+
+        return await self._read_latest(partition, read,
+                                       PartitionSnapshot.empty(partition, self.dim))
+
+    async def _snapshot_at(self, partition: str, tbl: Any, version: int) -> PartitionSnapshot:
+        return await self.snapshots.at(partition, tbl, version)
+
+    async def read_view(self, partition: str) -> ReadView:
+        """The full snapshot up to the index threshold, else a head-and-count view (past it,
+        items come from ``nearest`` or ``recent``: loading a million rows per version would
+        cost seconds and gigabytes)."""
+
+        async def read(tbl: Any, version: int) -> ReadView:
+            name = table_name(partition)
+            cached = self._views.get(name, version)
+            if cached is not None:
+                return cached
+            if await tbl.count_rows() <= self.index_threshold:
+                return await self._snapshot_at(partition, tbl, version)
+            view = await asyncio.to_thread(self._indexed_view, await tbl.uri(), partition,
+                                           version)
+            self._views.put(name, view)
+            return view
+
+        return await self._read_latest(partition, read,
+                                       PartitionSnapshot.empty(partition, self.dim))
+
+    def _indexed_view(self, uri: str, partition: str, version: int) -> IndexedView:
+        ds = open_dataset(uri, self.storage_options, version)
+        head = decode(partition, version, ds.to_table(filter=Lookup().where()), self.dim).head
+        return IndexedView(head, ds.count_rows(filter=LIVE_ITEMS))
+
+    async def nearest(self, view: IndexedView, query: np.ndarray, k: int) -> Candidates:
+        """The ``k`` live items of an indexed partition nearest to ``query`` (cosine); rows
+        not yet in the index are searched exactly."""
+        tbl = await self.conn.table(view.head.partition, create=False)
+        if tbl is None:
+            return Candidates([], np.zeros((0, self.dim), np.float32), view.head)
+        q = (
+            tbl.vector_search(np.asarray(query, np.float32).reshape(-1))
+            .column("vector").distance_type("cosine").nprobes(index_probes(view.count))
+            .limit(k).select(ITEM_COLUMNS)
+        )
+        data = await q.to_arrow()
+        return await asyncio.to_thread(candidates, view.head, data, self.dim)
+
+    async def recent(self, view: IndexedView, k: int) -> Candidates:
+        """The ``k`` most recently updated live items of an indexed partition."""
+        uri = await self.conn.uri_of(view.head.partition)
+        if uri is None:
+            return Candidates([], np.zeros((0, self.dim), np.float32), view.head)
+
+        def load() -> Candidates:
+            ds = open_dataset(uri, self.storage_options)
+            cols = ds.to_table(columns=["n", "updated"], filter=LIVE_ITEMS)
+            top = np.argsort(-cols.column("updated").to_numpy(), kind="stable")[:k]
+            numbers = cols.column("n").to_numpy()[top].tolist()
+            if not numbers:
+                return candidates(view.head, ds.to_table(columns=ITEM_COLUMNS, limit=0),
+                                  self.dim)
+            keys = ", ".join(f"'i:{int(n)}'" for n in numbers)
+            return candidates(view.head, ds.to_table(columns=ITEM_COLUMNS,
+                                                     filter=f"key IN ({keys})"), self.dim)
+
+        return await asyncio.to_thread(load)
+
+    async def count_forgotten(self, partition: str) -> int:
+        """How many tombstones (forgotten numbers) the partition holds."""
+        tbl = await self.conn.table(partition, create=False)
+        if tbl is None:
+            return 0
+        return int(await tbl.count_rows(f"kind = {KIND_ITEM} AND forgotten = true"))
+
+    async def replace_vectors(self, partition: str, vectors: dict[int, np.ndarray]) -> None:
+        """Rewrite the partition with new item vectors from this store's model, in one commit.
+
+        An offline migration (``semmem reindex``; stop servers first); the vector dimension may
+        change. Numbers, texts, tombstones and records are kept as they are.
+        """
+        tbl = await self.conn.table(partition, create=False)
+        if tbl is None:
+            return
+        data = (await tbl.to_arrow()).to_pylist()
+        for row in data:
+            if row["kind"] == KIND_HEAD:
+                row["model"] = self.model_id
+            elif row["kind"] == KIND_ITEM and not row["forgotten"]:
+                row["vector"] = vectors[row["n"]].astype(np.float32).tolist()
+                row["model"] = self.model_id
+        await self.conn.replace(partition, pa.Table.from_pylist(data, schema=self.schema))
+        self.snapshots.drop(table_name(partition))
+
+    async def drop(self, partition: str) -> bool:
+        """Delete a partition's table and every file of it. Returns whether it existed."""
+        self.snapshots.drop(table_name(partition))
+        return await self.conn.drop(partition)
+
+    # ----- writes ----------------------------------------------------------------------------
+    async def write(self, partition: str, plan: Plan, *, lookup: Lookup | None = None,
+                    deadline_ms: int | None = None) -> dict[str, Any]:
+        """Apply one write atomically, retrying on concurrent commits.
+
+        ``plan`` sees a write view of the latest version: the head, the live count and the rows
+        named by ``lookup`` (its operation records, the item numbers it targets, the items whose
+        text equals one of its texts up to case and whitespace), so a write costs the same in a
+        partition of ten items or of a million. It returns either the ``Mutation`` to commit
+        (its ``result`` is returned) or a result dict to return without writing (replays,
+        duplicates). It may raise domain errors; it is called again after a lost race.
+
+        Raises:
+            DeadlineExceeded: the deadline passed before the commit could start.
+            Unavailable: the write kept losing races or the store failed.
+        """
+        tbl = await self.conn.table(partition, create=True)
+        return await self.writer.write(tbl, partition, plan, lookup or Lookup(), deadline_ms)
+
+    # ----- upkeep ----------------------------------------------------------------------------
+    async def maintain(self, partition: str, *, retention: timedelta | None = None,
+                       purge: bool = True) -> MaintenanceReport | None:
+        """Prune expired op records, compact (materialising deletions) and remove old versions.
+
+        After this returns, forgotten texts are in no file of the partition unless they are in a
+        version younger than ``retention`` (default: the store's ``version_retention``).
+        """
+        tbl = await self.conn.table(partition, create=False)
+        if tbl is None:
+            return None
+        report = await asyncio.to_thread(self.upkeep.maintain, await tbl.uri(), retention,
+                                         purge)
+        await tbl.checkout_latest()
+        return replace(report, partition=partition)
+
+    async def maintain_registry(self, *, retention: timedelta | None = None) -> None:
+        """Compact the registry and remove its old versions (purges deleted partitions' names)."""
+        await self.conn.registry.maintain(retention)
+
+    async def build_index(self, partition: str) -> str:
+        """Build (or bring up to date) the indexes of a partition past the index threshold."""
+        tbl = await self.conn.table(partition, create=False)
+        if tbl is None:
+            return ""
+        done = await asyncio.to_thread(self.upkeep.build_index, await tbl.uri())
+        await tbl.checkout_latest()
+        return done
+
+    async def needs_maintenance(self, partition: str, max_versions: int = 32) -> bool:
+        """Whether enough commits piled up since the last compaction to warrant one."""
+        uri = await self.conn.uri_of(partition)
+        if uri is None:
+            return False
+        return await asyncio.to_thread(self.upkeep.needs_compaction, uri, max_versions)
+

@@ -1,0 +1,232 @@
+"""What the store hands out: frozen views of one partition, each type with one meaning.
+
+- ``PartitionSnapshot``: every live item of a partition at one table version (recall, search,
+  listing); cached by the store per version.
+- ``WriteView``: the rows one write decides on at one version (head, its records, the numbers it
+  targets, the texts it may duplicate) and the partition's live count.
+- ``IndexedView``: the head and live count of a partition read through its vector index.
+- ``Candidates``: the items an index search (or a recency scan) returned for one query.
+
+``PartitionSnapshot`` and ``Candidates`` are both an ``ItemSet``, what ranking scores. Only
+numpy here: ranking imports this module without loading the storage engine.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from semmem.items import Item, dedupe_key
+
+T = TypeVar("T")
+Vectors = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True)
+class OpRecord:
+    """A committed write's idempotency record: what was asked and what was answered."""
+
+    key: str
+    fingerprint: str
+    result: str
+    expires: int
+
+    def result_json(self) -> dict[str, Any]:
+        """The original result, decoded."""
+        value = json.loads(self.result)
+        assert isinstance(value, dict)
+        return value
+
+
+@dataclass(frozen=True)
+class Tombstone:
+    """What remains of a forgotten item: its number and when it went."""
+
+    n: int
+    seq: int
+    updated: int
+
+
+@dataclass(frozen=True)
+class Head:
+    """A partition's counters at one table version."""
+
+    partition: str
+    version: int
+    hwm: int  # the highest number ever assigned
+    seq: int  # the partition's write sequence (what a cursor names)
+    model: str | None
+
+    @classmethod
+    def empty(cls, partition: str) -> Head:
+        """The head of a partition that has never been written."""
+        return cls(partition, 0, 0, 0, None)
+
+
+class _HeadFields:
+    """The head's counters read off a view directly (``view.seq`` for ``view.head.seq``)."""
+
+    head: Head
+
+    @property
+    def partition(self) -> str:
+        """The partition the view is of."""
+        return self.head.partition
+
+    @property
+    def version(self) -> int:
+        """The table version the view was read at."""
+        return self.head.version
+
+    @property
+    def hwm(self) -> int:
+        """The highest number ever assigned in the partition."""
+        return self.head.hwm
+
+    @property
+    def seq(self) -> int:
+        """The partition's write sequence (what a cursor names)."""
+        return self.head.seq
+
+    @property
+    def model(self) -> str | None:
+        """The model the partition's vectors are from."""
+        return self.head.model
+
+
+@dataclass(frozen=True, eq=False)
+class ItemSet:
+    """Items in number order with their vectors (row ``i`` of ``vectors`` is ``items[i]``).
+
+    Ranking hangs its own per-set precomputations on it (``cached``): built once, shared by
+    every recall of the same set.
+    """
+
+    items: list[Item]
+    vectors: Vectors
+    # Built from ``items`` unless given (a snapshot evolved from another one carries them).
+    by_n: dict[int, int] = field(default_factory=dict, kw_only=True, repr=False)
+    # Derived structures to start from (ones evolved from the previous snapshot's).
+    derived: dict[str, Any] = field(default_factory=dict, kw_only=True, repr=False)
+    _lock: threading.RLock = field(default_factory=threading.RLock, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.by_n and self.items:
+            self.by_n.update((item.n, i) for i, item in enumerate(self.items))
+
+    @property
+    def size(self) -> int:
+        """How many items the set holds (rows of ``vectors``)."""
+        return len(self.items)
+
+    @property
+    def count(self) -> int:
+        """Live items this set stands for (its size, unless a subclass knows more)."""
+        return len(self.items)
+
+    def get(self, n: int) -> Item | None:
+        """Item ``n`` if the set holds it."""
+        i = self.by_n.get(n)
+        return None if i is None else self.items[i]
+
+    def index_of(self, n: int) -> int | None:
+        """Row of item ``n`` in ``items`` and ``vectors``."""
+        return self.by_n.get(n)
+
+    def cached(self, name: str, build: Callable[[ItemSet], T]) -> T:
+        """A derived structure (e.g. a lexical index), built once per set."""
+        with self._lock:
+            if name not in self.derived:
+                self.derived[name] = build(self)
+            value: T = self.derived[name]
+            return value
+
+
+@dataclass(frozen=True, eq=False)
+class PartitionSnapshot(ItemSet, _HeadFields):
+    """Every live item, tombstone and idempotency record of a partition at one version."""
+
+    head: Head
+    tombstones: dict[int, Tombstone] = field(default_factory=dict)
+    ops: dict[str, OpRecord] = field(default_factory=dict)
+    # dedupe key → number (the highest number among equal keys), built unless given.
+    by_key: dict[str, int] = field(default_factory=dict, kw_only=True, repr=False)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.by_key and self.items:
+            self.by_key.update((dedupe_key(item.text), item.n) for item in self.items)
+
+    @property
+    def indexed(self) -> bool:
+        """Whether the view stands for a partition read through its index (never: all items)."""
+        return False
+
+    @classmethod
+    def empty(cls, partition: str, dim: int) -> PartitionSnapshot:
+        """The state of a partition that has never been written."""
+        return cls([], np.zeros((0, dim), np.float32), Head.empty(partition))
+
+    def find_text(self, text: str) -> Item | None:
+        """The live item whose text equals ``text`` up to case and whitespace."""
+        n = self.by_key.get(dedupe_key(text))
+        return None if n is None else self.get(n)
+
+
+@dataclass(frozen=True, eq=False)
+class WriteView(ItemSet, _HeadFields):
+    """The rows one write looked up at one version; ``live`` is the partition's live count."""
+
+    head: Head
+    live: int
+    tombstones: dict[int, Tombstone] = field(default_factory=dict)
+    ops: dict[str, OpRecord] = field(default_factory=dict)
+    _by_key: dict[str, int] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._by_key.update((dedupe_key(item.text), item.n) for item in self.items)
+
+    @property
+    def count(self) -> int:
+        """Live items in the partition (not only the looked-up ones)."""
+        return self.live
+
+    def find_text(self, text: str) -> Item | None:
+        """The looked-up live item whose text equals ``text`` up to case and whitespace."""
+        n = self._by_key.get(dedupe_key(text))
+        return None if n is None else self.get(n)
+
+
+@dataclass(frozen=True)
+class IndexedView(_HeadFields):
+    """A partition past the index threshold: its head and live count, no items."""
+
+    head: Head
+    count: int
+
+    @property
+    def indexed(self) -> bool:
+        """Whether the view stands for a partition read through its index (always)."""
+        return True
+
+    @property
+    def items(self) -> list[Item]:
+        """None: an indexed partition's items come from ``Store.nearest`` or ``recent``."""
+        return []
+
+
+@dataclass(frozen=True, eq=False)
+class Candidates(ItemSet, _HeadFields):
+    """The live items one index search or recency scan returned (in number order)."""
+
+    head: Head
+
+
+ReadView = PartitionSnapshot | IndexedView

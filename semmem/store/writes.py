@@ -1,0 +1,214 @@
+"""The compare-and-swap write, with group commit.
+
+Writes to one partition queue behind the commit in flight and go together in the next one:
+each decides in turn on one write view (a later one sees what the earlier ones decided), and
+their rows commit as one ``merge_insert`` against the version the view was read at, with no
+retries of Lance's own. A lost race (another process or replica committed first) plans the
+whole group again on the latest version. Each write keeps its own result or refusal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from semmem.errors import DeadlineExceeded, ModelMismatch, SemmemError, Unavailable
+from semmem.items import now_ms
+from semmem.store.conflicts import backoff, is_commit_conflict, moved_on
+from semmem.store.schema import Batch, Lookup, Mutation
+from semmem.store.views import WriteView
+
+MAX_WRITE_ATTEMPTS = 40
+MAX_GROUP = 64  # writes per commit: bounds one commit's size and one view's lookups
+Plan = Callable[[WriteView], Mutation | dict[str, Any]]
+ReadView = Callable[[str, Any, int, Lookup], Awaitable[tuple[Any, WriteView]]]
+Committed = Callable[[str, Batch, int], None]
+
+
+@dataclass
+class Pending:
+    """One write waiting for its group's commit."""
+
+    plan: Plan
+    lookup: Lookup
+    deadline_ms: int | None
+    future: asyncio.Future[dict[str, Any]]
+
+
+@dataclass
+class _Queue:
+    loop: asyncio.AbstractEventLoop
+    pending: list[Pending] = field(default_factory=list)
+    task: asyncio.Task[None] | None = None
+
+
+def joined(lookups: Sequence[Lookup]) -> Lookup:
+    """One lookup for a group: every record, number and text any of its writes asks for."""
+    return Lookup(ops=sorted({k for lk in lookups for k in lk.ops}),
+                  numbers=sorted({n for lk in lookups for n in lk.numbers}),
+                  texts=list(dict.fromkeys(t for lk in lookups for t in lk.texts)))
+
+
+def after(view: WriteView, m: Mutation) -> WriteView:
+    """``view`` as the next write of the same group sees it: ``m``'s rows applied."""
+    batch = Batch.of(view.head, [m])
+    items, vectors, tombstones = batch.changes(view.model or "")
+    keep = [(it, view.vectors[i]) for i, it in enumerate(view.items)
+            if it.n not in batch.items]
+    merged = sorted(keep + list(zip(items, vectors, strict=True)), key=lambda p: p[0].n)
+    added = sum(1 for it in items if view.get(it.n) is None)
+    dropped = sum(1 for n in tombstones if view.get(n) is not None)
+    head = type(view.head)(view.partition, view.version, batch.hwm, view.seq, view.model)
+    return WriteView(
+        [it for it, _ in merged],
+        np.array([v for _, v in merged], np.float32).reshape(-1, view.vectors.shape[1]),
+        head, view.live + added - dropped, {**view.tombstones, **tombstones},
+        {**view.ops, **batch.ops})
+
+
+class Writer:
+    """Commits the writes of one store, one group per partition at a time."""
+
+    def __init__(self, model_id: str, schema: pa.Schema, read_view: ReadView,
+                 committed: Committed) -> None:
+        self.model_id = model_id
+        self.schema = schema
+        self.read_view = read_view
+        self.committed = committed
+        self._queues: dict[str, _Queue] = {}
+        self.groups = 0  # commits made (for tests and metrics)
+
+    async def write(self, tbl: Any, partition: str, plan: Plan, lookup: Lookup,
+                    deadline_ms: int | None) -> dict[str, Any]:
+        """Queue one write and wait for its group's commit."""
+        loop = asyncio.get_running_loop()
+        queue = self._queues.get(partition)
+        if queue is None or queue.loop is not loop:
+            if queue is not None and queue.task is not None and not queue.task.done() \
+                    and not queue.loop.is_closed():
+                raise Unavailable("the partition is being written from another event loop")
+            queue = self._queues[partition] = _Queue(loop)
+        future: asyncio.Future[dict[str, Any]] = loop.create_future()
+        queue.pending.append(Pending(plan, lookup, deadline_ms, future))
+        if queue.task is None or queue.task.done():
+            queue.task = loop.create_task(self._drain(tbl, partition, queue))
+        return await future
+
+    async def _drain(self, tbl: Any, partition: str, queue: _Queue) -> None:
+        while queue.pending:
+            group = queue.pending[:MAX_GROUP]
+            del queue.pending[:MAX_GROUP]
+            try:
+                await self._commit(tbl, partition, group)
+            except BaseException as exc:  # the store failed: every write of the group hears it
+                for p in group:
+                    if not p.future.done():
+                        p.future.set_exception(exc if isinstance(exc, Exception)
+                                               else Unavailable("the write was interrupted"))
+                if not isinstance(exc, Exception):
+                    raise
+        if self._queues.get(partition) is queue:
+            del self._queues[partition]
+
+    async def _commit(self, tbl: Any, partition: str, group: list[Pending]) -> None:
+        for attempt in range(MAX_WRITE_ATTEMPTS):
+            group = _in_time(group)
+            if not group:
+                return
+            version = await tbl.version()
+            try:
+                ds, view = await self.read_view(partition, tbl, version,
+                                                joined([p.lookup for p in group]))
+            except SemmemError:
+                raise
+            except Exception as exc:
+                if not await moved_on(tbl, version):
+                    raise Unavailable(f"cannot read partition: {exc}") from exc
+                await backoff(attempt)
+                continue
+            if view.model is not None and view.model != self.model_id:
+                raise ModelMismatch(
+                    f"partition was embedded with {view.model!r}; run `semmem reindex`")
+            outcomes, mutations = self._decide(group, view)
+            if not mutations:
+                _settle(outcomes)
+                return
+            if any(p.deadline_ms is not None and now_ms() >= p.deadline_ms
+                   for p, _ in mutations):
+                continue  # refused by the next round's deadline check; decide again without it
+            batch = Batch.of(view.head, [m for _, m in mutations])
+            rows = batch.rows(self.model_id).table(self.schema)
+            try:
+                await asyncio.to_thread(_cas_merge, ds, rows)
+            except OSError as exc:
+                if not is_commit_conflict(exc) and not await moved_on(tbl, version):
+                    raise Unavailable(f"write failed: {exc}") from exc
+                await backoff(attempt)
+                await tbl.checkout_latest()
+                continue
+            self.groups += 1
+            await tbl.checkout_latest()
+            self.committed(partition, batch, int(ds.version))
+            _settle(outcomes)
+            return
+        raise Unavailable("too many concurrent writers on this partition; retry")
+
+    def _decide(self, group: list[Pending], view: WriteView
+                ) -> tuple[list[tuple[Pending, Any]], list[tuple[Pending, Mutation]]]:
+        """Each write's decision in turn, each seeing the ones before it."""
+        outcomes: list[tuple[Pending, Any]] = []
+        mutations: list[tuple[Pending, Mutation]] = []
+        for p in group:
+            try:
+                decision = p.plan(view)
+            except Exception as exc:  # a refusal (or a fault) of this write only
+                outcomes.append((p, exc))
+                continue
+            if isinstance(decision, Mutation):
+                mutations.append((p, decision))
+                outcomes.append((p, decision.result))
+                view = after(view, decision)
+            else:
+                outcomes.append((p, decision))
+        return outcomes, mutations
+
+
+def _in_time(group: list[Pending]) -> list[Pending]:
+    """The writes whose deadline has not passed; the others are refused now."""
+    now, kept = now_ms(), []
+    for p in group:
+        if p.deadline_ms is not None and now >= p.deadline_ms:
+            if not p.future.done():
+                p.future.set_exception(
+                    DeadlineExceeded("deadline passed before the write was committed"))
+        else:
+            kept.append(p)
+    return kept
+
+
+def _settle(outcomes: list[tuple[Pending, Any]]) -> None:
+    for p, outcome in outcomes:
+        if p.future.done():
+            continue
+        if isinstance(outcome, BaseException):
+            p.future.set_exception(outcome)
+        else:
+            p.future.set_result(outcome)
+
+
+def _cas_merge(ds: Any, rows: pa.Table) -> None:
+    # ``ds`` is opened at the version the decision was computed on. Lance's own retries would
+    # re-run the merge on top of a concurrent commit and silently overwrite it; with none, a
+    # concurrent head update makes this commit fail instead.
+    (
+        ds.merge_insert("key")
+        .when_matched_update_all()
+        .when_not_matched_insert_all()
+        .conflict_retries(0)
+        .execute(rows)
+    )

@@ -1,0 +1,1 @@
+"""semmem's tests, by layer: unit, store, core, web, system; shared helpers in ``support``."""

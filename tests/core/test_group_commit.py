@@ -1,0 +1,104 @@
+"""Group commit: writes that arrive while a commit is in flight go together in the next one,
+each with its own result, refusal, idempotency record and cursor check."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from semmem.contract import make_cursor
+from semmem.embedder import HashingEmbedder
+from semmem.errors import Conflict, DeadlineExceeded, IdempotencyMismatch, NotFound
+from semmem.items import now_ms
+from semmem.memory import Memory, Operation
+from tests.support.memory import open_memory
+
+
+def _op(op_id: str, tool: str, args: dict[str, Any], cursor: str | None = None,
+        deadline_ms: int | None = None) -> Operation:
+    return Operation.of(op_id, tool, args, cursor, deadline_ms)
+
+
+async def test_concurrent_mixed_writes_are_grouped_and_each_answered(memory: Memory) -> None:
+    for i in range(10):
+        await memory.remember("p", f"seed fact {i}")
+    cursor = make_cursor("p", (await memory.snapshot("p")).seq)
+    await memory.update("p", 2, "seed fact two, changed after the cursor")
+    writer = memory.store.writer
+    groups_before = writer.groups
+    dup = _op("dup-op", "remember", {"text": "the duplicated fact"})
+    calls: list[Any] = [
+        *(memory.remember("p", f"new fact {i}") for i in range(20)),
+        *(memory.remember("p", "The duplicated   FACT") for _ in range(4)),
+        memory.remember("p", "the duplicated fact", op=dup),
+        memory.remember("p", "the duplicated fact", op=dup),  # a retry in the same group
+        memory.update("p", 5, "seed fact five, edited"),
+        memory.forget("p", 7),
+        memory.update("p", 999, "no such item"),  # 404
+        memory.forget("p", 2, cursor=cursor),  # changed after the cursor: 409
+        memory.remember("p", "late", op=_op("late", "remember", {"text": "late"},
+                                            deadline_ms=now_ms() - 1)),
+    ]
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    new, dups = results[:20], results[20:26]
+    update5, forget7, missing, stale, late = results[26:]
+    assert all(isinstance(r, dict) for r in new + dups + [update5, forget7])
+    numbers = [r["n"] for r in new]  # type: ignore[index]
+    dup_numbers = {r["n"] for r in dups}  # type: ignore[index]
+    assert len(dup_numbers) == 1  # one number for the text, whatever the spelling
+    assert len(set(numbers) | dup_numbers) == 21 and min(numbers) > 10
+    assert sum(1 for r in dups if not r.get("existing")) == 1  # type: ignore[union-attr]
+    assert dups[-1] == dups[-2]  # the retried operation replays its first answer
+    assert isinstance(missing, NotFound) and isinstance(stale, Conflict)
+    assert isinstance(late, DeadlineExceeded)
+    assert writer.groups - groups_before < 10  # far fewer commits than writes
+    items = {it.n: it.text for it in await memory.list("p")}
+    assert len(items) == 10 + 20 + 1 - 1
+    assert items[5] == "seed fact five, edited" and 7 not in items
+    assert sorted(t for t in items.values() if t.startswith("new fact")) == \
+        sorted(f"new fact {i}" for i in range(20))
+    # a replay after the group still answers byte for byte; the id for another call is refused
+    assert await memory.remember("p", "the duplicated fact", op=dup) == dups[-1]
+    with pytest.raises(IdempotencyMismatch):
+        await memory.remember("p", "other", op=_op("dup-op", "remember", {"text": "other"}))
+
+
+def _process(path: str, worker: int, queue: Any) -> None:
+    async def go() -> list[tuple[str, int, bool]]:
+        memory = await open_memory(Path(path), HashingEmbedder())
+        texts = [f"worker {worker} fact {i}" for i in range(15)] + \
+            [f"shared fact {i}" for i in range(8)]
+        results = await asyncio.gather(*(memory.remember("p", t) for t in texts))
+        await memory.close()
+        return [(t, r["n"], bool(r.get("existing"))) for t, r in zip(texts, results, strict=True)]
+
+    queue.put(asyncio.run(go()))
+
+
+@pytest.mark.timeout(180)
+def test_two_processes_grouping_writes_lose_and_duplicate_nothing(tmp_path: Path) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_process, args=(str(tmp_path), w, queue)) for w in range(2)]
+    for p in procs:
+        p.start()
+    answers = [row for _ in procs for row in queue.get(timeout=150)]
+    for p in procs:
+        p.join(30)
+
+    async def stored() -> dict[str, int]:
+        memory = await open_memory(tmp_path, HashingEmbedder())
+        items = {it.text: it.n for it in await memory.list("p")}
+        await memory.close()
+        return items
+
+    items = asyncio.run(stored())
+    assert len(items) == 2 * 15 + 8 == len(set(items.values()))  # each text once, numbers unique
+    for text, n, _ in answers:
+        assert items[text] == n  # every acknowledged write is there, under its number
+    fresh = [n for _, n, existing in answers if not existing]
+    assert len(fresh) == len(set(fresh)) == len(items)

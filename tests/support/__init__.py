@@ -1,0 +1,1 @@
+"""Helpers shared by tests and benchmarks: the real-server harness, request helpers, drivers."""

@@ -1,0 +1,392 @@
+"""The owner console in a real browser: Debian's Chromium, driven by Selenium, against a real
+``semmem serve`` process on 127.0.0.1 (with the fake embedder).
+
+Needs ``chromium`` and ``chromium-driver`` (``scripts/ensure-browser.sh`` installs them; CI runs
+it). The browser may resolve no host but 127.0.0.1, so nothing leaves the machine. Screenshots
+go to the test's temporary folder, or to ``$SEMMEM_SCREENSHOTS`` when set (that is how
+``docs/console.png`` is made).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from semmem.web.console.session import COOKIE, Session
+from tests.support.server import ADMIN_TOKEN, TOKEN, ServerProcess
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+
+if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
+    pytest.skip("Debian's chromium and chromium-driver are not installed: run "
+                "scripts/ensure-browser.sh (as root; `make test` does)", allow_module_level=True)
+webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed "
+                                "(a dev dependency: pip install -c requirements.lock selenium)")
+
+from selenium.common.exceptions import TimeoutException, WebDriverException  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
+from selenium.webdriver.remote.webelement import WebElement  # noqa: E402
+from selenium.webdriver.support import expected_conditions as ec  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+pytestmark = pytest.mark.timeout(180)
+WAIT_S = 20  # generous: the machine is shared
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """``semmem serve`` in its own process, with provider and admin tokens."""
+    proc = ServerProcess(tmp_path_factory.mktemp("console") / "db").start()
+    try:
+        proc.wait_ready()
+        yield proc
+    finally:
+        proc.stop()
+
+
+@pytest.fixture(scope="module")
+def downloads(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the browser saves downloads."""
+    return tmp_path_factory.mktemp("downloads")
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where screenshots go."""
+    target = os.environ.get("SEMMEM_SCREENSHOTS")
+    if target:
+        Path(target).mkdir(parents=True, exist_ok=True)
+        return Path(target)
+    return tmp_path_factory.mktemp("screenshots")
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory, downloads: Path) -> Iterator[WebDriver]:
+    """Headless Chromium that can reach 127.0.0.1 and nothing else."""
+    # Selenium Manager (driver/browser discovery, usage stats) must never run: both paths are
+    # given, and these say so again.
+    os.environ.setdefault("SE_OFFLINE", "true")
+    os.environ.setdefault("SE_AVOID_STATS", "true")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in (
+        "--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+        "--window-size=1280,1000", "--no-first-run", "--no-default-browser-check",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--disable-extensions", "--disable-default-apps", "--disable-domain-reliability",
+        "--disable-client-side-phishing-detection", "--no-pings", "--lang=en-US",
+        "--force-color-profile=srgb", "--hide-scrollbars",
+        "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+        f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
+    ):
+        options.add_argument(arg)
+    options.add_experimental_option("prefs", {
+        "download.default_directory": str(downloads), "download.prompt_for_download": False,
+        "safebrowsing.enabled": False,
+    })
+    log = tmp_path_factory.mktemp("chromedriver") / "chromedriver.log"
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER, log_output=str(log)),
+                              options=options)
+    driver.set_page_load_timeout(WAIT_S)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+# ----- helpers -----------------------------------------------------------------------------------
+def wait(driver: WebDriver, condition: Callable[[Any], Any], what: str) -> Any:
+    """Wait for a condition, failing with what was awaited and the page's text."""
+    try:
+        return WebDriverWait(driver, WAIT_S).until(condition)
+    except TimeoutException:
+        body = driver.find_element(By.TAG_NAME, "body").text[:2000]
+        raise AssertionError(f"timed out waiting for {what}; page {driver.current_url}:\n{body}"
+                             ) from None
+
+
+def mark_page(driver: WebDriver) -> str:
+    """Tag the current document so that a later wait can tell when another one replaced it."""
+    marker = uuid.uuid4().hex
+    driver.execute_script("window.__semmemPage = arguments[0]", marker)
+    return marker
+
+
+def wait_for_next_page(driver: WebDriver, marker: str, what: str) -> None:
+    """Wait until a document other than the one tagged ``marker`` has completely loaded.
+
+    Polls a script instead of ``staleness_of``: mid-navigation chromedriver can answer an element
+    query with an inspector error ("Node with given id does not belong to the document") that
+    ``staleness_of`` does not treat as stale, so it failed the test on a busy machine.
+    """
+    def loaded(d: WebDriver) -> bool:
+        try:
+            return bool(d.execute_script(
+                "return document.readyState === 'complete' && window.__semmemPage !== arguments[0]",
+                marker))
+        except WebDriverException:  # the old document is being torn down; ask again
+            return False
+    wait(driver, loaded, what)
+
+
+def submit(driver: WebDriver, button: WebElement, *, accept_confirm: bool = False) -> None:
+    """Click a submit button and wait for the next page to load."""
+    marker = mark_page(driver)
+    button.click()
+    if accept_confirm:
+        wait(driver, ec.alert_is_present(), "the confirmation dialog")
+        driver.switch_to.alert.accept()
+    wait_for_next_page(driver, marker, "the next page")
+
+
+def fill(driver: WebDriver, field_id: str, value: str) -> None:
+    """Replace a field's value by typing, as a user would."""
+    field = driver.find_element(By.ID, field_id)
+    field.clear()
+    field.send_keys(value)
+
+
+def text(driver: WebDriver, selector: str = "main") -> str:
+    """Visible text of an element."""
+    return str(driver.find_element(By.CSS_SELECTOR, selector).text)
+
+
+def shoot(driver: WebDriver, folder: Path, name: str, height: int | None = None) -> Path:
+    """Screenshot the window, grown to the page's whole height (or to ``height``)."""
+    width = driver.get_window_size()["width"]
+    measure = ("return Math.max(document.body.scrollHeight, "
+               "document.documentElement.scrollHeight) + window.outerHeight - window.innerHeight")
+    for _ in range(2):  # the viewport is smaller than the window; measure again once resized
+        driver.set_window_size(width, height or max(int(driver.execute_script(measure)), 400))
+    driver.execute_script("window.scrollTo(0, 0)")
+    path = folder / f"{name}.png"
+    assert driver.save_screenshot(str(path))
+    return path
+
+
+def assert_real_picture(path: Path) -> None:
+    """A screenshot that shows something: a PNG, not one flat colour."""
+    from PIL import Image
+
+    with Image.open(path) as img:
+        assert img.format == "PNG" and img.width >= 300
+        colours = img.convert("RGB").getcolors(maxcolors=1_000_000)
+        assert colours is None or len(colours) > 50, f"{path} looks blank"
+
+
+def sign_in(driver: WebDriver, base: str, token: str) -> None:
+    """Go to the console and submit the sign-in form with ``token``."""
+    driver.get(f"{base}/console/")
+    wait(driver, ec.title_contains("Sign in"), "the sign-in page")
+    fill(driver, "token", token)
+    submit(driver, driver.find_element(By.ID, "signin"))
+
+
+def item_numbers(driver: WebDriver) -> list[int]:
+    """The numbers of the items listed on a partition page, in page order."""
+    return [int(str(el.get_attribute("id")).split("-")[1])
+            for el in driver.find_elements(By.CSS_SELECTOR, "#items > li")]
+
+
+# ----- tests -------------------------------------------------------------------------------------
+def test_console_walkthrough_in_browser(server: ServerProcess, browser: WebDriver,
+                                        downloads: Path, shots: Path) -> None:
+    """Sign in, add, search, preview recall, edit, forget, export, delete, sign out."""
+    base, d, p = server.url, browser, "alice"
+    d.set_window_size(1280, 1000)
+    d.get(f"{base}/console/")
+    assert d.title == "Sign in · semmem console"
+    assert d.current_url.startswith(f"{base}/console/signin?next=")
+    shoot(d, shots, "01-signin", 700)
+
+    sign_in(d, base, ADMIN_TOKEN)
+    assert d.title == "Partitions · semmem console"
+    cookie = d.get_cookie(COOKIE)
+    assert cookie is not None and cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+    assert cookie["path"] == "/console" and not cookie["secure"]  # plain-HTTP loopback
+    assert d.execute_script("return document.cookie") == ""  # invisible to scripts
+
+    # Start a partition from the partitions page, then add three items.
+    fill(d, "open", p)
+    submit(d, d.find_element(By.CSS_SELECTOR, "form[action='/console/partition'] button"))
+    assert "No items in this partition yet" in text(d)
+    facts = [("Alice drinks green tea every morning", "since 2020"),
+             ("Alice's sister lives in Porto", ""),
+             ("The team meeting moved to Thursday at 10", "")]
+    for i, (fact, note) in enumerate(facts, 1):
+        fill(d, "add_text", fact)
+        fill(d, "add_note", note)
+        submit(d, d.find_element(By.ID, "add"))
+        assert text(d, ".flash") == f"Item #{i} added."
+    assert item_numbers(d) == [3, 2, 1]  # newest first
+    assert text(d, "#item-count") == "3"
+
+    # Search with the real ranking: the tea fact comes first, with its score.
+    fill(d, "q", "green tea")
+    submit(d, d.find_element(By.ID, "search"))
+    hits = d.find_elements(By.CSS_SELECTOR, "#search-results li.item")
+    assert hits and hits[0].find_element(By.CSS_SELECTOR, ".n").text == "#1"
+    assert hits[0].find_element(By.CSS_SELECTOR, ".score").text.startswith("score 0.")
+    shoot(d, shots, "02-search")
+
+    # Recall preview: exactly the host's text, within the budget.
+    budget = 60
+    fill(d, "recall_text", "which tea does Alice drink in the morning?")
+    fill(d, "max_bytes", str(budget))
+    submit(d, d.find_element(By.ID, "recall"))
+    recalled = text(d, "#recall-text")
+    assert recalled.startswith("1. Alice drinks green tea every morning — since 2020")
+    used = int(text(d, "#recall-bytes"))
+    assert used == len(recalled.encode()) <= budget
+    assert f"{used} of {budget} bytes" in text(d, "#recall-preview")
+    ids = [td.text for td in d.find_elements(By.CSS_SELECTOR, ".sources tbody td:first-child")]
+    assert ids == [line.split(".")[0] for line in recalled.split("\n")]
+    d.set_window_size(1280, 1000)
+    shoot(d, shots, "03-recall-preview")
+
+    # Edit item 1: text, note and status.
+    d.find_element(By.CSS_SELECTOR, "a[aria-label='Edit item 1']").click()
+    wait(d, ec.title_contains("Item #1"), "the edit page")
+    fill(d, "text", "Alice drinks jasmine tea every morning")
+    fill(d, "note", "switched in 2024")
+    fill(d, "status", "active")
+    shoot(d, shots, "04-edit", 900)
+    submit(d, d.find_element(By.ID, "save"))
+    assert text(d, ".flash") == "Item #1 saved."
+    item1 = text(d, "#item-1")
+    assert "Alice drinks jasmine tea every morning" in item1 and "switched in 2024" in item1
+    assert "rev 2" in item1
+
+    # Forget item 2 (the page asks first).
+    submit(d, d.find_element(By.CSS_SELECTOR, "button[aria-label='Forget item 2']"),
+           accept_confirm=True)
+    assert text(d, ".flash") == "Item #2 forgotten."
+    assert item_numbers(d) == [3, 1]
+
+    # Export: a JSONL download of what is left.
+    for old in downloads.glob("*"):
+        old.unlink()
+    d.find_element(By.ID, "export").click()
+    files = wait(d, lambda _: [f for f in downloads.glob("semmem-alice-*.jsonl")
+                               if f.stat().st_size > 0], "the export download")
+    time.sleep(0.2)  # Chromium renames the file when the download completes; let it settle
+    records = [json.loads(line) for line in files[0].read_text().splitlines()]
+    assert [(r["n"], r["text"], r.get("note"), r.get("status")) for r in records] == [
+        (1, "Alice drinks jasmine tea every morning", "switched in 2024", "active"),
+        (3, "The team meeting moved to Thursday at 10", None, None)]
+
+    # Delete, with the typed confirmation: the button waits for the exact name.
+    submit(d, d.find_element(By.ID, "delete"))
+    button = d.find_element(By.ID, "confirm-delete")
+    assert not button.is_enabled()
+    fill(d, "confirm", "alic")
+    assert not button.is_enabled()
+    d.find_element(By.ID, "confirm").send_keys("e")
+    assert button.is_enabled()
+    shoot(d, shots, "05-delete", 700)
+    submit(d, button)
+    assert text(d, ".flash") == "Partition deleted."
+    assert "0 partitions." in text(d)
+    with server.client() as c:
+        left = c.get("/admin/items", params={"partition": p},
+                     headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+        assert left.json() == {"items": [], "count": 0, "next": None}
+
+    # Sign out: the cookie is gone and pages ask for a sign-in again.
+    submit(d, d.find_element(By.ID, "signout"))
+    assert text(d, ".flash") == "Signed out."
+    assert d.get_cookie(COOKIE) is None
+    d.get(f"{base}/console/")
+    assert d.title == "Sign in · semmem console"
+
+    for shot in shots.glob("0*.png"):
+        assert_real_picture(shot)
+
+
+def test_wrong_token_refused_in_browser(server: ServerProcess, browser: WebDriver) -> None:
+    browser.delete_all_cookies()
+    sign_in(browser, server.url, "not-the-admin-token")
+    assert browser.title == "Sign in · semmem console"
+    assert text(browser, "#error") == "Wrong admin token."
+    assert browser.find_element(By.ID, "token").get_attribute("aria-invalid") == "true"
+    assert browser.get_cookie(COOKIE) is None
+    browser.get(f"{server.url}/console/")
+    assert browser.title == "Sign in · semmem console"
+
+
+def test_provider_token_reaches_no_console_page(server: ServerProcess, browser: WebDriver,
+                                                shots: Path) -> None:
+    base, d = server.url, browser
+    d.delete_all_cookies()
+    sign_in(d, base, TOKEN)
+    assert text(d, "#error") == "This is a provider token; the console needs an admin token."
+    assert d.get_cookie(COOKIE) is None
+    pages = ["/console/", "/console/partition?p=x", "/console/item?p=x&n=1",
+             "/console/delete?p=x"]
+    for path in pages:
+        d.get(base + path)
+        assert d.title == "Sign in · semmem console", path
+    # Even a cookie holding the provider token, made by hand, opens nothing.
+    forged = Session(TOKEN, "forged", int(time.time())).encode()
+    for path in pages:
+        d.add_cookie({"name": COOKIE, "value": forged, "path": "/console",
+                      "httpOnly": True, "sameSite": "Strict"})
+        d.get(base + path)
+        assert d.title == "Forbidden · semmem console", path
+        assert "this is a provider token" in text(d, "#error")
+    shoot(d, shots, "06-provider-token-refused", 500)
+
+
+def test_console_keyboard_and_phone(server: ServerProcess, browser: WebDriver,
+                                    shots: Path) -> None:
+    """Usable with the keyboard alone, and on a phone-sized screen without sideways scrolling."""
+    base, d = server.url, browser
+    d.delete_all_cookies()
+    d.set_window_size(390, 844)
+    d.get(f"{base}/console/signin")
+    # The token field has focus; typing and Enter signs in.
+    d.switch_to.active_element.send_keys(ADMIN_TOKEN)
+    marker = mark_page(d)
+    d.switch_to.active_element.send_keys(Keys.ENTER)
+    wait_for_next_page(d, marker, "the partitions page")
+    assert d.title == "Partitions · semmem console"
+    # Tab order: the skip link comes first and jumps to the content.
+    d.find_element(By.TAG_NAME, "body").send_keys(Keys.TAB)
+    assert d.switch_to.active_element.text == "Skip to content"
+
+    d.get(f"{base}/console/partition?p=bob")
+    # Add an item with the keyboard: type in the text field, Tab to the note, Enter submits.
+    d.find_element(By.ID, "add_text").send_keys("Bob takes the 7:40 train")
+    d.switch_to.active_element.send_keys(Keys.TAB)
+    assert d.switch_to.active_element.get_attribute("id") == "add_note"
+    marker = mark_page(d)
+    d.switch_to.active_element.send_keys("weekdays", Keys.ENTER)
+    wait_for_next_page(d, marker, "the partition page")
+    assert text(d, ".flash") == "Item #1 added."
+    # "/" jumps to the search box.
+    d.find_element(By.TAG_NAME, "body").send_keys("/")
+    assert d.switch_to.active_element.get_attribute("id") == "q"
+    # Every form control has a label.
+    unlabelled = d.execute_script("""
+        return [...document.querySelectorAll('input:not([type=hidden]), textarea, select')]
+          .filter(el => !(el.labels && el.labels.length) && !el.getAttribute('aria-label'))
+          .map(el => el.id || el.name);""")
+    assert unlabelled == []
+    # Nothing wider than the phone's screen.
+    overflow = d.execute_script(
+        "return document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 0
+    assert_real_picture(shoot(d, shots, "07-phone"))
+    d.set_window_size(1280, 1000)
+

@@ -1,0 +1,69 @@
+"""Both notebooks run top to bottom on the small labelled set, with the real model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from semmem.ranking import RankingConfig
+
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+
+pytestmark = [pytest.mark.model, pytest.mark.slow]
+
+
+def execute(name: str) -> nbformat.NotebookNode:
+    book = nbformat.read(NOTEBOOKS / name, as_version=4)
+    client = NotebookClient(book, timeout=180, kernel_name="python3",
+                            resources={"metadata": {"path": str(NOTEBOOKS)}})
+    client.execute()
+    return book
+
+
+def outputs(book: nbformat.NotebookNode) -> str:
+    text = []
+    for cell in book.cells:
+        for out in cell.get("outputs", []):
+            text.append(out.get("text", "") or "".join(out.get("data", {}).get("text/plain", "")))
+    return "\n".join(text)
+
+
+def images(book: nbformat.NotebookNode) -> int:
+    return sum("image/png" in out.get("data", {})
+               for cell in book.cells for out in cell.get("outputs", []))
+
+
+def test_tune_ranking_notebook_writes_a_loadable_ranking_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    output = tmp_path / "chosen.json"
+    monkeypatch.setenv("SEMMEM_TUNE_OUTPUT", str(output))
+    monkeypatch.setenv("SEMMEM_EVAL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("SEMMEM_TUNE_DATASET", raising=False)
+    book = execute("tune_ranking.ipynb")
+    text = outputs(book)
+    assert "gold recall within budget (%)" in text
+    assert "labelled queries miss a fact" in text
+    assert "pooled: tuned" in text
+    assert images(book) >= 2
+    assert (tmp_path / "chosen.recall.png").stat().st_size > 0
+    chosen = RankingConfig.from_file(output)
+    assert chosen.min_score == RankingConfig().min_score  # the sweep leaves the floor alone
+
+
+def test_explore_memory_notebook_shows_recall_with_scores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SEMMEM_DATA", raising=False)
+    monkeypatch.delenv("SEMMEM_RANKING", raising=False)
+    monkeypatch.setenv("SEMMEM_EXPLORE_QUERY", "The cat seems lethargic, what should I do?")
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    book = execute("explore_memory.ipynb")
+    text = outputs(book)
+    assert "seeded 35 facts" in text
+    assert "Maya has a cat named Pixel" in text
+    assert "rank    n   score  cosine lexical  recalled" in text
+    assert images(book) == 1

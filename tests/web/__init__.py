@@ -1,0 +1,1 @@
+"""The HTTP surfaces: provider, admin, console, declaration, fuzzing; in process and served."""

@@ -1,0 +1,145 @@
+"""The owners' admin API: its own tokens, paged listings, JSONL export, partition deletion."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.server import ADMIN, AUTH
+from tests.support.web import Client, app_client, assert_error, recall, remember, send
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
+    """An app holding partitions a (3 facts), b (1 fact) and c (1 fact)."""
+    with app_client(tmp_path_factory.mktemp("admin") / "db") as c:
+        for text in ("Ann speaks Greek", "Ann lives in Rome", "Ann runs marathons"):
+            remember(c, "a", text)
+        remember(c, "b", "Ben has a kayak")
+        remember(c, "c", "Cat grows tomatoes")
+        yield c
+
+
+@pytest.mark.parametrize("route", ["/admin/partitions", "/admin/items?partition=a",
+                                   "/admin/export?partition=a", "/admin/stats?partition=a"])
+def test_admin_provider_token_forbidden(client: Client, route: str) -> None:
+    """A provider token cannot reach the admin API."""
+    assert_error(client.get(route, headers=AUTH), 403, "forbidden")
+
+
+@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong"}])
+def test_admin_without_admin_token_unauthorized(client: Client,
+                                                headers: dict[str, str]) -> None:
+    """No token or an unknown one: 401, checked before the parameters."""
+    assert_error(client.get("/admin/items", headers=headers), 401, "unauthorized")
+    assert_error(client.delete("/admin/partitions?partition=a", headers=headers), 401,
+                 "unauthorized")
+
+
+def test_admin_off_without_admin_tokens(tmp_path: Path) -> None:
+    """With no admin tokens configured the admin API refuses everyone."""
+    with app_client(tmp_path / "db", admin_tokens=None) as c:
+        error = assert_error(c.get("/admin/partitions", headers=ADMIN), 401, "unauthorized")
+    assert "SEMMEM_ADMIN_TOKENS" in error["message"]
+
+
+def test_list_partitions_paged(client: Client) -> None:
+    """Partitions come sorted, a page at a time, with the offset of the next page."""
+    first = client.get("/admin/partitions", params={"limit": 2}, headers=ADMIN)
+    assert first.json() == {"partitions": ["a", "b"], "total": 3, "next": 2}
+    second = client.get("/admin/partitions", params={"offset": 2, "limit": 2}, headers=ADMIN)
+    assert second.json() == {"partitions": ["c"], "total": 3, "next": None}
+
+
+def test_list_items_paged(client: Client) -> None:
+    """A partition's items in number order, paged, with record fields."""
+    r = client.get("/admin/items", params={"partition": "a", "offset": 1, "limit": 1},
+                   headers=ADMIN)
+    body = r.json()
+    assert r.status_code == 200
+    assert body["count"] == 3 and body["next"] == 2
+    [item] = body["items"]
+    assert (item["n"], item["text"], item["revision"]) == (2, "Ann lives in Rome", 1)
+    assert item["ts"].endswith("Z") and item["updated"].endswith("Z")
+
+
+def test_export_jsonl(client: Client) -> None:
+    """Export streams one JSON record per line, in number order."""
+    r = client.get("/admin/export", params={"partition": "a"}, headers=ADMIN)
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("application/x-ndjson")
+    records = [json.loads(line) for line in r.text.splitlines()]
+    assert [rec["text"] for rec in records] == ["Ann speaks Greek", "Ann lives in Rome",
+                                                "Ann runs marathons"]
+
+
+def test_stats_of_partition(client: Client) -> None:
+    """Counters of one partition."""
+    body = client.get("/admin/stats", params={"partition": "a"}, headers=ADMIN).json()
+    assert (body["partition"], body["count"], body["highest"]) == ("a", 3, 3)
+
+
+def test_admin_bad_parameters_invalid_request(client: Client) -> None:
+    """Missing partition or an out-of-range page: 400 invalid_request envelope."""
+    assert_error(client.get("/admin/items", headers=ADMIN), 400, "invalid_request")
+    assert_error(client.get("/admin/partitions", params={"limit": 0}, headers=ADMIN), 400,
+                 "invalid_request")
+
+
+def test_delete_partition_removes_only_it(client: Client) -> None:
+    """Deleting c empties c; a and b keep their facts; deleting again reports false."""
+    r = client.delete("/admin/partitions", params={"partition": "c"}, headers=ADMIN)
+    assert r.json() == {"deleted": True, "partition": "c"}
+    assert send(client, recall(None, partition="c")).json()["text"] == ""
+    assert send(client, recall(None, partition="b")).json()["text"] == "1. Ben has a kayak"
+    again = client.delete("/admin/partitions", params={"partition": "c"}, headers=ADMIN)
+    assert again.json() == {"deleted": False, "partition": "c"}
+    names = client.get("/admin/partitions", headers=ADMIN).json()["partitions"]
+    assert names == ["a", "b"]
+
+
+def test_admin_edit_item_sets_record_fields(client: Client) -> None:
+    """PATCH /admin/items sets note/status; recall renders the note and skips inactive items."""
+    r = client.patch("/admin/items", params={"partition": "b", "n": 1}, headers=ADMIN,
+                     json={"note": "bought 2023"})
+    assert r.status_code == 200
+    body = r.json()
+    assert (body["status"], body["n"], body["item"]["note"]) == ("stored", 1, "bought 2023")
+    assert send(client, recall(None, partition="b")).json()["text"] == (
+        "1. Ben has a kayak — bought 2023")
+    client.patch("/admin/items", params={"partition": "b", "n": 1}, headers=ADMIN,
+                 json={"status": "inactive", "note": None})
+    assert send(client, recall(None, partition="b")).json()["text"] == ""
+    found = send(client, {**recall(None, partition="b"), "operation": "tool", "tool": "search",
+                          "arguments": {"query": "kayak"}}).json()["result"]["items"][0]
+    assert found["status"] == "inactive" and "note" not in found
+    client.patch("/admin/items", params={"partition": "b", "n": 1}, headers=ADMIN,
+                 json={"status": None, "text": "Ben has two kayaks"})
+    assert send(client, recall(None, partition="b")).json()["text"] == "1. Ben has two kayaks"
+
+
+@pytest.mark.parametrize(("params", "body", "status", "code"), [
+    ({"partition": "b", "n": 1}, {"colour": "red"}, 422, "invalid_arguments"),
+    ({"partition": "b", "n": 1}, {}, 422, "invalid_arguments"),
+    ({"partition": "b", "n": 1}, {"note": "x" * 501}, 422, "invalid_arguments"),
+    ({"partition": "b", "n": 1}, {"status": 5}, 422, "invalid_arguments"),
+    ({"partition": "b", "n": 99}, {"note": "x"}, 404, "not_found"),
+    ({"partition": "b", "n": 0}, {"note": "x"}, 400, "invalid_request"),
+])
+def test_admin_edit_item_refusals(client: Client, params: dict[str, object],
+                                  body: dict[str, object], status: int, code: str) -> None:
+    """Bad record edits are refused with the contract's envelope and change nothing."""
+    before = client.get("/admin/items", params={"partition": "b"}, headers=ADMIN).json()
+    r = client.patch("/admin/items", params=params, headers=ADMIN, json=body)
+    assert_error(r, status, code)
+    assert client.get("/admin/items", params={"partition": "b"}, headers=ADMIN).json() == before
+
+
+def test_admin_edit_item_needs_admin_token(client: Client) -> None:
+    """A provider token cannot edit items."""
+    r = client.patch("/admin/items", params={"partition": "b", "n": 1}, headers=AUTH,
+                     json={"note": "x"})
+    assert_error(r, 403, "forbidden")
