@@ -147,6 +147,20 @@ def serve(
 
 
 @app.command()
+def mcp(
+    partition: Annotated[str | None, typer.Option(
+        "--partition", "-p", envvar="SEMMEM_MCP_PARTITION", help="default: OS user name")] = None,
+    read_only: Annotated[bool, typer.Option("--read-only", help="refuse the write tools")] = False,
+    data: DataOpt = None, model: ModelOpt = None,
+) -> None:
+    """Serve MCP on stdin/stdout for one partition (the command an MCP host runs)."""
+    from semmem.mcp.server import run_stdio
+
+    with _errors():
+        run_stdio(_settings(data, model, mcp_partition=partition), writable=not read_only)
+
+
+@app.command()
 def declare(
     path: Annotated[str, typer.Option(help="endpoint path in the declaration")] = "/memory",
     max_bytes: Annotated[int, typer.Option("--max-bytes")] = 8192,

@@ -72,6 +72,16 @@ class Settings(BaseSettings):
     max_concurrency: int = Field(32, ge=1, description="requests served at once; more get 429")
     log_level: str = "info"
 
+    # MCP (``semmem mcp`` and ``/mcp`` on ``semmem serve``)
+    mcp: bool = Field(True, description="serve MCP at /mcp beside the provider endpoint")
+    mcp_partition: str | None = Field(
+        None, min_length=1, description="partition of `semmem mcp` (and of /mcp when insecure); "
+        "default: the OS user name"
+    )
+    mcp_max_bytes: int = Field(
+        8192, ge=1, le=16_384, description="budget of the MCP recall tool and prompt by default"
+    )
+
     @field_validator("storage_options", mode="before")
     @classmethod
     def _json_options(cls, value: Any) -> Any:

@@ -11,6 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Route
 
 from semmem import __version__
 from semmem.embedder import Embedder
@@ -24,6 +25,7 @@ from semmem.web.jsonio import dumps
 from semmem.web.state import Runtime
 
 log = logging.getLogger("semmem.web")
+MCP_PATH = "/mcp"
 
 
 def create_app(settings: Settings, *, embedder: Embedder | None = None,
@@ -44,12 +46,23 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None,
     with_console = bool(runtime.auth.admin) or settings.admin_tokens_file is not None
     if with_console and settings.path.startswith(console.PREFIX):
         raise InvalidInput(f"path {settings.path!r} is taken by the console")
+    if settings.mcp and settings.path == MCP_PATH:
+        raise InvalidInput(f"path {settings.path!r} is taken by MCP (set SEMMEM_MCP=false)")
+    mcp = None
+    if settings.mcp:
+        from semmem.mcp.http import McpEndpoint  # the MCP SDK loads only when MCP is served
+
+        mcp = McpEndpoint(runtime)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         runtime.start()
         try:
-            yield
+            if mcp is None:
+                yield
+            else:
+                async with mcp.run():
+                    yield
         finally:
             await runtime.stop()
 
@@ -58,6 +71,8 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None,
     app.state.runtime = runtime
     app.add_api_route(settings.path, provider.handle, methods=["POST"],
                       include_in_schema=False)
+    if mcp is not None:
+        app.router.routes.append(Route(MCP_PATH, mcp, include_in_schema=False))  # an ASGI app
     app.include_router(admin.router)
     app.add_api_route("/healthz", healthz, methods=["GET"])
     app.add_api_route("/readyz", readyz, methods=["GET"])

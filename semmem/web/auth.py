@@ -1,5 +1,11 @@
 """Bearer tokens: loaded from configuration (the file re-read when it changes), compared in
-constant time."""
+constant time.
+
+A token line may bind the token to one partition for the MCP endpoint, after the token and
+whitespace: ``<token> partition=<name> [access=read|read-write]``. A line with the token alone
+is a provider token, as before; a bound token is accepted on ``/mcp`` only, where the binding
+(not the caller) names the partition.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +17,7 @@ import secrets
 import threading
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from semmem.errors import Forbidden, InvalidInput, Unauthorized
@@ -20,17 +27,49 @@ log = logging.getLogger("semmem.web")
 RECHECK_S = 1.0  # how often a tokens file is looked at (one stat) for changes
 
 
-def _parse(inline: str | None, lines: Iterable[str]) -> tuple[str, ...]:
-    tokens = [t.strip() for t in (inline or "").split(",")]
-    tokens.extend(line.strip() for line in lines if not line.lstrip().startswith("#"))
-    return tuple(dict.fromkeys(t for t in tokens if t))
+@dataclass(frozen=True)
+class Binding:
+    """What a bound token reaches over MCP: one partition, read-only or read-write."""
+
+    partition: str
+    writable: bool
 
 
-def load_tokens(inline: str | None, file: Path | None) -> tuple[str, ...]:
-    """Tokens from a comma-separated string and/or a file (one a line; ``#`` starts a comment).
+Entry = tuple[str, Binding | None]
+_BINDING_FORM = ("after the token, expected 'partition=<name>' and optionally "
+                 "'access=read|read-write'")
+
+
+def _entry(text: str, where: str) -> Entry:
+    token, *fields = text.split()
+    if not fields:
+        return token, None
+    values: dict[str, str] = {}
+    for field in fields:
+        key, sep, value = field.partition("=")
+        if not sep or not value or key not in ("partition", "access") or key in values:
+            raise InvalidInput(f"{where}: {_BINDING_FORM}")  # never echo the line: it has a token
+        values[key] = value
+    access = values.get("access", "read-write")
+    if "partition" not in values or access not in ("read", "read-write"):
+        raise InvalidInput(f"{where}: {_BINDING_FORM}")
+    return token, Binding(values["partition"], access == "read-write")
+
+
+def _parse(inline: str | None, lines: Iterable[str]) -> tuple[Entry, ...]:
+    texts = [(f"SEMMEM_TOKENS item {i + 1}", t) for i, t in enumerate((inline or "").split(","))]
+    texts.extend((f"line {i + 1}", line) for i, line in enumerate(lines)
+                 if not line.lstrip().startswith("#"))
+    entries = [_entry(t.strip(), where) for where, t in texts if t.strip()]
+    return tuple(dict(entries).items())  # a token listed twice: its last line wins
+
+
+def load_entries(inline: str | None, file: Path | None) -> tuple[Entry, ...]:
+    """Tokens (with their binding, if any) from a comma-separated string and/or a file (one a
+    line; ``#`` starts a comment).
 
     Raises:
-        InvalidInput: the file cannot be read.
+        InvalidInput: the file cannot be read, or a binding is malformed.
     """
     lines: list[str] = []
     if file is not None:
@@ -40,6 +79,11 @@ def load_tokens(inline: str | None, file: Path | None) -> tuple[str, ...]:
             why = exc.strerror if isinstance(exc, OSError) else "not UTF-8"
             raise InvalidInput(f"cannot read tokens file {file}: {why}") from None
     return _parse(inline, lines)
+
+
+def load_tokens(inline: str | None, file: Path | None) -> tuple[str, ...]:
+    """Every configured token, bound or not (see ``load_entries``)."""
+    return tuple(token for token, _ in load_entries(inline, file))
 
 
 def generate_token() -> str:
@@ -84,11 +128,12 @@ class Tokens:
         self._checked = time.monotonic()
         self._signature: tuple[int, int, int] | None = None
         self._digests: tuple[bytes, ...] = ()
+        self._bound: tuple[tuple[bytes, Binding], ...] = ()
         if self._file is None:
             self._set(_parse(inline, ()))
         else:
             self._signature = self._stat()
-            self._set(load_tokens(inline, self._file))  # unreadable at start: refuse to start
+            self._set(load_entries(inline, self._file))  # unreadable at start: refuse to start
 
     @classmethod
     def configured(cls, inline: str | None, file: Path | None,
@@ -96,8 +141,11 @@ class Tokens:
         """The tokens of a ``SEMMEM_*TOKENS`` / ``SEMMEM_*TOKENS_FILE`` pair."""
         return cls(inline=inline, file=file, recheck_s=recheck_s)
 
-    def _set(self, tokens: tuple[str, ...]) -> None:
-        self._digests = tuple(_digest(t.encode("utf-8")) for t in (*self._fixed, *tokens))
+    def _set(self, entries: tuple[Entry, ...]) -> None:
+        unbound = [t for t, binding in entries if binding is None]
+        self._digests = tuple(_digest(t.encode("utf-8")) for t in (*self._fixed, *unbound))
+        self._bound = tuple((_digest(t.encode("utf-8")), binding)
+                            for t, binding in entries if binding is not None)
 
     def _stat(self) -> tuple[int, int, int] | None:
         assert self._file is not None
@@ -121,14 +169,14 @@ class Tokens:
                 return
             self._signature = signature
             try:
-                tokens = load_tokens(self._inline, self._file)
+                entries = load_entries(self._inline, self._file)
             except InvalidInput as exc:
                 log.error("%s; its tokens are refused until it can be read", exc.message)
-                tokens = _parse(self._inline, ())
+                entries = _parse(self._inline, ())
             else:
                 log.warning("tokens file %s changed: %d token(s) now accepted",
-                            self._file, len(tokens) + len(self._fixed))
-            self._set(tokens)
+                            self._file, len(entries) + len(self._fixed))
+            self._set(entries)
 
     def __bool__(self) -> bool:
         self.refresh()
@@ -144,6 +192,20 @@ class Tokens:
         found = False
         for token in self._digests:
             found |= hmac.compare_digest(digest, token)
+        return found
+
+
+    def binding(self, header: str | None) -> Binding | None:
+        """The binding of the bound token the header carries (constant time over all of them)."""
+        self.refresh()
+        given = bearer_of(header)
+        if given is None:
+            return None
+        digest = _digest(given)
+        found: Binding | None = None
+        for token, binding in self._bound:
+            if hmac.compare_digest(digest, token):
+                found = binding  # no early exit: every token is compared
         return found
 
 
@@ -163,6 +225,25 @@ class ProviderAuth:
         """
         if self.insecure or self.tokens.matches(header):
             return
+        if bearer_of(header) is None:
+            raise Unauthorized("missing bearer token: send 'Authorization: Bearer <token>'")
+        raise Unauthorized("wrong bearer token")
+
+    def check_mcp(self, header: str | None) -> Binding | None:
+        """The binding of an MCP caller's token; ``None`` when running insecure (no auth).
+
+        Raises:
+            Unauthorized: missing or unknown token.
+            Forbidden: a provider token without a partition binding.
+        """
+        if self.insecure:
+            return None
+        binding = self.tokens.binding(header)
+        if binding is not None:
+            return binding
+        if self.tokens.matches(header):
+            raise Forbidden("this token is not bound to a partition, so it cannot use MCP; bind "
+                            "one in the tokens file: '<token> partition=<name>'")
         if bearer_of(header) is None:
             raise Unauthorized("missing bearer token: send 'Authorization: Bearer <token>'")
         raise Unauthorized("wrong bearer token")

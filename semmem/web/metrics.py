@@ -13,7 +13,8 @@ from prometheus_client import (
 
 from semmem.web.tools import BY_NAME
 
-OPERATIONS = ("recall", "tool", "admin")
+OPERATIONS = ("recall", "tool", "admin", "mcp")
+TOOLS = (*BY_NAME, "recall")  # recall is a tool over MCP
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
@@ -49,7 +50,7 @@ class Metrics:
     def observe(self, operation: str, tool: str, status: int, seconds: float) -> None:
         """Count one answered request. Labels only take known values (never caller strings)."""
         operation = operation if operation in OPERATIONS else "invalid"
-        tool = tool if tool in BY_NAME else ""
+        tool = tool if tool in TOOLS else ""
         self.requests.labels(operation, tool, str(status)).inc()
         self.latency.labels(operation, tool).observe(seconds)
 

@@ -8,7 +8,8 @@ the code swallowed still fails the test.
 
 The HTTP client must share the server's namespace, so this file is also a script: pytest runs
 ``unshare -n python tests/system/test_offline.py DIR`` and the ``__main__`` half (stdlib only)
-brings ``lo`` up, starts ``semmem serve``, drives the round trip and writes every exchange as
+brings ``lo`` up, starts ``semmem serve``, drives the round trip, then starts ``semmem mcp`` on
+the same store and speaks MCP to it over stdio (JSON-RPC lines), and writes every exchange as
 JSON for the test to check.
 """
 
@@ -87,7 +88,8 @@ def _server_env(work: Path) -> dict[str, str]:
     hooks.mkdir()
     (hooks / "sitecustomize.py").write_text(_AUDIT_HOOK)
     env.update(
-        PYTHONPATH=str(hooks),
+        # The hook, then this checkout (ahead of whichever one the venv has installed).
+        PYTHONPATH=os.pathsep.join([str(hooks), str(ROOT)]),
         SEMMEM_TEST_AUDIT_LOG=str(work / "audit.log"),
         SEMMEM_DATA=str(work / "data"),
         SEMMEM_MODEL=str(MODEL),
@@ -102,7 +104,8 @@ def _server_env(work: Path) -> dict[str, str]:
 @pytest.mark.model
 @pytest.mark.slow
 def test_roundtrip_offline_in_loopback_only_namespace(tmp_path: Path) -> None:
-    """remember → recall → search → forget over HTTP with no network and no offline env."""
+    """remember → recall → search → forget over HTTP, then MCP over stdio, with no network and
+    no offline env."""
     if not (MODEL / "model.safetensors").is_file():
         pytest.skip("bundled model not fetched (run `make model`)")
     semmem = Path(sys.executable).parent / "semmem"
@@ -160,6 +163,18 @@ def test_roundtrip_offline_in_loopback_only_namespace(tmp_path: Path) -> None:
     assert after["status"] == 200, after
     assert "Miso" not in after["body"]["text"]
     assert [s["id"] for s in after["body"]["sources"]] == ["3", "1"]
+
+    mcp = report["mcp"]
+    assert mcp["initialize"]["result"]["serverInfo"]["name"] == "semmem"
+    assert [t["name"] for t in mcp["tools"]["result"]["tools"]] == [
+        "recall", "search", "remember", "update", "forget"]
+    assert mcp["remember"]["result"]["structuredContent"] == {"status": "stored", "n": 4,
+                                                              "count": 3}
+    recalled = mcp["recall"]["result"]
+    assert not recalled["isError"], recalled
+    assert recalled["content"][0]["text"].split("\n")[0] == \
+        "4. Carol's dog Biscuit sleeps under the piano."
+    assert mcp["stderr_has_traceback"] is False
 
     audit = tmp_path / "audit.log"
     attempts = audit.read_text() if audit.exists() else ""
@@ -237,6 +252,61 @@ def _wait_ready(base: str, server: subprocess.Popen[bytes], timeout_s: float) ->
     raise RuntimeError("server not ready in time")
 
 
+def _mcp_stdio(work: Path, semmem: str) -> dict[str, Any]:
+    """``semmem mcp`` on the same store: handshake, tools, remember, recall (JSON-RPC lines)."""
+    import queue
+    import threading
+
+    errors = work / "mcp.log"
+    with errors.open("wb") as sink:
+        proc = subprocess.Popen([semmem, "mcp", "--partition", PARTITION], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=sink, text=True)
+    assert proc.stdin is not None and proc.stdout is not None
+    lines: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:  # a thread, so that a silent server times the test out, not hangs it
+        for line in proc.stdout or ():
+            lines.put(line)
+
+    threading.Thread(target=read, daemon=True).start()
+
+    def rpc(method: str, params: dict[str, Any] | None = None, rid: int | None = None) -> Any:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        if rid is not None:
+            message["id"] = rid
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(message) + "\n")
+        proc.stdin.flush()
+        while rid is not None:  # skip anything that is not this request's answer
+            reply = json.loads(lines.get(timeout=180))
+            if reply.get("id") == rid:
+                return reply
+        return None
+
+    out: dict[str, Any] = {}
+    try:
+        out["initialize"] = rpc("initialize", {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "offline-test", "version": "1"}}, 1)
+        rpc("notifications/initialized")
+        out["tools"] = rpc("tools/list", {}, 2)
+        out["remember"] = rpc("tools/call", {"name": "remember", "arguments": {
+            "text": "Carol's dog Biscuit sleeps under the piano."}}, 3)
+        out["recall"] = rpc("tools/call", {"name": "recall", "arguments": {
+            "text": "What is the name of Carol's dog?", "max_bytes": 1024}}, 4)
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    out["stderr_has_traceback"] = "Traceback" in errors.read_text(errors="replace")
+    return out
+
+
 def _drive(work: Path, semmem: str) -> None:
     """Inside the namespace: start the server, run the round trip, write report.json."""
     interfaces = _bring_loopback_up()
@@ -276,8 +346,9 @@ def _drive(work: Path, semmem: str) -> None:
             server.kill()
             server.wait()
         log.close()
+    mcp = _mcp_stdio(work, semmem)  # after the server stopped: one model in memory at a time
     server_env = sorted(k for k in os.environ if k.startswith(("HF_", "TRANSFORMERS_")))
-    report = {"interfaces": interfaces, "server_env": server_env, "exchanges": ex}
+    report = {"interfaces": interfaces, "server_env": server_env, "exchanges": ex, "mcp": mcp}
     (work / "report.json").write_text(json.dumps(report, indent=2))
 
 

@@ -1,0 +1,72 @@
+"""The partition's facts as MCP resources: ``semmem://items/<n>``, listed a page at a time.
+
+Listing goes in number order (numbers are stable, so a page boundary does not shift when facts
+are added); the list cursor is the number the next page starts after.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+import mcp_types as types
+
+from semmem.errors import InvalidInput, NotFound
+from semmem.items import Item, one_line
+from semmem.memory import Memory
+
+PAGE = 100
+SCHEME = "semmem://items/"
+TEMPLATE = types.ResourceTemplate(
+    name="fact", uri_template=SCHEME + "{n}", mime_type="text/plain",
+    description="One remembered fact by its number, as plain text.",
+)
+
+
+def _resource(item: Item) -> types.Resource:
+    return types.Resource(
+        uri=f"{SCHEME}{item.n}", name=f"fact {item.n}", title=one_line(item.text)[:80],
+        mime_type="text/plain", size=len(item.text.encode("utf-8")),
+        annotations=types.Annotations(last_modified=item.updated_at),
+    )
+
+
+async def list_page(memory: Memory, partition: str, cursor: str | None,
+                    page: int = PAGE) -> types.ListResourcesResult:
+    """One page of the partition's facts, after the number in ``cursor``.
+
+    Raises:
+        InvalidInput: a cursor this server did not hand out.
+    """
+    after = 0
+    if cursor is not None:
+        if not cursor.startswith("n") or not cursor[1:].isdigit():
+            raise InvalidInput("cursor is not one this server handed out")
+        after = int(cursor[1:])
+    items = await memory.list(partition)
+    start = bisect.bisect_right(items, after, key=lambda it: it.n)
+    chunk = items[start:start + page]
+    more = start + page < len(items)
+    return types.ListResourcesResult(
+        resources=[_resource(it) for it in chunk],
+        next_cursor=f"n{chunk[-1].n}" if more and chunk else None,
+    )
+
+
+async def read(memory: Memory, partition: str, uri: str) -> types.ReadResourceResult:
+    """The text of one fact.
+
+    Raises:
+        InvalidInput: not a ``semmem://items/<n>`` URI.
+        NotFound: no live fact has that number.
+    """
+    number = uri.removeprefix(SCHEME)
+    if not uri.startswith(SCHEME) or not number.isdigit():
+        raise InvalidInput(f"resources are {SCHEME}<n>, n a fact's number")
+    n = int(number)
+    items = await memory.list(partition)
+    i = bisect.bisect_left(items, n, key=lambda it: it.n)
+    if i == len(items) or items[i].n != n:
+        raise NotFound(f"item {n} does not exist in this memory", {"n": n})
+    return types.ReadResourceResult(contents=[
+        types.TextResourceContents(uri=uri, mime_type="text/plain", text=items[i].text),
+    ])

@@ -1,0 +1,146 @@
+"""The MCP server (the SDK's low-level ``Server``) over a ``Service``, and ``semmem mcp``.
+
+The low-level server rather than the decorator one: the tool schemas are the contract's own
+JSON Schemas, handed over as they are, not re-derived from Python signatures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import logging
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+
+from semmem import __version__
+from semmem.embedder import Embedder
+from semmem.errors import NotFound, SemmemError
+from semmem.mcp import resources
+from semmem.mcp.service import Caller, Service
+from semmem.mcp.tools import mcp_tool
+from semmem.settings import Settings
+from semmem.web.errors import PUBLIC_5XX, NotReady, status_of
+from semmem.web.state import Runtime
+
+log = logging.getLogger("semmem.mcp")
+
+CallerOf = Callable[[ServerRequestContext[Any]], Caller]
+RESOURCE_NOT_FOUND = -32002  # the MCP specification's code for an unknown resource
+
+INSTRUCTIONS = (
+    "semmem is a long-term memory of numbered facts. Before answering, call recall with the "
+    "user's request and use what comes back. When you learn a durable fact worth knowing in "
+    "later conversations, remember it (one self-contained sentence). Use search to find a "
+    "fact's number, update to correct it and forget to delete it."
+)
+
+
+def default_partition(settings: Settings) -> str:
+    """The partition ``semmem mcp`` serves unless told: ``SEMMEM_MCP_PARTITION``, else the user."""
+    return settings.mcp_partition or getpass.getuser()
+
+
+def _protocol_error(exc: SemmemError) -> MCPError:
+    """A domain error of a prompt or resource request, as a JSON-RPC error."""
+    status = status_of(exc)
+    if status >= 500 and not isinstance(exc, NotReady):
+        public = PUBLIC_5XX.get(status, PUBLIC_5XX[500]).format(op="-")
+        return MCPError(types.INTERNAL_ERROR, public)
+    if isinstance(exc, NotFound):
+        return MCPError(RESOURCE_NOT_FOUND, exc.message)
+    code = types.INTERNAL_ERROR if status >= 500 else types.INVALID_PARAMS
+    return MCPError(code, exc.message)
+
+
+def build_server(service: Service, caller_of: CallerOf) -> Server[Any]:
+    """The SDK server: tools, the ``memory-context`` prompt and the items as resources."""
+    tools = [mcp_tool(spec) for spec in service.specs.values()]
+
+    async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+                         ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+                        ) -> types.CallToolResult:
+        return await service.call_tool(caller_of(ctx), params.name, params.arguments,
+                                       ctx.request_id)
+
+    async def list_prompts(ctx: ServerRequestContext[Any],
+                           params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=[service.PROMPT])
+
+    async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+                         ) -> types.GetPromptResult:
+        if params.name != service.PROMPT.name:
+            raise MCPError(types.INVALID_PARAMS, f"the only prompt is {service.PROMPT.name!r}")
+        try:
+            return await service.prompt(caller_of(ctx), params.arguments)
+        except SemmemError as exc:
+            raise _protocol_error(exc) from None
+
+    async def list_resources(ctx: ServerRequestContext[Any],
+                             params: types.PaginatedRequestParams | None
+                             ) -> types.ListResourcesResult:
+        caller = caller_of(ctx)
+        try:
+            memory = await service.memory()
+            return await resources.list_page(memory, caller.partition,
+                                             params.cursor if params else None)
+        except SemmemError as exc:
+            raise _protocol_error(exc) from None
+
+    async def list_templates(ctx: ServerRequestContext[Any],
+                             params: types.PaginatedRequestParams | None
+                             ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=[resources.TEMPLATE])
+
+    async def read_resource(ctx: ServerRequestContext[Any],
+                            params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        caller = caller_of(ctx)
+        try:
+            return await resources.read(await service.memory(), caller.partition, params.uri)
+        except SemmemError as exc:
+            raise _protocol_error(exc) from None
+
+    return Server(
+        "semmem", version=__version__, title="semmem memory", instructions=INSTRUCTIONS,
+        on_list_tools=list_tools, on_call_tool=call_tool,
+        on_list_prompts=list_prompts, on_get_prompt=get_prompt,
+        on_list_resources=list_resources, on_list_resource_templates=list_templates,
+        on_read_resource=read_resource,
+    )
+
+
+async def serve_stdio(settings: Settings, *, partition: str, writable: bool = True,
+                      embedder: Embedder | None = None) -> None:
+    """Serve MCP on stdin/stdout for one partition until the host closes the pipe."""
+    runtime = Runtime(settings, embedder=embedder)
+    runtime.start()
+    service = Service(runtime, max_bytes=settings.mcp_max_bytes)
+    # One process is one session: its request ids identify writes, its recalls give the cursor.
+    caller = Caller(partition, writable, session=f"stdio-{uuid.uuid4().hex}")
+    server = build_server(service, lambda ctx: caller)
+    try:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+    finally:
+        await runtime.stop()
+
+
+def run_stdio(settings: Settings, *, partition: str | None = None, writable: bool = True,
+              embedder: Embedder | None = None) -> None:
+    """``semmem mcp``: checks the model, logs to stderr (stdout carries the protocol), serves."""
+    if embedder is None:
+        from semmem.modelfiles import verify
+
+        verify(settings.model)  # fail now, with one line, rather than at the first call
+    logging.basicConfig(level=settings.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    asyncio.run(serve_stdio(settings, partition=partition or default_partition(settings),
+                            writable=writable, embedder=embedder))

@@ -1,0 +1,217 @@
+"""What the MCP surface does, apart from any transport: tools, the prompt and the resources.
+
+Every call names a ``Caller``: the partition and access the transport established (the stdio
+command line, or the bearer token's binding over HTTP) and, when MCP has one, the session.
+Tool arguments never choose the partition.
+
+Within a session, semmem keeps what the contract's host keeps for it: the cursor of the last
+recall (so ``update``/``forget`` of a fact changed since then is a conflict) and the request
+id of each write, as the core's operation id (so a write re-sent with the same request id is
+applied once and its first result replayed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import mcp_types as types
+
+from semmem.contract import DEFAULT_SEARCH_LIMIT, MAX_BODY
+from semmem.errors import Forbidden, InvalidInput, SemmemError, TooLarge
+from semmem.mcp.errors import internal_error, tool_error
+from semmem.mcp.tools import specs
+from semmem.memory import Memory, Operation
+from semmem.web.bodies import fit_recall, fit_search
+from semmem.web.errors import status_of
+from semmem.web.jsonio import dumps
+from semmem.web.state import Runtime
+
+log = logging.getLogger("semmem.mcp")
+
+MAX_SESSIONS = 10_000  # cursors kept; the oldest session's is dropped first
+READY_WAIT_S = 60.0  # a call made while the model loads waits this long, then fails
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling: partition and access from the transport, and the session if any."""
+
+    partition: str
+    writable: bool
+    session: str | None = None
+
+
+class Sessions:
+    """The cursor of each session's last recall, for at most ``limit`` sessions."""
+
+    def __init__(self, limit: int = MAX_SESSIONS) -> None:
+        self.limit = limit
+        self._cursors: OrderedDict[tuple[str, str], str] = OrderedDict()
+
+    def cursor(self, caller: Caller) -> str | None:
+        """The cursor of the caller's session's last recall, if it has one."""
+        if caller.session is None:
+            return None
+        return self._cursors.get((caller.session, caller.partition))
+
+    def recalled(self, caller: Caller, cursor: str) -> None:
+        """Keep the cursor of a recall in the caller's session."""
+        if caller.session is None:
+            return
+        key = (caller.session, caller.partition)
+        self._cursors[key] = cursor
+        self._cursors.move_to_end(key)
+        while len(self._cursors) > self.limit:
+            self._cursors.popitem(last=False)
+
+
+def _request_key(request_id: str | int | None) -> str:
+    """A JSON-RPC request id as part of an operation id: 7 and "7" differ; long ids hashed."""
+    if request_id is None:
+        return "-"
+    key = json.dumps(request_id)
+    return key if len(key) <= 64 else "#" + hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
+def _result(value: dict[str, Any], text: str | None = None) -> types.CallToolResult:
+    text = dumps(value).decode("utf-8") if text is None else text
+    return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=value)
+
+
+class Service:
+    """The MCP tools, prompt and resources over one runtime's memory core."""
+
+    def __init__(self, runtime: Runtime, *, max_bytes: int) -> None:
+        self.runtime = runtime
+        self.max_bytes = max_bytes
+        self.specs = specs(max_bytes)
+        self.sessions = Sessions()
+
+    async def memory(self) -> Memory:
+        """The memory core, waiting for it while it loads (a host calls right after start).
+
+        Raises:
+            NotReady: still loading after ``READY_WAIT_S``, or loading failed.
+        """
+        rt = self.runtime
+        if rt.memory is None and rt.failure is None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(rt.ready.wait(), READY_WAIT_S)
+        return rt.require_memory()
+
+    # ----- tools -------------------------------------------------------------------------------
+    async def call_tool(self, caller: Caller, name: str, arguments: dict[str, Any] | None,
+                        request_id: str | int | None = None) -> types.CallToolResult:
+        """Run one tool call; every outcome is a result, errors as ``isError`` results."""
+        started = time.perf_counter()
+        operation_id = f"mcp.{caller.session or '-'}.{_request_key(request_id)}"
+        status = 200
+        rt = self.runtime
+        rt.metrics.in_flight.inc()
+        try:
+            memory = await self.memory()
+            async with rt.limiter.slot():
+                result = await self._tool(memory, caller, name, arguments or {}, operation_id)
+        except SemmemError as exc:
+            status, result = status_of(exc), tool_error(exc, operation_id)
+        except Exception:
+            log.exception("mcp operation %s: internal error", operation_id)
+            status, result = 500, internal_error(operation_id)
+        finally:
+            rt.metrics.in_flight.dec()
+        rt.metrics.observe("mcp", name if name in self.specs else "", status,
+                           time.perf_counter() - started)
+        return result
+
+    async def _tool(self, memory: Memory, caller: Caller, name: str, arguments: dict[str, Any],
+                    operation_id: str) -> types.CallToolResult:
+        spec = self.specs.get(name)
+        if spec is None:
+            # The name is not echoed: error messages are logged, and it is the caller's string.
+            raise InvalidInput("unknown tool; the tools are " + ", ".join(self.specs),
+                               {"tools": list(self.specs)})
+        if len(dumps(arguments)) > MAX_BODY:
+            raise TooLarge(f"the arguments are over the limit of {MAX_BODY} bytes",
+                           {"limit": MAX_BODY})
+        if spec.access == "write" and not caller.writable:
+            raise Forbidden(f"the {spec.name} tool writes; this memory is bound read-only")
+        args = spec.validate(arguments)
+        part = caller.partition
+        if name == "recall":
+            return await self._recall(memory, caller, args.get("text"),
+                                      args.get("max_bytes", self.max_bytes))
+        if name == "search":
+            limit = args.get("limit", DEFAULT_SEARCH_LIMIT)
+            found = await memory.search(part, args["query"], limit)
+            self.runtime.metrics.partition_count(part, found.get("count"))
+            # Our own bytes, just written: the stdlib decodes them without jsonio's checks.
+            return _result(json.loads(fit_search(found))["result"])
+        # Without a session there is no request identity to deduplicate by (stateless HTTP).
+        op = None if caller.session is None else Operation.of(operation_id, name, args, None)
+        cursor = self.sessions.cursor(caller)
+        if name == "remember":
+            done = await memory.remember(part, args["text"], op=op)
+        elif name == "update":
+            done = await memory.update(part, args["n"], args["text"], cursor=cursor, op=op)
+        else:
+            done = await memory.forget(part, args["n"], cursor=cursor, op=op)
+        self.runtime.metrics.writes.labels(name).inc()
+        self.runtime.metrics.partition_count(part, done.get("count"))
+        return _result(done)
+
+    async def _recall(self, memory: Memory, caller: Caller, text: str | None,
+                      max_bytes: int) -> types.CallToolResult:
+        recall = await memory.recall(caller.partition, text, max_bytes)
+        wire = json.loads(fit_recall(recall.wire()))
+        self.sessions.recalled(caller, recall.cursor)
+        # The cursor stays here: the contract keeps it from the model, and so does MCP.
+        public = {"text": wire["text"], "sources": wire["sources"]}
+        return _result(public, wire["text"] or "(no remembered facts are relevant)")
+
+    # ----- prompt ------------------------------------------------------------------------------
+    PROMPT = types.Prompt(
+        name="memory-context",
+        description=("The remembered facts relevant to a text, as numbered lines, to put in "
+                     "front of a conversation (what the recall tool returns)."),
+        arguments=[
+            types.PromptArgument(name="text", required=True,
+                                 description="What the facts should be relevant to."),
+            types.PromptArgument(name="max_bytes", required=False,
+                                 description="Budget in UTF-8 bytes (default the server's)."),
+        ],
+    )
+
+    async def prompt(self, caller: Caller, arguments: dict[str, str] | None
+                     ) -> types.GetPromptResult:
+        """The ``memory-context`` prompt: the recall for ``text``, as one user message.
+
+        Raises:
+            SemmemError: bad arguments, or memory not ready (the transport reports it).
+        """
+        memory = await self.memory()
+        args: dict[str, Any] = dict(arguments or {})
+        raw = args.pop("max_bytes", None)
+        if raw is not None:
+            if not raw.strip().isdigit():
+                raise InvalidInput("max_bytes must be a whole number of bytes")
+            args["max_bytes"] = int(raw)
+        args = self.specs["recall"].validate(args)
+        recall = await memory.recall(caller.partition, args["text"],
+                                     args.get("max_bytes", self.max_bytes))
+        self.sessions.recalled(caller, recall.cursor)
+        text = json.loads(fit_recall(recall.wire()))["text"]
+        body = ("Facts remembered from earlier conversations, numbered (refer to a fact by its "
+                "number to update or forget it):\n" + text) if text else \
+            "No remembered facts are relevant."
+        return types.GetPromptResult(
+            description="Remembered facts relevant to the text",
+            messages=[types.PromptMessage(role="user", content=types.TextContent(text=body))],
+        )
