@@ -254,3 +254,19 @@ def test_cli_model_fetch_keeps_a_verified_onnx_file(tmp_path: Path, onnx_ready: 
     assert result.exit_code == 0, result.output
     assert "ONNX file verified by its outputs: 29 probes" in result.stdout
     assert (folder / PROBE_NAME).read_text() == before
+
+
+def test_onnx_encoder_never_imports_torch(onnx_ready: None) -> None:
+    import subprocess
+    import sys
+
+    code = ("import json, sys\n"
+            "from semmem.runtime import load_embedder\n"
+            "from semmem.settings import Settings\n"
+            "e = load_embedder(Settings(encoder='onnx'))\n"
+            "e.embed_batch(['hello'])\n"
+            "print(json.dumps([m for m in ('torch', 'sentence_transformers', 'transformers')"
+            " if m in sys.modules]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120)
+    assert json.loads(out.stdout) == []
