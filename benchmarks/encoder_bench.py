@@ -63,7 +63,7 @@ class Config:
         return self.executor.submit(timed).result()
 
 
-def configs(torch_threads: list[int], onnx_threads: list[int]) -> list[Config]:
+def configs(torch_threads: list[int], onnx_threads: list[int | None]) -> list[Config]:
     """torch at each thread count (one model, threads set per block) and ONNX sessions."""
     import torch
 
@@ -72,8 +72,9 @@ def configs(torch_threads: list[int], onnx_threads: list[int]) -> list[Config]:
     out = []
     for n in torch_threads:
         out.append(Config(f"torch t{n}", torch_model, lambda n=n: torch.set_num_threads(n)))
-    for n in onnx_threads:
-        out.append(Config(f"onnx t{n}", OnnxEmbedder.load(folder, threads=n), lambda: None))
+    for t in onnx_threads:  # None: the default (1 thread, one per core past 32 texts)
+        name = f"onnx t{t}" if t else "onnx default"
+        out.append(Config(name, OnnxEmbedder.load(folder, threads=t), lambda: None))
     return out
 
 
@@ -102,7 +103,8 @@ async def clients_round(config: Config, memory: Memory, clients: int, texts: lis
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     limit_blas_threads()  # as the server does (semmem.runtime.open_memory)
     all_configs = configs([int(t) for t in args.torch_threads.split(",")],
-                          [int(t) for t in args.onnx_threads.split(",")])
+                          [None if t == "default" else int(t)
+                           for t in args.onnx_threads.split(",")])
     docs = facts(64 * args.rounds * len(all_configs) + 64, seed=5)
     offset = 0
     levels = [int(c) for c in args.clients.split(",")]
@@ -156,7 +158,7 @@ def main() -> None:
                         help="queries per concurrency level per round")
     parser.add_argument("--clients", default="1,8,32")
     parser.add_argument("--torch-threads", default="2,1")
-    parser.add_argument("--onnx-threads", default="1,2")
+    parser.add_argument("--onnx-threads", default="default,1,2")
     parser.add_argument("--two-threads", action="store_true")
     parser.add_argument("--import-facts", type=int, default=0)
     args = parser.parse_args()
