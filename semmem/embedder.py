@@ -1,6 +1,8 @@
-"""Embedding models: one small interface and the sentence-transformers implementation.
+"""Embedding models: one small interface, the sentence-transformers implementation (the
+reference encoder) and the choice between it and the ONNX one (``semmem.onnx_encoder``).
 
-This is the only module that imports ``sentence_transformers`` or ``torch``.
+With ``semmem.onnx_encoder``, the only module that imports ``sentence_transformers`` or
+``torch``.
 """
 
 from __future__ import annotations
@@ -11,12 +13,12 @@ import re
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
-from semmem.modelfiles import verify
+from semmem.modelfiles import resolve_encoder, verify
 
 Vectors = npt.NDArray[np.float32]
 
@@ -52,6 +54,8 @@ def _normalise(vectors: npt.NDArray[np.floating]) -> Vectors:
 
 class SentenceTransformerEmbedder:
     """The bundled sentence-transformers model, loaded from a verified local folder only."""
+
+    encoder = "torch"
 
     def __init__(self, folder: Path, batch_size: int = 64, threads: int | None = None) -> None:
         spec = verify(folder)  # raises ModelError with the fix when files are missing/altered
@@ -92,6 +96,23 @@ class SentenceTransformerEmbedder:
             )
         return _normalise(out)
 
+    def transformer(self) -> Any:
+        """The underlying transformers model (what set-up exports to ONNX)."""
+        return self._model[0].auto_model
+
+
+def open_model(folder: Path, encoder: str = "auto", threads: int | None = None) -> Embedder:
+    """The bundled model on the chosen encoder (``auto``: ONNX once set-up has verified it).
+
+    Raises:
+        ModelError: files missing or altered, an unknown encoder, or ``onnx`` unverified.
+    """
+    if resolve_encoder(folder, encoder) == "onnx":
+        from semmem.onnx_encoder import OnnxEmbedder
+
+        return OnnxEmbedder.load(folder, threads=threads)
+    return SentenceTransformerEmbedder(folder, threads=threads)
+
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -123,6 +144,7 @@ class CachedEmbedder:
 
     def __init__(self, inner: Embedder, size: int = 1024) -> None:
         self.inner = inner
+        self.encoder: str = getattr(inner, "encoder", type(inner).__name__)
         self.model_id = inner.model_id
         self.dim = inner.dim
         self._size = size

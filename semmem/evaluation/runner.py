@@ -68,12 +68,13 @@ class Evaluation:
     def load(
         cls, dataset: Path, model: Path | None = None, *, cache_dir: Path | None = None,
         budgets: Iterable[int] = BUDGETS, probes: Sequence[str] = OFF_TOPIC,
+        encoder: str = "auto",
     ) -> Evaluation:
         """Load a labelled set (JSONL or LoCoMo) and embed it with a model folder (cached)."""
         from semmem.modelfiles import default_model_dir
 
         labelled = load_dataset(dataset)  # first: a bad file should fail before the model loads
-        embedder = model_embedder(model or default_model_dir(), cache_dir)
+        embedder = model_embedder(model or default_model_dir(), cache_dir, encoder)
         return cls(labelled, embedder, budgets=budgets, probes=probes)
 
     @property

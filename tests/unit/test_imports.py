@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-ENGINES = ("lancedb", "lance", "pyarrow", "torch", "sentence_transformers", "fastapi")
+ENGINES = ("lancedb", "lance", "pyarrow", "torch", "sentence_transformers", "onnxruntime",
+           "fastapi")
 
 
 @pytest.mark.parametrize("module", ["semmem.contract", "semmem.web.declaration",
