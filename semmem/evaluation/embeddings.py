@@ -92,7 +92,7 @@ def model_embedder(
     Each encoder keeps its own cache file, so a run with ``onnx`` and one with ``torch`` each
     rank with their own vectors (their figures are compared in docs/benchmarks.md).
     """
-    from semmem.embedder import open_model
+    from semmem.encoders import open_model
     from semmem.modelfiles import load_spec, resolve_encoder
 
     spec = load_spec(folder)

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from semmem.embedder import SentenceTransformerEmbedder, open_model
+from semmem.embedder import SentenceTransformerEmbedder
+from semmem.encoders import open_model
 from semmem.errors import ModelError
 from semmem.modelfiles import (
     ONNX_NAME,

@@ -121,9 +121,8 @@ async def test_prompt_and_paged_resources(tmp_path: Path) -> None:
         assert text(empty) == "No remembered facts are relevant."
         for i in range(1, 106):
             ok(await client.call_tool("remember", {"text": f"Fact number {i} is about topic {i}."}))
-        # The empty prompt above was this session's last recall: fact 3 is newer than it.
-        error(await client.call_tool("forget", {"n": 3}), "conflict")
-        ok(await client.call_tool("recall", {"text": ""}))
+        # The empty prompt above was this session's last recall: fact 3 was created after it,
+        # so it may be edited under that cursor (only items that existed then can conflict).
         ok(await client.call_tool("forget", {"n": 3}))
         prompt = await client.get_prompt("memory-context", {"text": "topic 42", "max_bytes": "64"})
         lines = text(prompt).split("\n")
