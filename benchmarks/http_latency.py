@@ -84,13 +84,14 @@ def make_facts(count: int, rng: random.Random) -> list[str]:
     return sorted(out)
 
 
-async def seed(data: Path, facts: list[str]) -> float:
-    """Import the facts through the core; returns seconds taken."""
+async def seed(data: Path, facts: list[str], embedder: Any = None) -> float:
+    """Import the facts through the core (the configured model unless ``embedder`` is given),
+    then one maintenance pass; returns seconds taken."""
     from semmem.runtime import open_memory
     from semmem.settings import Settings
 
     started = time.perf_counter()
-    memory = await open_memory(Settings(data=str(data)))
+    memory = await open_memory(Settings(data=str(data)), embedder)
     try:
         await memory.import_(PARTITION, [{"text": t} for t in facts], batch_size=256)
         await memory.maintain(PARTITION)

@@ -54,7 +54,6 @@ from benchmarks.http_latency import (
     summary,
 )
 from semmem.embedder import HashingEmbedder
-from semmem.runtime import open_memory
 from semmem.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
@@ -70,14 +69,7 @@ FAKE_MCP = ("from semmem.embedder import HashingEmbedder; from semmem.settings i
 
 async def seed_fake(data: Path, facts: list[str]) -> float:
     """Import the facts with the hashing embedder; returns seconds taken."""
-    started = time.perf_counter()
-    memory = await open_memory(Settings(data=str(data)), HashingEmbedder())
-    try:
-        await memory.import_(PARTITION, [{"text": t} for t in facts], batch_size=256)
-        await memory.maintain(PARTITION)
-    finally:
-        await memory.close()
-    return time.perf_counter() - started
+    return await seed(data, facts, HashingEmbedder())
 
 
 def _env(data: Path, port: int) -> dict[str, str]:

@@ -231,13 +231,13 @@ def update(n: int, text: str | None, vector: np.ndarray | None, changes: dict[st
 def merge(n: int, into: int) -> Plan:
     """Mark item ``n`` merged into the live item ``into``, both checked in the same view."""
 
+    edit = update(n, None, None, {"mergedInto": into}, None, None, 0)
+
     def plan(view: WriteView) -> Decision:
-        item = check_target(view, n, None)
+        check_target(view, n, None)  # a missing ``n`` is reported before a missing ``into``
         if isinstance(into, bool) or not isinstance(into, int) or view.get(into) is None:
             raise InvalidArguments(f"item {into} does not exist")
-        row = ItemRow(n, item.text, vector_of(view, n), item.ts, now_ms(), item.revision + 1,
-                      attrs=merged_attrs(item, {"mergedInto": into}), created=item.born)
-        return mutation(None, {"status": "stored", "n": n, "count": view.count}, 0, [row])
+        return edit(view)
 
     return plan
 

@@ -120,7 +120,11 @@ class Snapshots:
         uri = await tbl.uri()
         if isinstance(self.cache.latest(name), PartitionSnapshot):
             snap = await self.at(partition, tbl, version)
-            ds = await asyncio.to_thread(self.dataset, name, uri, version)
+            ds = self._datasets.get(name)
+            if ds is None or ds.version != version:  # opening reads a manifest: off the loop
+                ds = await asyncio.to_thread(self.dataset, name, uri, version)
+            else:
+                self._datasets.move_to_end(name)
             return ds, cut(snap, lookup)
         return await asyncio.to_thread(self._read_write_view, name, uri, partition, version,
                                        lookup)
