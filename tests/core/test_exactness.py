@@ -21,6 +21,7 @@ from semmem.importing import records_from_map
 from semmem.items import now_ms
 from semmem.memory import Memory, Operation
 from semmem.store.schema import table_name
+from tests.support.files import files_with
 from tests.support.memory import open_memory
 
 HIDDEN = [{"status": "inactive"}, {"surfacing": "hold"}, {"mergedInto": 2}]
@@ -205,8 +206,7 @@ async def test_one_maintenance_pass_purges_a_forget_older_than_the_window(
         await fresh.maintain(retention=timedelta(seconds=1))
     finally:
         await fresh.close()
-    raw = marker.encode()
-    assert [p for p in tmp_path.rglob("*") if p.is_file() and raw in p.read_bytes()] == []
+    assert files_with(tmp_path, marker) == []
 
 
 # ----- the default data directory is relative ------------------------------------------------

@@ -21,6 +21,7 @@ import pytest
 from semmem.embedder import HashingEmbedder
 from semmem.memory import Memory
 from semmem.store import Store
+from tests.support.files import files_with
 from tests.support.server import ADMIN, ServerProcess
 from tests.support.web import Client, app_client, send, tool
 
@@ -32,12 +33,6 @@ FAST = {"version_retention_s": RETENTION, "maintenance_delay_s": DELAY}
 def marker() -> str:
     """A string found nowhere else."""
     return f"mark{uuid.uuid4().hex}"
-
-
-def files_with(root: Path, needle: str) -> list[Path]:
-    """Every file under ``root`` holding ``needle``."""
-    raw = needle.encode()
-    return [p for p in root.rglob("*") if p.is_file() and raw in p.read_bytes()]
 
 
 def referenced(path: Path) -> bool:

@@ -16,6 +16,7 @@ from semmem.errors import ModelMismatch
 from semmem.items import now_ms
 from semmem.memory import Memory
 from semmem.store import ItemRow, Mutation, Store, WriteView, table_name
+from tests.support.files import files_with
 from tests.support.memory import open_memory
 
 HOSTILE = ["x' OR '1'='1", "../../etc/passwd", "a/b\\c", "p\x00q", "ünï ☃ 名前", "", " ", "%s%n",
@@ -105,10 +106,6 @@ async def test_partition_table_names_stay_inside_store(memory: Memory) -> None:
     assert not (root.parent / "etc").exists()
 
 
-def _scan(root: Path, marker: bytes) -> list[Path]:
-    return [p for p in root.rglob("*") if p.is_file() and marker in p.read_bytes()]
-
-
 async def test_forget_is_durably_gone_after_maintenance(memory: Memory) -> None:
     marker = "zq-marker-7f3a9c-unique"
     for i in range(5):
@@ -118,11 +115,11 @@ async def test_forget_is_durably_gone_after_maintenance(memory: Memory) -> None:
     for i in range(3):
         await memory.remember("p", f"later fact {i}")
     root = Path(memory.store.uri)
-    assert _scan(root, marker.encode())
+    assert files_with(root, marker.encode())
     await memory.forget("p", 6)
     report = await memory.store.maintain("p", retention=timedelta(0))
     assert report is not None and report.compacted
-    assert _scan(root, marker.encode()) == []
+    assert files_with(root, marker.encode()) == []
     assert len(await memory.list("p")) == 8
     assert (await memory.remember("p", "after purge"))["n"] == 10
 
@@ -132,9 +129,9 @@ async def test_forget_purge_respects_retention_window(memory: Memory) -> None:
     await memory.remember("p", marker)
     await memory.forget("p", 1)
     await memory.store.maintain("p", retention=timedelta(hours=1))
-    assert _scan(Path(memory.store.uri), marker.encode())  # old version still inside window
+    assert files_with(Path(memory.store.uri), marker.encode())  # old version still inside window
     await memory.store.maintain("p", retention=timedelta(0))
-    assert _scan(Path(memory.store.uri), marker.encode()) == []
+    assert files_with(Path(memory.store.uri), marker.encode()) == []
 
 
 async def test_delete_partition_leaves_no_bytes(memory: Memory) -> None:
@@ -142,7 +139,7 @@ async def test_delete_partition_leaves_no_bytes(memory: Memory) -> None:
     await memory.remember("gone", f"fact with {marker}")
     await memory.remember("kept", "another fact")
     await memory.delete_partition("gone")
-    assert _scan(Path(memory.store.uri), marker.encode()) == []
+    assert files_with(Path(memory.store.uri), marker.encode()) == []
 
 
 async def test_delete_partition_name_leaves_registry_after_maintenance(memory: Memory) -> None:
@@ -151,7 +148,7 @@ async def test_delete_partition_name_leaves_registry_after_maintenance(memory: M
     await memory.remember("kept", "another fact")
     await memory.delete_partition(name)
     await memory.store.maintain_registry(retention=timedelta(0))
-    assert _scan(Path(memory.store.uri), name.encode()) == []
+    assert files_with(Path(memory.store.uri), name.encode()) == []
     assert await memory.store.partitions() == ["kept"]
 
 
@@ -163,16 +160,16 @@ async def test_maintenance_removes_old_unreferenced_files_only(memory: Memory) -
     for i in range(3):
         await memory.remember("p", f"fact {i}")
     data = Path(memory.store.uri) / f"{table_name('p')}.lance" / "data"
-    (holder,) = _scan(data, marker.encode())
+    (holder,) = files_with(data, marker.encode())
     leftover = data / f"0{holder.name}"
     shutil.copyfile(holder, leftover)
     await memory.forget("p", 1)
     await memory.store.maintain("p", retention=timedelta(0))
-    assert _scan(Path(memory.store.uri), marker.encode()) == [leftover]  # young: may be a write
+    assert files_with(Path(memory.store.uri), marker) == [leftover]  # young: may be a write
     memory.store.orphan_age = timedelta(0)
     report = await memory.store.maintain("p", retention=timedelta(0))
     assert report is not None and report.orphans_removed == 1
-    assert _scan(Path(memory.store.uri), marker.encode()) == []
+    assert files_with(Path(memory.store.uri), marker.encode()) == []
     await memory.remember("p", "fact 3")
     await memory.store.maintain("p")  # versions within retention keep their files
     assert [it.text for it in await memory.list("p")] == [f"fact {i}" for i in range(4)]

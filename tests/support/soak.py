@@ -33,6 +33,7 @@ from typing import Any
 
 import httpx
 
+from tests.support.files import read_if_there
 from tests.support.server import ADMIN, AUTH, JSON, ONE_THREAD, ServerProcess, iso_in
 
 HEADERS = {**AUTH, **JSON}
@@ -283,7 +284,7 @@ class Soak:
                     time.sleep(0.05)
             for path in table.rglob("*"):
                 if path.is_file():
-                    blob = path.read_bytes()
+                    blob = read_if_there(path)
                     hits = {m.decode() for m in markers if m in blob}
                     orphan = path.parent.name == "data" and path.name not in used
                     (orphaned if orphan else live).update(hits)

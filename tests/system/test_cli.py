@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from semmem.cli import app
 from semmem.modelfiles import default_model_dir
+from tests.support.files import files_with
 
 runner = CliRunner()
 
@@ -72,7 +73,7 @@ def test_cli_stats_maintain_delete(tmp_path: Path) -> None:
     assert json.loads(out) == {"deleted": True}
     code, out, _ = _run(tmp_path, "maintain", "--now")  # purges the name from the registry
     assert code == 0 and json.loads(out) == []
-    assert [p for p in tmp_path.rglob("*") if p.is_file() and b'"x"' in p.read_bytes()] == []
+    assert files_with(tmp_path, b'"x"') == []
 
 
 def test_cli_missing_model_is_a_clear_error(tmp_path: Path) -> None:

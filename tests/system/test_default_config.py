@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.files import files_with
 from tests.support.server import REPO, free_port, iso_in
 
 pytestmark = pytest.mark.timeout(600)
@@ -109,11 +110,6 @@ class DefaultServer:
 
     def recall(self, text: str | None) -> dict[str, Any]:
         return self.call({"operation": "recall", "input": {"text": text}, "maxBytes": 4096})
-
-
-def files_with(root: Path, needle: str) -> list[Path]:
-    raw = needle.encode()
-    return [p for p in root.rglob("*") if p.is_file() and raw in p.read_bytes()]
 
 
 def test_semmem_serve_with_the_shipped_defaults(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from semmem.embedder import HashingEmbedder
 from semmem.errors import InvalidInput, Unavailable
 from semmem.web.app import create_app
 from semmem.web.errors import error_response
+from tests.support.files import files_with
 from tests.support.server import ADMIN
 from tests.support.web import (
     GatedEmbedder,
@@ -220,18 +221,14 @@ def test_maintenance_wired_forget_purges(tmp_path: Path) -> None:
     """The lifespan runs the maintainer: a forget is followed by a maintenance pass."""
     with app_client(tmp_path / "db", version_retention_s=0.0, maintenance_delay_s=0.05) as c:
         remember(c, "purge", "Yan's PIN is 4711")
-        assert _files_with(tmp_path / "db", b"4711")  # the check below can see the text
+        assert files_with(tmp_path / "db", b"4711")  # the check below can see the text
         assert send(c, tool("forget", {"n": 1}, partition="purge")).status_code == 200
         runtime = c.app.state.runtime  # type: ignore[attr-defined]
         deadline = time.monotonic() + 20
         while runtime.maintainer.passes == 0:
             assert time.monotonic() < deadline, "no maintenance pass after forget"
             time.sleep(0.05)
-    assert _files_with(tmp_path / "db", b"4711") == []
-
-
-def _files_with(root: Path, needle: bytes) -> list[Path]:
-    return [p for p in root.rglob("*") if p.is_file() and needle in p.read_bytes()]
+    assert files_with(tmp_path / "db", b"4711") == []
 
 
 def test_lifespan_closes_and_reopens_same_store(tmp_path: Path) -> None:
