@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -25,7 +26,7 @@ from semmem.store.files import (
     remove_data_files,
     stale_data_files,
 )
-from semmem.store.schema import KIND_OP
+from semmem.store.schema import KIND_HEAD, KIND_OP
 
 log = logging.getLogger("semmem.store")
 
@@ -34,6 +35,7 @@ VECTOR_INDEX = "vector_idx"
 # Fragments this size or larger are left alone by routine compaction (which merges the small
 # fragments writes add), and purging a forgotten text rewrites at most one of them.
 FRAGMENT_ROWS = 8_192
+FILE_CACHE_TABLES = 256  # tables whose per-version file lists ``Upkeep`` keeps
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,12 @@ class Upkeep:
     orphan_age: timedelta = timedelta(minutes=10)
     # Partitions with more rows than this are read through the vector index, not loaded.
     index_threshold: int = INDEX_THRESHOLD
+    # The data files each version references, per table: versions never change, so a table's
+    # files are read once per version however often a sweep or a lost compaction asks. Keyed
+    # by number and time: a table deleted and made again numbers its versions from 1 again.
+    _files: dict[str, dict[tuple[int, Any], frozenset[str]]] = field(default_factory=dict,
+                                                                     repr=False)
+    _files_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def _open(self, uri: str) -> Any:
         return open_dataset(uri, self.storage_options)
@@ -86,6 +94,7 @@ class Upkeep:
             options: CompactionOptions = {
                 "target_rows_per_fragment": FRAGMENT_ROWS, "materialize_deletions": purge,
                 "materialize_deletions_threshold": 0.0 if purge else 0.5,
+                "excluded_fragment_ids": head_fragment(ds),
             }
             compacted = retry_conflicts(lambda: self.compact(uri, options))
         indexed = self.build_index(uri)
@@ -184,13 +193,23 @@ class Upkeep:
     def referenced(self, uri: str) -> set[str]:
         """Names of the data files any version of the table references."""
         ds = self._open(uri)
-        names: set[str] = set()
+        with self._files_lock:
+            known = self._files.pop(uri, {})
+        current: dict[tuple[int, Any], frozenset[str]] = {}
         for version in ds.versions():  # any version a reader may still check out
+            v = (int(version["version"]), version.get("timestamp"))
+            if v in known:
+                current[v] = known[v]
+                continue
             try:
-                names |= data_files(ds.checkout_version(version["version"]))
+                current[v] = frozenset(data_files(ds.checkout_version(v[0])))
             except (OSError, ValueError):  # removed by a concurrent cleanup meanwhile
                 continue
-        return names
+        with self._files_lock:
+            self._files[uri] = current  # versions cleaned up since are forgotten with them
+            while len(self._files) > FILE_CACHE_TABLES:  # the least recently asked go first
+                del self._files[next(iter(self._files))]
+        return set().union(*current.values())
 
     def sweep_orphans(self, uri: str) -> int:
         """Delete data files that no version of the table references and that are older than
@@ -236,6 +255,21 @@ class Upkeep:
 
         retry_conflicts(build)
         return "built"
+
+
+def head_fragment(ds: Any) -> list[int]:
+    """The fragment holding the partition's head row, when it has no deleted rows: every write
+    moves the head (it deletes the old row and adds a new one), so a compaction that rewrote
+    its fragment would lose its commit to the next write. Left out, a stream of writes and a
+    compaction commit side by side. (A fragment with deleted rows is never left out, so a
+    purge still rewrites every fragment that holds a dropped text.)"""
+    try:
+        rows = ds.to_table(columns=[], filter=f"kind = {KIND_HEAD}", with_row_address=True)
+    except (OSError, ValueError):
+        return []
+    ids = {int(a) >> 32 for a in rows.column("_rowaddr").to_pylist()}
+    return [f.fragment_id for f in ds.get_fragments()
+            if f.fragment_id in ids and not f.metadata.num_deletions]
 
 
 def index_lists(rows: int) -> int:

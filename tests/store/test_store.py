@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import multiprocessing
 import shutil
 import threading
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
+import lance
 import pytest
+from lance.optimize import Compaction
 
 from semmem.embedder import HashingEmbedder
 from semmem.errors import ModelMismatch
 from semmem.items import now_ms
 from semmem.memory import Memory
 from semmem.store import ItemRow, Mutation, Store, WriteView, table_name
+from semmem.store.upkeep import FRAGMENT_ROWS, head_fragment
 from tests.support.files import files_with
 from tests.support.memory import open_memory
 
@@ -235,8 +240,57 @@ async def test_many_small_writes_stay_compact_with_maintenance(memory: Memory) -
     await memory.store.maintain("p", retention=timedelta(0))
     table_dir = Path(memory.store.uri) / f"{table_name('p')}.lance"
     data_files = list((table_dir / "data").glob("*"))
-    assert len(data_files) == 1
+    assert len(data_files) == 2  # the 39 first writes in one; the last, with the head, alone
     assert len(await memory.list("p")) == 40
+
+
+async def test_a_compaction_without_the_heads_fragment_survives_the_next_write(
+        memory: Memory) -> None:
+    """Planned without the fragment that holds the head, a compaction commits after a write
+    that landed between its plan and its commit (with it, Lance refuses the commit)."""
+    for i in range(10):
+        await memory.remember("p", f"fact number {i}")
+    uri = str(Path(memory.store.uri) / f"{table_name('p')}.lance")
+    ds = lance.dataset(uri)
+    (head,) = head_fragment(ds)
+    plan = Compaction.plan(ds, {"target_rows_per_fragment": FRAGMENT_ROWS,
+                                "excluded_fragment_ids": [head]})
+    assert plan.num_tasks() == 1
+    rewrites = [task.execute(ds) for task in plan.tasks]
+    await memory.remember("p", "a write between plan and commit")
+    Compaction.commit(ds, rewrites)
+    assert len(lance.dataset(uri).get_fragments()) == 3  # the ten's, the old head's, the new
+    assert [it.n for it in await memory.list("p")] == list(range(1, 12))
+
+
+async def test_routine_compaction_commits_beside_a_stream_of_writes(
+        memory: Memory, caplog: pytest.LogCaptureFixture) -> None:
+    """Every write moves the head row; compaction leaves the head's fragment alone, so it
+    commits while writes go on instead of losing to each of them."""
+    for i in range(40):
+        await memory.remember("p", f"fact number {i}")
+    table_dir = Path(memory.store.uri) / f"{table_name('p')}.lance"
+    done, during = asyncio.Event(), 0
+
+    async def writer() -> None:
+        nonlocal during
+        while not done.is_set():
+            await memory.remember("p", f"written during compaction {during}")
+            during += 1
+
+    async def compact() -> Any:
+        try:
+            return await memory.store.maintain("p", purge=False)
+        finally:
+            done.set()
+
+    with caplog.at_level(logging.INFO, logger="semmem.store"):
+        _, report = await asyncio.gather(writer(), compact())
+    assert report is not None and report.compacted
+    assert during >= 2, "no write landed while the compaction ran"
+    assert "did not commit" not in caplog.text
+    assert len(lance.dataset(str(table_dir)).get_fragments()) <= during + 2
+    assert len(await memory.list("p")) == 40 + during
 
 
 async def test_maintenance_prunes_expired_operation_records(memory: Memory) -> None:
