@@ -39,11 +39,16 @@ class RowBuffer:
     """Vectors with room to grow: snapshots are views of its first rows, and the newest one
     may append in place (older views never see rows past their own length)."""
 
-    def __init__(self, vectors: Vectors) -> None:
+    def __init__(self, vectors: Vectors, more: Vectors | None = None) -> None:
+        """A buffer of ``vectors`` followed by ``more``, copied once, with room for as many
+        again (pages of the room are only touched when rows land there)."""
         rows, dim = vectors.shape
-        self.array = np.empty((max(16, rows * 2), dim), np.float32)
+        extra = 0 if more is None else len(more)
+        self.array = np.empty((max(16, (rows + extra) * 2), dim), np.float32)
         self.array[:rows] = vectors
-        self.filled = rows
+        if more is not None:
+            self.array[rows:rows + extra] = more
+        self.filled = rows + extra
         self.lock = threading.Lock()
 
     def extend(self, length: int, rows: Vectors) -> Vectors | None:
@@ -106,11 +111,10 @@ def _vectors(snap: PartitionSnapshot, rows: list[int], changed: list[tuple[Item,
         grown = buffer.extend(len(snap.items), extra)
         if grown is not None:
             return grown, buffer
-    out = np.concatenate([snap.vectors, extra])
+    buffer = RowBuffer(snap.vectors, extra)  # older snapshots keep the rows changed here
     for row, (_, vector) in zip(rows, changed, strict=True):
-        out[row] = vector
-    buffer = RowBuffer(out)
-    return buffer.array[:len(out)], buffer
+        buffer.array[row] = vector
+    return buffer.array[:buffer.filled], buffer
 
 
 def _keys(snap: PartitionSnapshot, changed: list[tuple[Item, Any]],
