@@ -24,11 +24,10 @@ class ModelQueue:
         self.executor = executor or ThreadPoolExecutor(1, thread_name_prefix="semmem-model")
         self._batcher = _Batcher(embedder, self.executor)
 
-    async def embed(self, texts: list[str], linger: float = 0.0) -> np.ndarray:
-        """Vectors of ``texts`` (one row each); a single text may share a call with others
-        (waiting up to ``linger`` seconds for them)."""
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        """Vectors of ``texts`` (one row each); a single text may share a call with others."""
         if len(texts) == 1:
-            return (await self._batcher.embed(texts[0], linger)).reshape(1, -1)
+            return (await self._batcher.embed(texts[0])).reshape(1, -1)
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.executor, self.embedder.embed_batch, texts)
 
@@ -42,9 +41,9 @@ class _Batcher:
     """Coalesces concurrent single-text embeddings (queries, remembers) into one model call.
 
     A query arriving while the model is idle goes at once; texts arriving while it is busy go
-    together in the next call (several texts in one call cost far less each than one by one).
-    A write's text may ``linger`` a moment first: the parallel tool calls of one model turn
-    arrive within a millisecond or two, and embedded together they also commit together.
+    together in the next call (several texts in one call cost less each than one by one).
+    Nothing waits for company: the writes of one turn are gathered at the commit instead
+    (``store.writes.Writer.coming``), while the first of them is already being embedded.
     """
 
     def __init__(self, embedder: Embedder, executor: ThreadPoolExecutor,
@@ -55,13 +54,11 @@ class _Batcher:
         self._pending: list[tuple[str, asyncio.Future[np.ndarray]]] = []
         self._draining = False
         self._task: asyncio.Future[None] | None = None
-        self._lingering: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.calls = 0  # model calls made (for tests and metrics)
 
-    async def embed(self, text: str, linger: float = 0.0) -> np.ndarray:
-        """The vector of ``text``, embedded with whatever else is waiting (after ``linger``
-        seconds for more, when the model is idle and nothing else is waiting)."""
+    async def embed(self, text: str) -> np.ndarray:
+        """The vector of ``text``, embedded with whatever else is waiting."""
         loop = asyncio.get_running_loop()
         if self._draining and self._loop is not loop:
             if self._loop is not None and not self._loop.is_closed():
@@ -73,21 +70,10 @@ class _Batcher:
             self._pending, self._draining = [], False  # that loop is gone, and its waiters
         future: asyncio.Future[np.ndarray] = loop.create_future()
         self._pending.append((text, future))
-        if self._lingering is not None and not linger:
-            self._lingering.cancel()  # a query waits for nobody: go now, with what is here
-            self._lingering = None
-            self._task = asyncio.ensure_future(self._drain())
-        elif not self._draining:
+        if not self._draining:
             self._draining, self._loop = True, loop
-            if linger > 0:
-                self._lingering = loop.call_later(linger, self._start)
-            else:
-                self._task = asyncio.ensure_future(self._drain())
+            self._task = asyncio.ensure_future(self._drain())
         return await future
-
-    def _start(self) -> None:
-        self._lingering = None
-        self._task = asyncio.ensure_future(self._drain())
 
     async def _drain(self) -> None:
         try:

@@ -45,10 +45,6 @@ from semmem.store import (
 )
 from semmem.store.schema import op_key
 
-# A write's text waits this long for the other parallel tool calls of its turn, so that they
-# embed in one model call and commit in one group.
-WRITE_LINGER_S = 0.006
-
 __all__ = ["ImportReport", "Memory", "Operation", "PartitionStats", "QuietObserver", "Recall",
            "WriteObserver"]
 
@@ -160,7 +156,8 @@ class Memory:
         """
         text = clean_text(text)
         fields = {k: v for k, v in clean_attrs(attrs or {}).items() if v is not None}
-        vector = (await self.model.embed([text], WRITE_LINGER_S))[0]
+        with self.store.coming(partition):  # its group waits for it (the rest of the turn)
+            vector = (await self.model.embed([text]))[0]
         plan = rules.remember(text, vector, fields, op, self.idempotency_ttl_ms)
         return await self._write(partition, plan, op, texts=[text])
 
@@ -180,8 +177,10 @@ class Memory:
         new_text = clean_text(text) if text is not None else None
         changes = clean_attrs(attrs or {})
         cursor_seq = parse_cursor(partition, cursor) if cursor else None
-        vector = ((await self.model.embed([new_text], WRITE_LINGER_S))[0]
-                  if new_text is not None else None)
+        vector = None
+        if new_text is not None:
+            with self.store.coming(partition):
+                vector = (await self.model.embed([new_text]))[0]
         plan = rules.update(n, new_text, vector, changes, cursor_seq, op, self.idempotency_ttl_ms,
                             owner)
         # a replaced text must leave the disk like a forgotten one: purge as after a forget

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import numpy as np
@@ -43,6 +44,9 @@ class Snapshots:
         self.cache = ViewCache(max_views, max_items)
         self._datasets: OrderedDict[str, Any] = OrderedDict()
         self.max_datasets = max_views
+        # Per table: the version this process just committed and whose snapshot is being
+        # brought forward, with the event set when it is (a read of it waits, not rereads).
+        self._following: dict[str, tuple[int, asyncio.AbstractEventLoop, asyncio.Event]] = {}
         self.rebuilds = 0  # full reads of a partition (for tests and benchmarks)
         self.forwards = 0  # snapshots brought forward by a delta read
 
@@ -50,11 +54,13 @@ class Snapshots:
         """Forget what is held for table ``name``."""
         self.cache.drop(name)
         self._datasets.pop(name, None)
+        self._following.pop(name, None)  # its step puts nothing back; its readers read afresh
 
     def clear(self) -> None:
         """Forget everything."""
         self.cache.clear()
         self._datasets.clear()
+        self._following.clear()
 
     async def at(self, partition: str, tbl: Any, version: int) -> PartitionSnapshot:
         """The snapshot of ``partition`` at ``version``: cached, brought forward, or built."""
@@ -62,6 +68,13 @@ class Snapshots:
         cached = self.cache.get(name, version)
         if isinstance(cached, PartitionSnapshot):
             return cached
+        following = self._following.get(name)
+        if following is not None and following[0] == version \
+                and following[1] is asyncio.get_running_loop():
+            await following[2].wait()
+            cached = self.cache.get(name, version)
+            if isinstance(cached, PartitionSnapshot):
+                return cached
         older = self.cache.latest(name)
         if isinstance(older, PartitionSnapshot) and older.version < version:
             uri = await tbl.uri()
@@ -136,13 +149,37 @@ class Snapshots:
         live = ds.count_rows(filter=LIVE_ITEMS)
         return ds, WriteView(d.items, d.vectors, d.head, live, d.tombstones, d.ops)
 
-    def committed(self, partition: str, batch: Batch, version: int) -> None:
-        """Bring the cached snapshot forward by a batch this process committed as ``version``
-        (only when it is the snapshot the batch was decided on)."""
+    def following(self, partition: str, batch: Batch, version: int
+                  ) -> Callable[[], Awaitable[None]] | None:
+        """Start bringing the cached snapshot forward by a batch this process committed as
+        ``version`` (only when it is the snapshot the batch was decided on): reads of
+        ``version`` wait from now on, and the returned step does the work. The writer answers
+        its writes in between, so their answers do not wait for it."""
         name = table_name(partition)
         snap = self.cache.get(name, batch.head.version)
         if not isinstance(snap, PartitionSnapshot) or version != batch.head.version + 1:
-            return
+            return None
+        loop, ready = asyncio.get_running_loop(), asyncio.Event()
+        self._following[name] = (version, loop, ready)
+
+        async def step() -> None:
+            try:
+                await asyncio.sleep(0)  # the answers go out first
+                if self._follows(name, ready):  # not dropped meanwhile
+                    self._forward_own(name, snap, partition, batch, version)
+            finally:
+                ready.set()
+                if self._follows(name, ready):
+                    del self._following[name]
+
+        return step
+
+    def _follows(self, name: str, ready: asyncio.Event) -> bool:
+        held = self._following.get(name)
+        return held is not None and held[2] is ready
+
+    def _forward_own(self, name: str, snap: PartitionSnapshot, partition: str, batch: Batch,
+                     version: int) -> None:
         try:
             items, vectors, tombstones = batch.changes(self.model_id)
             head = Head(partition, version, batch.hwm, batch.seq, self.model_id)

@@ -10,6 +10,7 @@ storage, with no lock service.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import timedelta
@@ -82,7 +83,7 @@ class Store:
                                    index_threshold)
         self._views = self.snapshots.cache
         self.writer = Writer(model_id, self.schema, self.snapshots.write_view,
-                              self.snapshots.committed)
+                              self.snapshots.following)
 
     @property
     def version_retention(self) -> timedelta:
@@ -275,6 +276,11 @@ class Store:
         return await self.conn.drop(partition)
 
     # ----- writes ----------------------------------------------------------------------------
+    def coming(self, partition: str) -> contextlib.AbstractContextManager[None]:
+        """Announce a write to ``partition`` while its text is being embedded: its group waits
+        for it (see ``Writer.coming``)."""
+        return self.writer.coming(partition)
+
     async def write(self, partition: str, plan: Plan, *, lookup: Lookup | None = None,
                     deadline_ms: int | None = None) -> dict[str, Any]:
         """Apply one write atomically, retrying on concurrent commits.

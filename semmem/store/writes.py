@@ -10,7 +10,8 @@ whole group again on the latest version. Each write keeps its own result or refu
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,9 +26,14 @@ from semmem.store.views import WriteView
 
 MAX_WRITE_ATTEMPTS = 40
 MAX_GROUP = 64  # writes per commit: bounds one commit's size and one view's lookups
+# A group waits this long after its first write arrived for the others of the same turn (the
+# parallel tool calls of one model turn arrive within a few milliseconds), and for the writes
+# still being embedded, at most ``MAX_GATHER_S`` in all.
+GATHER_S = 0.006
+MAX_GATHER_S = 0.05
 Plan = Callable[[WriteView], Mutation | dict[str, Any]]
 ReadView = Callable[[str, Any, int, Lookup], Awaitable[tuple[Any, WriteView]]]
-Committed = Callable[[str, Batch, int], None]
+Committed = Callable[[str, Batch, int], Callable[[], Awaitable[None]] | None]
 
 
 @dataclass
@@ -45,6 +51,7 @@ class _Queue:
     loop: asyncio.AbstractEventLoop
     pending: list[Pending] = field(default_factory=list)
     task: asyncio.Task[None] | None = None
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)  # a coming write got here
 
 
 def joined(lookups: Sequence[Lookup]) -> Lookup:
@@ -81,7 +88,53 @@ class Writer:
         self.read_view = read_view
         self.committed = committed
         self._queues: dict[str, _Queue] = {}
+        self._coming: dict[str, int] = {}  # writes announced and not yet queued, per partition
+        self._first: dict[str, float] = {}  # when the first of them arrived (monotonic)
         self.groups = 0  # commits made (for tests and metrics)
+
+    @contextlib.contextmanager
+    def coming(self, partition: str) -> Iterator[None]:
+        """Announce a write to ``partition`` while its text is being embedded: the group it
+        belongs to waits for it instead of committing without it."""
+        self._coming[partition] = self._coming.get(partition, 0) + 1
+        self._first.setdefault(partition, asyncio.get_running_loop().time())
+        failed = True
+        try:
+            yield
+            failed = False
+        finally:
+            left = self._coming[partition] - 1
+            if left:
+                self._coming[partition] = left
+            else:
+                del self._coming[partition]
+            queue = self._queues.get(partition)
+            if queue is not None:
+                queue.arrived.set()
+            elif failed and not left:
+                self._first.pop(partition, None)  # nothing of this turn will be queued
+
+    async def _gather(self, partition: str, queue: _Queue) -> None:
+        """Wait for the writes of this turn: until ``GATHER_S`` after the first announced one
+        arrived and none is still being embedded (at most ``MAX_GATHER_S``). A group with no
+        announced write (a forget, a merge) goes at once."""
+        first = self._first.get(partition)
+        if first is None:
+            return
+        loop = queue.loop
+        until = first + GATHER_S
+        cap = loop.time() + MAX_GATHER_S
+        while True:
+            now = loop.time()
+            busy = self._coming.get(partition, 0) > 0
+            if now >= cap or (not busy and now >= until):
+                break
+            queue.arrived.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(queue.arrived.wait(),
+                                       (cap if busy else until) - now)
+        if not self._coming.get(partition):
+            self._first.pop(partition, None)
 
     async def write(self, tbl: Any, partition: str, plan: Plan, lookup: Lookup,
                     deadline_ms: int | None) -> dict[str, Any]:
@@ -101,6 +154,7 @@ class Writer:
 
     async def _drain(self, tbl: Any, partition: str, queue: _Queue) -> None:
         while queue.pending:
+            await self._gather(partition, queue)
             group = queue.pending[:MAX_GROUP]
             del queue.pending[:MAX_GROUP]
             try:
@@ -152,9 +206,11 @@ class Writer:
                 await tbl.checkout_latest()
                 continue
             self.groups += 1
-            await tbl.checkout_latest()
-            self.committed(partition, batch, int(ds.version))
+            await tbl.checkout_latest()  # before any answer: a read after it sees the write
+            follow = self.committed(partition, batch, int(ds.version))
             _settle(outcomes)
+            if follow is not None:
+                await follow()
             return
         raise Unavailable("too many concurrent writers on this partition; retry")
 

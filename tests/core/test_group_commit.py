@@ -102,3 +102,41 @@ def test_two_processes_grouping_writes_lose_and_duplicate_nothing(tmp_path: Path
         assert items[text] == n  # every acknowledged write is there, under its number
     fresh = [n for _, n, existing in answers if not existing]
     assert len(fresh) == len(set(fresh)) == len(items)
+
+
+class _SlowEmbedder(HashingEmbedder):
+    """The fake model, taking as long per call as the real one does for a short text."""
+
+    def embed_batch(self, texts: list[str]) -> Any:
+        import time
+
+        time.sleep(0.01)
+        return super().embed_batch(texts)
+
+
+async def test_a_turn_of_parallel_writes_commits_as_one_group(tmp_path: Path) -> None:
+    """The first write of a turn is embedded alone while the others arrive; its group waits
+    for them (they are still being embedded) and all five commit together."""
+    memory = await open_memory(tmp_path / "db", _SlowEmbedder())
+    try:
+        target = await memory.remember("p", "a fact to edit")
+        writer = memory.store.writer
+        before, calls = writer.groups, memory.model.calls
+
+        async def later(delay: float, text: str) -> Any:
+            await asyncio.sleep(delay)  # the turn's other calls arrive a moment after
+            return await memory.remember("p", text)
+
+        results = await asyncio.gather(
+            memory.remember("p", "first of the turn"),
+            *(later(0.002 * i, f"turn fact {i}") for i in range(1, 4)),
+            memory.update("p", target["n"], "the edited fact"))
+        assert writer.groups - before == 1
+        assert memory.model.calls - calls >= 2  # the first was embedded before the rest came
+        assert sorted(r["n"] for r in results) == [1, 2, 3, 4, 5]
+        assert writer._coming == {} and writer._first == {}
+        lone = writer.groups
+        await memory.forget("p", 2)  # nothing announced: goes at once, alone
+        assert writer.groups == lone + 1 and writer._first == {}
+    finally:
+        await memory.close()

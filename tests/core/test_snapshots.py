@@ -114,3 +114,23 @@ async def test_own_writes_and_compaction_keep_the_snapshot(tmp_path: Path) -> No
     await memory.recall("p", "tea", 500)
     assert snapshots.rebuilds == built
     await memory.close()
+
+
+async def test_a_write_is_answered_before_its_snapshot_moves_and_a_read_waits_for_it(
+        memory: Memory) -> None:
+    """The writer answers, then brings the snapshot forward; a read of the new version in
+    between waits for that step rather than reading the table again."""
+    from semmem.store.schema import table_name
+
+    await memory.remember("p", "green tea fact")
+    await memory.recall("p", "green tea", 1024)  # the snapshot is cached
+    store = memory.store
+    tbl = await store.conn.writable("p")
+    version = await tbl.version()
+    rebuilds, forwards = store.snapshots.rebuilds, store.snapshots.forwards
+    result = await memory.remember("p", "piano sister fact")
+    assert table_name("p") in store.snapshots._following  # answered, snapshot not moved yet
+    snap = await store.snapshots.at("p", tbl, version + 1)
+    assert result["n"] in {it.n for it in snap.items}
+    assert (store.snapshots.rebuilds, store.snapshots.forwards) == (rebuilds, forwards)
+    assert store.snapshots._following == {}
