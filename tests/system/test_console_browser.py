@@ -355,7 +355,10 @@ def test_console_keyboard_and_phone(server: ServerProcess, browser: WebDriver,
     d.delete_all_cookies()
     d.set_window_size(390, 844)
     d.get(f"{base}/console/signin")
-    # The token field has focus; typing and Enter signs in.
+    # The token field has focus (autofocus applies once the page is parsed: wait for it, not
+    # for our luck on a busy machine); typing and Enter signs in.
+    wait(d, lambda drv: drv.switch_to.active_element.get_attribute("id") == "token",
+         "the focus on the token field")
     d.switch_to.active_element.send_keys(ADMIN_TOKEN)
     marker = mark_page(d)
     d.switch_to.active_element.send_keys(Keys.ENTER)
