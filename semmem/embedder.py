@@ -96,9 +96,42 @@ class SentenceTransformerEmbedder:
             )
         return _normalise(out)
 
-    def transformer(self) -> Any:
-        """The underlying transformers model (what set-up exports to ONNX)."""
-        return self._model[0].auto_model
+    def export_onnx(self, target: Path, sample: dict[str, list[list[int]]], opset: int) -> None:
+        """Trace the model (BERT + mean pooling, the vectors before the L2 norm) into an ONNX
+        graph at ``target``, from ``sample``'s token rows (input name → padded rows; two texts
+        of different lengths, so the traced graph takes the padded, masked path). The set-up
+        of the ONNX encoder calls this: torch is imported here and nowhere else."""
+        import warnings
+
+        import torch
+
+        bert: Any = self._model[0].auto_model
+
+        class Pooled(torch.nn.Module):
+            """BERT's last hidden state averaged over the real tokens, as Pooling does."""
+
+            def __init__(self) -> None:
+                super().__init__()
+                self.bert = bert
+
+            def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+                hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask,
+                                   token_type_ids=token_type_ids).last_hidden_state
+                mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+                return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+
+        names = list(sample)
+        args = tuple(torch.tensor(sample[name]) for name in names)
+        axes = {name: {0: "batch", 1: "tokens"} for name in names}
+        # The tracer warns about branches it fixes at trace time (padding, causal masks); the
+        # caller's probe checks what matters, that the graph gives these vectors on any input.
+        with torch.inference_mode(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(
+                Pooled().eval(), args, str(target), input_names=names,
+                output_names=["embedding"], dynamic_axes={**axes, "embedding": {0: "batch"}},
+                opset_version=opset, dynamo=False,
+            )
 
 
 _WORD = re.compile(r"\w+", re.UNICODE)

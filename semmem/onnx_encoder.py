@@ -1,7 +1,7 @@
 """The bundled model on ONNX Runtime, and the set-up step that exports and verifies it.
 
-The only module that imports ``onnxruntime`` (and, with ``semmem.embedder``, ``torch``: the
-export runs the reference model). At run time the ONNX encoder needs no torch at all: the
+The only module that imports ``onnxruntime``; torch stays in ``semmem.embedder``, whose
+reference encoder traces itself for the export. At run time the ONNX encoder needs no torch at all: the
 model's own ``tokenizer.json`` through ``tokenizers``, the exported graph (BERT plus the mean
 pooling of sentence-transformers) through ``onnxruntime``, and an L2 norm in numpy.
 
@@ -18,7 +18,6 @@ import hashlib
 import json
 import os
 import shutil
-import warnings
 from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
@@ -179,43 +178,14 @@ class OnnxEmbedder:
 
 def _export(folder: Path, target: Path) -> None:
     """Trace the reference model (BERT + mean pooling) into an ONNX graph at ``target``."""
-    import torch
-
     from semmem.embedder import SentenceTransformerEmbedder
-
-    reference = SentenceTransformerEmbedder(folder)
-    bert = reference.transformer()
-
-    class Pooled(torch.nn.Module):
-        """BERT's last hidden state averaged over the real tokens, as the Pooling module does."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.bert = bert
-
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask,
-                               token_type_ids=token_type_ids).last_hidden_state
-            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-            return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
 
     # Two texts of different lengths, so the traced graph takes the padded (masked) path.
     sample = _tokenizer(verify(folder)).encode_batch(["a short one", "and a somewhat longer text"])
     width = max(len(e.ids) for e in sample)
-    args = tuple(
-        torch.tensor([getattr(e, attr) + [0] * (width - len(e.ids)) for e in sample])
-        for attr in ("ids", "attention_mask", "type_ids")
-    )
-    axes = {name: {0: "batch", 1: "tokens"} for name in _INPUTS}
-    # The tracer warns about branches it fixes at trace time (padding, causal masks); the probe
-    # checks what matters, that the graph gives torch's vectors on any length and batch.
-    with torch.inference_mode(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(
-            Pooled().eval(), args, str(target), input_names=list(_INPUTS),
-            output_names=["embedding"], dynamic_axes={**axes, "embedding": {0: "batch"}},
-            opset_version=OPSET, dynamo=False,
-        )
+    rows = {name: [getattr(e, attr) + [0] * (width - len(e.ids)) for e in sample]
+            for name, attr in zip(_INPUTS, ("ids", "attention_mask", "type_ids"), strict=True)}
+    SentenceTransformerEmbedder(folder).export_onnx(target, rows, OPSET)
 
 
 def _cosines(a: Vectors, b: Vectors) -> list[float]:
