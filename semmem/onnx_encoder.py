@@ -1,9 +1,9 @@
 """The bundled model on ONNX Runtime, and the set-up step that exports and verifies it.
 
 The only module that imports ``onnxruntime``; torch stays in ``semmem.embedder``, whose
-reference encoder traces itself for the export. At run time the ONNX encoder needs no torch at all: the
-model's own ``tokenizer.json`` through ``tokenizers``, the exported graph (BERT plus the mean
-pooling of sentence-transformers) through ``onnxruntime``, and an L2 norm in numpy.
+reference encoder traces itself for the export. At run time the ONNX encoder needs no torch at
+all: the model's own ``tokenizer.json`` through ``tokenizers``, the exported graph (BERT plus the
+mean pooling of sentence-transformers) through ``onnxruntime``, and an L2 norm in numpy.
 
 The exported file is trusted by its outputs: :func:`build_onnx` embeds :data:`PROBES` with
 torch and with the new file and refuses it unless every cosine is at least
