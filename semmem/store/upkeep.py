@@ -94,9 +94,8 @@ class Upkeep:
             options: CompactionOptions = {
                 "target_rows_per_fragment": FRAGMENT_ROWS, "materialize_deletions": purge,
                 "materialize_deletions_threshold": 0.0 if purge else 0.5,
-                "excluded_fragment_ids": head_fragment(ds),
             }
-            compacted = retry_conflicts(lambda: self.compact(uri, options))
+            compacted = retry_conflicts(lambda: self.compact(uri, options, leave_head=True))
         indexed = self.build_index(uri)
         stats = self._open(uri).cleanup_old_versions(older_than=keep,
                                                      error_if_tagged_old_versions=False)
@@ -146,14 +145,18 @@ class Upkeep:
         ds.delete(where)
         return int(before)
 
-    def compact(self, uri: str, options: CompactionOptions) -> bool:
-        """Compact a table; returns whether there was anything to do.
+    def compact(self, uri: str, options: CompactionOptions, leave_head: bool = False) -> bool:
+        """Compact a table; returns whether there was anything to do. ``leave_head``: a
+        partition table, whose head's fragment is left out (``head_fragment``, decided on the
+        version this attempt plans on).
 
         Lance leaves the rewritten files of a compaction that loses its commit to a concurrent
         write in place for its 7-day GC; they copy live rows, so a text forgotten later would
         stay on disk. They are ours and no version references them: delete them at once.
         """
         ds = self._open(uri)
+        if leave_head:
+            options = {**options, "excluded_fragment_ids": head_fragment(ds)}
         plan = Compaction.plan(ds, options)
         if not plan.num_tasks():
             return False

@@ -96,8 +96,11 @@ class Writer:
     def coming(self, partition: str) -> Iterator[None]:
         """Announce a write to ``partition`` while its text is being embedded: the group it
         belongs to waits for it instead of committing without it."""
+        now = asyncio.get_running_loop().time()
+        first = self._first.get(partition)
+        if first is None or now - first > MAX_GATHER_S:  # older: left by a write never queued
+            self._first[partition] = now
         self._coming[partition] = self._coming.get(partition, 0) + 1
-        self._first.setdefault(partition, asyncio.get_running_loop().time())
         failed = True
         try:
             yield
@@ -119,7 +122,7 @@ class Writer:
         arrived and none is still being embedded (at most ``MAX_GATHER_S``). A group with no
         announced write (a forget, a merge) goes at once."""
         first = self._first.get(partition)
-        if first is None:
+        if first is None or len(queue.pending) >= MAX_GROUP:
             return
         loop = queue.loop
         until = first + GATHER_S
@@ -153,21 +156,29 @@ class Writer:
         return await future
 
     async def _drain(self, tbl: Any, partition: str, queue: _Queue) -> None:
-        while queue.pending:
-            await self._gather(partition, queue)
-            group = queue.pending[:MAX_GROUP]
-            del queue.pending[:MAX_GROUP]
-            try:
-                await self._commit(tbl, partition, group)
-            except BaseException as exc:  # the store failed: every write of the group hears it
-                for p in group:
-                    if not p.future.done():
-                        p.future.set_exception(exc if isinstance(exc, Exception)
-                                               else Unavailable("the write was interrupted"))
-                if not isinstance(exc, Exception):
-                    raise
-        if self._queues.get(partition) is queue:
-            del self._queues[partition]
+        try:
+            while queue.pending:
+                await self._gather(partition, queue)
+                group = queue.pending[:MAX_GROUP]
+                del queue.pending[:MAX_GROUP]
+                try:
+                    await self._commit(tbl, partition, group)
+                except BaseException as exc:  # the store failed: the group's writes hear it
+                    for p in group:
+                        if not p.future.done():
+                            p.future.set_exception(exc if isinstance(exc, Exception) else
+                                                   Unavailable("the write was interrupted"))
+                    if not isinstance(exc, Exception):
+                        raise
+        except BaseException:  # interrupted (shutdown): nobody will commit what still waits
+            for p in queue.pending:
+                if not p.future.done():
+                    p.future.set_exception(Unavailable("the write was interrupted"))
+            queue.pending.clear()
+            raise
+        finally:
+            if self._queues.get(partition) is queue:
+                del self._queues[partition]
 
     async def _commit(self, tbl: Any, partition: str, group: list[Pending]) -> None:
         for attempt in range(MAX_WRITE_ATTEMPTS):

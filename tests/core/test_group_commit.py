@@ -140,3 +140,33 @@ async def test_a_turn_of_parallel_writes_commits_as_one_group(tmp_path: Path) ->
         assert writer.groups == lone + 1 and writer._first == {}
     finally:
         await memory.close()
+
+
+async def test_a_group_interrupted_while_it_gathers_answers_its_writes(tmp_path: Path) -> None:
+    """A drain cancelled while it waits for the rest of a turn (a shutdown) refuses the writes
+    it held, and a write that arrives after it starts a new group."""
+    from semmem.errors import Unavailable
+
+    memory = await open_memory(tmp_path / "db", _SlowEmbedder())
+    try:
+        await memory.remember("p", "a fact before")
+        first = asyncio.create_task(memory.remember("p", "held when the drain stops"))
+        await asyncio.sleep(0.002)  # the first is on the model alone; the second waits for it
+        second = asyncio.create_task(memory.remember("p", "still being embedded"))
+        writer = memory.store.writer
+        for _ in range(500):
+            queue = writer._queues.get("p")
+            if queue is not None and queue.pending and writer._coming.get("p"):
+                break
+            await asyncio.sleep(0.001)
+        else:
+            pytest.fail("the first write was never queued while the second was embedding")
+        assert queue.task is not None
+        queue.task.cancel()
+        with pytest.raises(Unavailable):
+            await first
+        assert (await second)["n"] == 2  # the refused write took no number
+        assert [it.text for it in await memory.list("p")] == ["a fact before",
+                                                               "still being embedded"]
+    finally:
+        await memory.close()

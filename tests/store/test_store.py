@@ -129,6 +129,22 @@ async def test_forget_is_durably_gone_after_maintenance(memory: Memory) -> None:
     assert (await memory.remember("p", "after purge"))["n"] == 10
 
 
+async def test_forgetting_the_newest_fact_purges_it_though_the_head_was_beside_it(
+        memory: Memory) -> None:
+    """The newest fact shares its fragment with the head until the forget moves the head out;
+    the purge leaves out only the head's new fragment, and rewrites the one with the text."""
+    marker = "zq-newest-marker-5b1e"
+    for i in range(3):
+        await memory.remember("p", f"ordinary fact {i}")
+    await memory.remember("p", f"the newest is {marker}")
+    root = Path(memory.store.uri)
+    await memory.forget("p", 4)
+    report = await memory.store.maintain("p", retention=timedelta(0))
+    assert report is not None and report.compacted
+    assert files_with(root, marker) == []
+    assert [it.n for it in await memory.list("p")] == [1, 2, 3]
+
+
 async def test_forget_purge_respects_retention_window(memory: Memory) -> None:
     marker = "retention-marker-41d2"
     await memory.remember("p", marker)
