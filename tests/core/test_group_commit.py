@@ -105,12 +105,12 @@ def test_two_processes_grouping_writes_lose_and_duplicate_nothing(tmp_path: Path
 
 
 class _SlowEmbedder(HashingEmbedder):
-    """The fake model, taking as long per call as the real one does for a short text."""
+    """The fake model, slower per call than the real one (a margin for a busy machine)."""
 
     def embed_batch(self, texts: list[str]) -> Any:
         import time
 
-        time.sleep(0.01)
+        time.sleep(0.025)
         return super().embed_batch(texts)
 
 
