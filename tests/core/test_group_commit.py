@@ -4,7 +4,6 @@ each with its own result, refusal, idempotency record and cursor check."""
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from semmem.errors import Conflict, DeadlineExceeded, IdempotencyMismatch, NotFo
 from semmem.items import now_ms
 from semmem.memory import Memory, Operation
 from tests.support.memory import open_memory
+from tests.support.processes import results_of
 
 
 def _op(op_id: str, tool: str, args: dict[str, Any], cursor: str | None = None,
@@ -81,14 +81,8 @@ def _process(path: str, worker: int, queue: Any) -> None:
 
 @pytest.mark.timeout(180)
 def test_two_processes_grouping_writes_lose_and_duplicate_nothing(tmp_path: Path) -> None:
-    ctx = multiprocessing.get_context("spawn")
-    queue = ctx.Queue()
-    procs = [ctx.Process(target=_process, args=(str(tmp_path), w, queue)) for w in range(2)]
-    for p in procs:
-        p.start()
-    answers = [row for _ in procs for row in queue.get(timeout=150)]
-    for p in procs:
-        p.join(30)
+    answers = [row for rows in results_of(_process, [(str(tmp_path), w) for w in range(2)],
+                                          timeout=150) for row in rows]
 
     async def stored() -> dict[str, int]:
         memory = await open_memory(tmp_path, HashingEmbedder())

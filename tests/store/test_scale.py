@@ -12,6 +12,7 @@ from pathlib import Path
 from semmem.embedder import HashingEmbedder
 from semmem.memory import Memory
 from semmem.store import Store
+from tests.support.processes import results_of
 
 
 async def _memory(path: Path, **kw: int) -> Memory:
@@ -67,14 +68,8 @@ async def test_processes_writing_an_indexed_partition_lose_nothing(tmp_path: Pat
     await memory.import_("p", [{"text": f"base {i}"} for i in range(80)])
     await memory.store.maintain("p")
     assert (await memory.store.read_view("p")).indexed
-    ctx = multiprocessing.get_context("spawn")
-    queue = ctx.Queue()
-    procs = [ctx.Process(target=_writer, args=(str(tmp_path), w, queue)) for w in range(2)]
-    for p in procs:
-        p.start()
-    numbers = [n for _ in procs for n in queue.get(timeout=120)]
-    for p in procs:
-        p.join(timeout=60)
+    numbers = [n for ns in results_of(_writer, [(str(tmp_path), w) for w in range(2)])
+               for n in ns]
     assert sorted(numbers) == list(range(81, 101))
     assert (await memory.store.read_view("p")).count == 100
     found = await memory.search("p", "worker 1 fact 9", 1)

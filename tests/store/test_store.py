@@ -23,6 +23,7 @@ from semmem.store import ItemRow, Mutation, Store, WriteView, table_name
 from semmem.store.upkeep import FRAGMENT_ROWS, head_fragment
 from tests.support.files import files_with
 from tests.support.memory import open_memory
+from tests.support.processes import results_of
 
 HOSTILE = ["x' OR '1'='1", "../../etc/passwd", "a/b\\c", "p\x00q", "ünï ☃ 名前", "", " ", "%s%n",
            "key = 'head'", "p_" + "0" * 40]
@@ -69,16 +70,8 @@ def test_concurrent_threads_with_own_connections_lose_nothing(tmp_path: Path) ->
 
 def test_concurrent_processes_lose_nothing(tmp_path: Path) -> None:
     _writer(str(tmp_path), -1, 1)
-    ctx = multiprocessing.get_context("spawn")
-    queue = ctx.Queue()
-    procs = [ctx.Process(target=_process_writer, args=(str(tmp_path), w, 12, queue))
-             for w in range(2)]
-    for p in procs:
-        p.start()
-    numbers = [n for _ in procs for n in queue.get(timeout=120)]
-    for p in procs:
-        p.join(timeout=60)
-        assert p.exitcode == 0
+    numbers = [n for ns in results_of(_process_writer, [(str(tmp_path), w, 12) for w in range(2)])
+               for n in ns]
     assert sorted(numbers) == list(range(2, 26))
     items = asyncio.run(_list(tmp_path, "shared"))
     assert sorted(it.text for it in items if it.n > 1) == sorted(
