@@ -89,8 +89,8 @@ class Upkeep:
             pruned = retry_conflicts(lambda: self._delete(uri, expired))
             ds = self._open(uri)
         compacted = False
-        if len(ds.get_fragments()) > 1 or any(f.metadata.num_deletions
-                                               for f in ds.get_fragments()):
+        fragments = ds.get_fragments()
+        if len(fragments) > 1 or any(f.metadata.num_deletions for f in fragments):
             options: CompactionOptions = {
                 "target_rows_per_fragment": FRAGMENT_ROWS, "materialize_deletions": purge,
                 "materialize_deletions_threshold": 0.0 if purge else 0.5,
