@@ -104,12 +104,13 @@ class Snapshots:
         else:
             d = decode(snap.partition, version, rows, self.dim)
             new = evolve(snap, d.head, d.items, d.vectors, d.tombstones, d.ops)
-        if ds.count_rows() == 1 + new.count + len(new.tombstones) + len(new.ops):
+        total = ds.count_rows()
+        if total == 1 + new.count + len(new.tombstones) + len(new.ops):
             return new
         # Fewer rows: maintenance pruned expired records (a delete that writes no sequence).
         ops = decode(snap.partition, version, ds.to_table(filter=f"kind = {KIND_OP}"),
                      self.dim).ops
-        if ds.count_rows() != 1 + new.count + len(new.tombstones) + len(ops):
+        if total != 1 + new.count + len(new.tombstones) + len(ops):
             return None
         return PartitionSnapshot(new.items, new.vectors, new.head, new.tombstones, ops,
                                  by_n=new.by_n, by_key=new.by_key, derived=new.derived)
