@@ -94,8 +94,8 @@ async def seed(data: Path, partitions: int, size: int) -> None:
     """``partitions`` partitions of ``size`` real-embedded facts, written through the store."""
     from benchmarks.recall_bench import fill
     from benchmarks.vectors import base_set
-    from semmem.embedder import SentenceTransformerEmbedder
-    from semmem.modelfiles import default_model_dir
+    from semmem.embedding.files import default_model_dir
+    from semmem.embedding.reference import SentenceTransformerEmbedder
     from semmem.store import Store
 
     model = SentenceTransformerEmbedder(default_model_dir())

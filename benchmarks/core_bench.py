@@ -16,10 +16,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.factgen import QUERIES, facts
-from semmem.embedder import CachedEmbedder, SentenceTransformerEmbedder
+from semmem.embedding.embedder import CachedEmbedder
+from semmem.embedding.files import default_model_dir
+from semmem.embedding.reference import SentenceTransformerEmbedder
 from semmem.maintenance import Maintainer
 from semmem.memory import Memory, QuietObserver
-from semmem.modelfiles import default_model_dir
 from semmem.store import Store
 
 

@@ -33,12 +33,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.factgen import facts
 from benchmarks.recall_bench import pct, queries
-from semmem.embedder import Embedder, SentenceTransformerEmbedder
+from semmem.embedding.embedder import Embedder
+from semmem.embedding.files import default_model_dir
+from semmem.embedding.onnx import OnnxEmbedder
+from semmem.embedding.reference import SentenceTransformerEmbedder
 from semmem.memory import Memory
-from semmem.modelfiles import default_model_dir
-from semmem.onnx_encoder import OnnxEmbedder
-from semmem.runtime import limit_blas_threads
 from semmem.store import Store
+from semmem.wiring import limit_blas_threads
 
 
 class Config:
@@ -101,7 +102,7 @@ async def clients_round(config: Config, memory: Memory, clients: int, texts: lis
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    limit_blas_threads()  # as the server does (semmem.runtime.open_memory)
+    limit_blas_threads()  # as the server does (semmem.wiring.open_memory)
     all_configs = configs([int(t) for t in args.torch_threads.split(",")],
                           [None if t == "default" else int(t)
                            for t in args.onnx_threads.split(",")])

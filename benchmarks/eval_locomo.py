@@ -16,7 +16,7 @@ from pathlib import Path
 
 from semmem.evaluation import Evaluation, Outcome, Summary, summarise
 from semmem.evaluation.tuning import grid, leave_one_out, objective, pooled
-from semmem.ranking import RankingConfig
+from semmem.ranking.ranker import RankingConfig
 
 DEFAULT_DATASET = Path("/work/shared/data/locomo-dev")
 

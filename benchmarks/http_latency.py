@@ -87,8 +87,8 @@ def make_facts(count: int, rng: random.Random) -> list[str]:
 async def seed(data: Path, facts: list[str], embedder: Any = None) -> float:
     """Import the facts through the core (the configured model unless ``embedder`` is given),
     then one maintenance pass; returns seconds taken."""
-    from semmem.runtime import open_memory
     from semmem.settings import Settings
+    from semmem.wiring import open_memory
 
     started = time.perf_counter()
     memory = await open_memory(Settings(data=str(data)), embedder)

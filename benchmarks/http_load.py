@@ -32,9 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.recall_bench import pct, queries
 from benchmarks.vectors import base_set
-from semmem.embedder import SentenceTransformerEmbedder
+from semmem.embedding.files import default_model_dir
+from semmem.embedding.reference import SentenceTransformerEmbedder
 from semmem.items import now_ms
-from semmem.modelfiles import default_model_dir
 from semmem.store import ItemRow, Mutation, Store
 from tests.support.server import AUTH, JSON, ServerProcess, iso_in
 

@@ -23,8 +23,8 @@ from semmem.evaluation import Evaluation
 from semmem.evaluation.harness import BUDGETS, Outcome
 from semmem.evaluation.metrics import summarise
 from semmem.memory import Memory
-from semmem.runtime import limit_blas_threads
 from semmem.store import ItemRow, Mutation, Store
+from semmem.wiring import limit_blas_threads
 
 
 async def outcomes(ev: Evaluation, root: Path, indexed: bool, candidates: int
@@ -55,7 +55,7 @@ async def outcomes(ev: Evaluation, root: Path, indexed: bool, candidates: int
 
 
 async def main() -> None:
-    limit_blas_threads()  # as the server does (semmem.runtime.open_memory)
+    limit_blas_threads()  # as the server does (semmem.wiring.open_memory)
     parser = argparse.ArgumentParser()
     parser.add_argument("--dataset", type=Path, default=Path("/work/shared/data/locomo-dev"))
     parser.add_argument("--candidates", type=int, default=100)

@@ -27,11 +27,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.factgen import facts
 from benchmarks.recall_bench import pct, queries
+from semmem.embedding.files import check_onnx, default_model_dir, verify
+from semmem.embedding.onnx import OnnxEmbedder
 from semmem.evaluation import Evaluation, load_dataset
-from semmem.modelfiles import check_onnx, default_model_dir, verify
-from semmem.onnx_encoder import OnnxEmbedder
-from semmem.ranking import RankingConfig
-from semmem.runtime import limit_blas_threads
+from semmem.ranking.ranker import RankingConfig
+from semmem.wiring import limit_blas_threads
 
 
 def main() -> None:

@@ -125,9 +125,9 @@ async def seed(data: Path, size: int) -> None:
     then one maintenance pass (a compacted partition, as after an import)."""
     from benchmarks.recall_bench import fill
     from benchmarks.vectors import base_set
-    from semmem.embedder import SentenceTransformerEmbedder
+    from semmem.embedding.files import default_model_dir
+    from semmem.embedding.reference import SentenceTransformerEmbedder
     from semmem.memory import Memory
-    from semmem.modelfiles import default_model_dir
 
     model = SentenceTransformerEmbedder(default_model_dir())
     texts, vectors, _ = base_set(model, max(size, 10_000))

@@ -53,17 +53,18 @@ from benchmarks.http_latency import (
     seed,
     summary,
 )
-from semmem.embedder import HashingEmbedder
+from semmem.embedding.fakes import HashingEmbedder
 from semmem.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
 TOKEN, MCP_TOKEN = "bench-token", "bench-mcp-token"
 Arm = Callable[[str], Awaitable[None]]
 # `semmem serve` and `semmem mcp` as their commands run them, with the hashing embedder.
-FAKE_SERVE = ("from semmem.embedder import HashingEmbedder; from semmem.settings import Settings;"
-              " from semmem.web.server import serve; serve(Settings(), embedder=HashingEmbedder())")
-FAKE_MCP = ("from semmem.embedder import HashingEmbedder; from semmem.settings import Settings; "
-            "from semmem.mcp.server import run_stdio; "
+FAKE_SERVE = ("from semmem.embedding.fakes import HashingEmbedder; "
+              "from semmem.settings import Settings; "
+              "from semmem.web.server import serve; serve(Settings(), embedder=HashingEmbedder())")
+FAKE_MCP = ("from semmem.embedding.fakes import HashingEmbedder; "
+            "from semmem.settings import Settings; from semmem.mcp.server import run_stdio; "
             "run_stdio(Settings(), embedder=HashingEmbedder())")
 
 

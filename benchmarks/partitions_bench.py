@@ -26,12 +26,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.recall_bench import pct, queries
 from benchmarks.vectors import base_set
-from semmem.embedder import CachedEmbedder, SentenceTransformerEmbedder
+from semmem.embedding.embedder import CachedEmbedder
+from semmem.embedding.files import default_model_dir
+from semmem.embedding.reference import SentenceTransformerEmbedder
 from semmem.items import now_ms
 from semmem.memory import Memory
-from semmem.modelfiles import default_model_dir
-from semmem.runtime import limit_blas_threads
 from semmem.store import ItemRow, Mutation, Store
+from semmem.wiring import limit_blas_threads
 
 
 def disk_bytes(root: Path) -> int:
@@ -43,7 +44,7 @@ def disk_bytes(root: Path) -> int:
 
 
 async def main() -> None:
-    limit_blas_threads()  # as the server does (semmem.runtime.open_memory)
+    limit_blas_threads()  # as the server does (semmem.wiring.open_memory)
     parser = argparse.ArgumentParser()
     parser.add_argument("--partitions", type=int, default=10_000)
     parser.add_argument("--facts", type=int, default=50)

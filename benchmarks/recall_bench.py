@@ -41,12 +41,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.factgen import QUERIES
 from benchmarks.vectors import base_set, expanded
 from semmem.contract import MAX_SOURCES
-from semmem.embedder import CachedEmbedder, Embedder, SentenceTransformerEmbedder
+from semmem.embedding.embedder import CachedEmbedder, Embedder
+from semmem.embedding.files import default_model_dir
+from semmem.embedding.reference import SentenceTransformerEmbedder
 from semmem.items import now_ms
 from semmem.memory import Memory
-from semmem.modelfiles import default_model_dir
-from semmem.runtime import limit_blas_threads
 from semmem.store import ItemRow, Mutation, Store
+from semmem.wiring import limit_blas_threads
 
 BUDGET = 1024
 SUFFIXES = ["", " please", " again", " now", " today", " exactly", " in short", " quickly",
@@ -254,7 +255,7 @@ def row(r: dict[str, Any]) -> str:
 
 
 async def main() -> None:
-    limit_blas_threads()  # as the server does (semmem.runtime.open_memory)
+    limit_blas_threads()  # as the server does (semmem.wiring.open_memory)
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="100,1000,10000")
     parser.add_argument("--reps", type=int, default=120)
@@ -270,7 +271,7 @@ async def main() -> None:
     if args.encoder in ("torch", "both"):
         encoders.append(model)
     if args.encoder in ("onnx", "both"):
-        from semmem.onnx_encoder import OnnxEmbedder
+        from semmem.embedding.onnx import OnnxEmbedder
 
         encoders.append(OnnxEmbedder.load(default_model_dir(), threads=args.threads))
     executor = ThreadPoolExecutor(1, thread_name_prefix="bench-model")

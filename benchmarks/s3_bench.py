@@ -36,7 +36,7 @@ def options(endpoint: str) -> dict[str, str]:
 
 
 async def _memory(endpoint: str, prefix: str, consistency_ms: int) -> Any:
-    from semmem.embedder import HashingEmbedder
+    from semmem.embedding.fakes import HashingEmbedder
     from semmem.memory import Memory
     from semmem.store import Store
 

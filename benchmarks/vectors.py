@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.factgen import facts
-from semmem.embedder import Embedder, Vectors
+from semmem.embedding.embedder import Embedder
+from semmem.items import Vectors
 
 CACHE = Path(__file__).resolve().parent.parent / "data" / "bench-cache"  # /data/ is gitignored
 

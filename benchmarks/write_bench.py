@@ -20,15 +20,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.factgen import facts
 from benchmarks.recall_bench import pct
-from semmem.embedder import CachedEmbedder, SentenceTransformerEmbedder
+from semmem.embedding.embedder import CachedEmbedder
+from semmem.embedding.files import default_model_dir
+from semmem.embedding.reference import SentenceTransformerEmbedder
 from semmem.memory import Memory
-from semmem.modelfiles import default_model_dir
-from semmem.runtime import limit_blas_threads
 from semmem.store import Store
+from semmem.wiring import limit_blas_threads
 
 
 async def main() -> None:
-    limit_blas_threads()  # as the server does (semmem.runtime.open_memory)
+    limit_blas_threads()  # as the server does (semmem.wiring.open_memory)
     parser = argparse.ArgumentParser()
     parser.add_argument("--facts", type=int, default=2000)
     parser.add_argument("--remembers", type=int, default=60)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from semmem.errors import SemmemError
     from semmem.memory import Memory, Operation, Recall
-    from semmem.ranking import Ranker, RankingConfig
+    from semmem.ranking.ranker import Ranker, RankingConfig
     from semmem.settings import Settings
     from semmem.store import Store
 

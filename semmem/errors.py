@@ -1,7 +1,7 @@
 """Domain errors of semmem.
 
-Every error carries the protocol error ``code`` of the HTTP contract; the web layer maps each
-class to an HTTP status in one table, the CLI prints the message.
+Every error carries the protocol error ``code`` of the HTTP contract; ``semmem.protocol.status``
+maps each class to a status in one table, the CLI prints the message.
 
     SemmemError
     ├── InvalidInput          code invalid_request
@@ -15,6 +15,7 @@ class to an HTTP status in one table, the CLI prints the message.
     ├── TooLarge              code too_large
     ├── Overloaded            code overloaded
     └── Unavailable           code unavailable
+        ├── NotReady          (the server itself is still loading, or failed to)
         ├── ModelError        (model files missing or altered)
         └── ModelMismatch     (store written by another model)
 """
@@ -99,6 +100,11 @@ class Unavailable(SemmemError):
     """The store or the model is not ready or cannot serve right now."""
 
     code = "unavailable"
+
+
+class NotReady(Unavailable):
+    """The server itself is not ready (still loading, or loading failed); its message is
+    public, unlike other server-side failures'."""
 
 
 class ModelError(Unavailable):

@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from semmem import decisions as rules
+from semmem import rules
 from semmem.errors import InvalidArguments, InvalidInput
 from semmem.items import RECORD_FIELDS, clean_attrs, clean_text, now_ms, parse_iso
-from semmem.store import ItemRow, Mutation, WriteView
-from semmem.store.schema import NEW
+from semmem.store.rows import NEW, ItemRow, Mutation
+from semmem.store.views import WriteView
 
 Write = Callable[..., Awaitable[dict[str, Any]]]
 Embed = Callable[[list[str]], Awaitable[np.ndarray]]

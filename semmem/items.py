@@ -8,8 +8,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from semmem.contract import MAX_TEXT_CHARS
 from semmem.errors import InvalidArguments
+
+# Embeddings, one float32 row per text or item (L2-normalised where a model made them).
+Vectors = npt.NDArray[np.float32]
 
 MAX_NOTE_CHARS = 500
 RECORD_FIELDS = ("note", "status", "surfacing", "mergedInto", "slug")

@@ -7,7 +7,7 @@ Writes report themselves here (``touched``); a partition is maintained once enou
 piled up (``compact_every``) and, after a forget, as soon as the old versions holding the text
 are past the store's retention, so a forgotten text leaves every file within
 ``version_retention + delay + the maintenance pass`` (documented as the forget window).
-The registry (partition names) is maintained under the key ``REGISTRY`` after a partition is
+The registry (partition names) is maintained under the key ``REGISTRY_DUE`` after a partition is
 deleted.
 """
 
@@ -18,13 +18,16 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from semmem.store import Store
+if TYPE_CHECKING:
+    from semmem.store.tables import Store
+
 
 log = logging.getLogger(__name__)
 purge_log = logging.getLogger("semmem.web")
 
-REGISTRY = None  # the key under which the registry, not a partition, is due
+REGISTRY_DUE = None  # the key under which the registry, not a partition, is due
 
 
 @dataclass
@@ -48,7 +51,7 @@ class Maintainer:
     registry_passes: int = 0
 
     def touched(self, partition: str | None, forgot: bool) -> None:
-        """Record a committed write (called by the memory core); ``REGISTRY`` for the registry."""
+        """Record a committed write (called by the memory core); ``REGISTRY_DUE``: the registry."""
         due = self._due.setdefault(partition, _Due(at=float("inf")))
         due.writes += 1
         now = time.monotonic()
@@ -80,7 +83,7 @@ class Maintainer:
         for partition in ready:
             due = self._due.pop(partition)
             try:
-                if partition is REGISTRY:
+                if partition is REGISTRY_DUE:
                     await self.store.maintain_registry()
                     self.registry_passes += 1
                     log.info("maintained the registry")
@@ -140,7 +143,7 @@ class Purger:
 
     def purge(self, partition: str | None) -> None:
         """Purge ``partition`` as after a forget (an update's old text, a restart's leftovers);
-        ``REGISTRY`` purges the registry."""
+        ``REGISTRY_DUE`` purges the registry."""
         self.maintainer.touched(partition, True)
         self._follow_up(partition)
 
@@ -166,7 +169,7 @@ class Purger:
         """After a start: purge every partition and the registry once (a killed process's
         schedule is lost), and again after ``orphan_age_s`` when the files a killed write may
         have left are old enough to be deleted."""
-        for partition in [*partitions, REGISTRY]:
+        for partition in [*partitions, REGISTRY_DUE]:
             self.purge(partition)
         purge_log.info("start-up purge scheduled for %d partition(s)", len(partitions))
         if orphan_age_s is not None:
@@ -203,7 +206,7 @@ class Maintenance:
 
     def partition_deleted(self, partition: str) -> None:
         """Purge a deleted partition's name from the registry."""
-        self.purger.purge(REGISTRY)
+        self.purger.purge(REGISTRY_DUE)
 
     def start(self, partitions: list[str]) -> None:
         """Start the scheduler; purge every partition once (a killed process's schedule is

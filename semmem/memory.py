@@ -12,13 +12,11 @@ import builtins
 from collections.abc import AsyncIterator, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
-from semmem import decisions as rules
-from semmem import recall as compose
-from semmem.batching import ModelQueue
+from semmem import results, rules
 from semmem.contract import (
     MAX_RECALL_BYTES,
     MAX_SEARCH_LIMIT,
@@ -26,24 +24,21 @@ from semmem.contract import (
     make_cursor,
     parse_cursor,
 )
-from semmem.decisions import Operation
-from semmem.embedder import Embedder
+from semmem.embedding.embedder import Embedder
+from semmem.embedding.queue import ModelQueue
 from semmem.errors import InvalidArguments, InvalidInput
 from semmem.importing import ImportReport, import_records
 from semmem.items import Item, clean_attrs, clean_text, trim
 from semmem.observing import QuietObserver, WriteObserver
-from semmem.ranking import Ranker, Scored
-from semmem.recall import Recall
-from semmem.store import (
-    IndexedView,
-    Lookup,
-    MaintenanceReport,
-    Mutation,
-    PartitionSnapshot,
-    Store,
-    WriteView,
-)
-from semmem.store.schema import op_key
+from semmem.ranking.ranker import Ranker, Scored
+from semmem.results import Recall
+from semmem.rules import Operation
+from semmem.store.rows import Lookup, Mutation, Plan, op_key
+from semmem.store.views import IndexedView, PartitionSnapshot, WriteView
+
+if TYPE_CHECKING:  # the store's engine loads only where a store is opened
+    from semmem.store.tables import Store
+    from semmem.store.upkeep import MaintenanceReport
 
 __all__ = ["ImportReport", "Memory", "Operation", "PartitionStats", "QuietObserver", "Recall",
            "WriteObserver"]
@@ -82,6 +77,8 @@ class Memory:
     async def open(cls, uri: str, embedder: Embedder, ranker: Ranker | None = None,
                    **store_options: Any) -> Memory:
         """A memory over the store at ``uri`` (opened here; ``close`` it when done)."""
+        from semmem.store.tables import Store
+
         store = Store(uri, dim=embedder.dim, model_id=embedder.model_id, **store_options)
         await store.open()
         return cls(store, embedder, ranker)
@@ -120,14 +117,14 @@ class Memory:
 
     # ----- writes ------------------------------------------------------------------------------
     async def _write(
-        self, partition: str, plan: Callable[[WriteView], Any], op: Operation | None,
+        self, partition: str, plan: Plan, op: Operation | None,
         dropped: bool = False, *, numbers: Iterable[Any] = (), texts: list[str] | None = None,
     ) -> dict[str, Any]:
         lookup = Lookup(ops=[op_key(op.operation_id)] if op is not None else [],
                         numbers=rules.as_numbers(list(numbers)), texts=texts or [])
         attempted = False
 
-        def planned(view: WriteView) -> Any:
+        def planned(view: WriteView) -> Mutation | dict[str, Any]:
             nonlocal attempted
             decision = plan(view)
             attempted = attempted or isinstance(decision, Mutation)
@@ -250,15 +247,15 @@ class Memory:
         if not view.count:
             if embedding is not None:
                 embedding.cancel()
-            return Recall("", [], cursor, [])
+            return Recall([], [], cursor, [])
         if embedding is None:
             items = (await self.store.recent(view, 3 * MAX_SOURCES)).items \
                 if isinstance(view, IndexedView) else view.items
-            return compose.recent(items, max_bytes, cursor)
+            return results.recent(items, max_bytes, cursor)
         qvec = (await embedding)[0]
         found = await self.store.nearest(view, qvec, self.index_candidates) \
             if isinstance(view, IndexedView) else view
-        return compose.relevant(self.ranker, found, qvec, text or "", max_bytes, cursor)
+        return results.relevant(self.ranker, found, qvec, text or "", max_bytes, cursor)
 
     async def search(self, partition: str, query: str, limit: int = 10) -> dict[str, Any]:
         """The ``limit`` items most similar to ``query``, with scores (no relevance floor).
@@ -277,7 +274,7 @@ class Memory:
         qvec = (await self.model.embed([query]))[0]
         found = await self.store.nearest(view, qvec, max(limit, self.index_candidates)) \
             if isinstance(view, IndexedView) else view
-        return {"items": compose.search_entries(self.ranker, found, qvec, query, limit),
+        return {"items": results.search_entries(self.ranker, found, qvec, query, limit),
                 "count": view.count}
 
     async def ranked(self, partition: str, text: str) -> list[Scored]:
@@ -285,7 +282,7 @@ class Memory:
         near-duplicates left out: the order recall packs from (for evaluation)."""
         snap = await self.store.snapshot(partition)
         qvec = (await self.model.embed([text]))[0]
-        return compose.ranked(self.ranker, snap, qvec, text)
+        return results.ranked(self.ranker, snap, qvec, text)
 
     async def snapshot(self, partition: str) -> PartitionSnapshot:
         """Every live item, tombstone and counter of ``partition``, as of now."""
@@ -329,8 +326,7 @@ class Memory:
         if isinstance(view, IndexedView):
             items = (await self.store.recent(view, 1)).items
             return max((it.updated for it in items), default=None)
-        times = [it.updated for it in view.items] + [t.updated for t in view.tombstones.values()]
-        return max(times, default=None)
+        return view.last_update
 
     # ----- owners' upkeep ----------------------------------------------------------------------
     async def maintain(self, partition: str | None = None, *,

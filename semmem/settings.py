@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from semmem.modelfiles import default_model_dir
+from semmem.embedding.files import default_model_dir
 
 
 class Settings(BaseSettings):

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from semmem.embedder import HashingEmbedder, SentenceTransformerEmbedder
+from semmem.embedding.fakes import HashingEmbedder
+from semmem.embedding.files import default_model_dir
+from semmem.embedding.reference import SentenceTransformerEmbedder
 from semmem.memory import Memory
-from semmem.modelfiles import default_model_dir
 from tests.support.memory import open_memory
 
 

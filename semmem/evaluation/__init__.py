@@ -17,7 +17,7 @@ from semmem.evaluation.dataset import Fact, LabelledSet, Partition, Query, load_
 from semmem.evaluation.harness import BUDGETS, Outcome
 from semmem.evaluation.metrics import Summary, summarise
 from semmem.evaluation.runner import COSINE, NUMBER_ORDER, RANKED, Evaluation, Report
-from semmem.ranking import RankingConfig
+from semmem.ranking.ranker import RankingConfig
 
 __all__ = [
     "BUDGETS",

@@ -70,11 +70,6 @@ class LabelledSet:
     partitions: list[Partition]
 
     @property
-    def query_count(self) -> int:
-        """Number of queries over all partitions."""
-        return sum(len(p.queries) for p in self.partitions)
-
-    @property
     def fact_count(self) -> int:
         """Number of facts over all partitions."""
         return sum(len(p.facts) for p in self.partitions)

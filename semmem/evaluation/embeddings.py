@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from semmem.embedder import Embedder, Vectors
+from semmem.embedding.embedder import Embedder
+from semmem.items import Vectors
 
 CACHE_ENV = "SEMMEM_EVAL_CACHE"
 
@@ -92,8 +93,8 @@ def model_embedder(
     Each encoder keeps its own cache file, so a run with ``onnx`` and one with ``torch`` each
     rank with their own vectors (their figures are compared in docs/benchmarks.md).
     """
-    from semmem.encoders import open_model
-    from semmem.modelfiles import load_spec, resolve_encoder
+    from semmem.embedding.choice import open_model
+    from semmem.embedding.files import load_spec, resolve_encoder
 
     spec = load_spec(folder)
     name = resolve_encoder(folder, encoder)

@@ -18,12 +18,12 @@ from typing import Any
 import numpy as np
 
 from semmem.contract import MAX_SOURCES
-from semmem.embedder import Embedder, Vectors
+from semmem.embedding.embedder import Embedder
 from semmem.evaluation.dataset import LabelledSet, Query
-from semmem.items import Item, clean_text, dedupe_key
+from semmem.items import Item, Vectors, clean_text, dedupe_key
 from semmem.memory import Memory
-from semmem.packing import pack, render_line
-from semmem.ranking import Ranker
+from semmem.ranking.packing import pack, render_line
+from semmem.ranking.ranker import Ranker
 from semmem.store.views import Head, PartitionSnapshot
 
 BUDGETS = (512, 1024, 2048, 4096)

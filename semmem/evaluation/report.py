@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from semmem.evaluation.metrics import KS, BudgetMetrics, Summary
+from semmem.evaluation.metrics import KS, BudgetMetrics
 from semmem.evaluation.runner import Report
 
 _PER_BUDGET: list[tuple[str, Callable[[BudgetMetrics], float], str]] = [
@@ -90,8 +90,3 @@ def render_json(report: Report) -> str:
         "rankers": {name: s.as_dict() for name, s in report.summaries.items()},
     }
     return json.dumps(body, indent=2)
-
-
-def gold_recall_row(summary: Summary, budgets: tuple[int, ...]) -> str:
-    """Gold recall per budget as one compact line (for notebooks and logs)."""
-    return " ".join(f"{b}:{100 * summary.gold_recall(b):5.1f}" for b in budgets)

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from semmem.embedder import Embedder
+from semmem.embedding.embedder import Embedder
 from semmem.evaluation.dataset import LabelledSet, load_dataset
 from semmem.evaluation.embeddings import model_embedder
 from semmem.evaluation.harness import (
@@ -26,7 +26,7 @@ from semmem.evaluation.harness import (
 )
 from semmem.evaluation.metrics import Summary, summarise
 from semmem.evaluation.probes import OFF_TOPIC
-from semmem.ranking import Ranker, RankingConfig
+from semmem.ranking.ranker import Ranker, RankingConfig
 
 RANKED = "semmem"
 COSINE = "plain cosine"
@@ -71,7 +71,7 @@ class Evaluation:
         encoder: str = "auto",
     ) -> Evaluation:
         """Load a labelled set (JSONL or LoCoMo) and embed it with a model folder (cached)."""
-        from semmem.modelfiles import default_model_dir
+        from semmem.embedding.files import default_model_dir
 
         labelled = load_dataset(dataset)  # first: a bad file should fail before the model loads
         embedder = model_embedder(model or default_model_dir(), cache_dir, encoder)

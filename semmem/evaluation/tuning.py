@@ -17,7 +17,7 @@ import numpy as np
 from semmem.evaluation.harness import Outcome
 from semmem.evaluation.metrics import Summary, summarise
 from semmem.evaluation.runner import Evaluation
-from semmem.ranking import Ranker, RankingConfig, relevance_features
+from semmem.ranking.ranker import Ranker, RankingConfig, relevance_features
 
 OBJECTIVE_BUDGETS = (512, 1024, 2048)
 

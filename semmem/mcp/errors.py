@@ -17,10 +17,11 @@ from semmem.errors import (
     InvalidArguments,
     InvalidInput,
     NotFound,
+    NotReady,
     SemmemError,
     TooLarge,
 )
-from semmem.web.errors import PUBLIC_5XX, NotReady, status_of
+from semmem.protocol.status import PUBLIC_5XX, status_of
 
 log = logging.getLogger("semmem.mcp")
 

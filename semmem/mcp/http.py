@@ -23,9 +23,9 @@ from semmem.contract import MAX_BODY
 from semmem.errors import SemmemError, Unavailable
 from semmem.mcp.server import build_server, default_partition
 from semmem.mcp.service import Caller, Service
-from semmem.web.auth import bearer_of
-from semmem.web.errors import envelope, status_of
-from semmem.web.state import Runtime
+from semmem.protocol.status import envelope, status_of
+from semmem.serving.auth import bearer_of
+from semmem.serving.runtime import Runtime
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]

@@ -19,14 +19,15 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from semmem import __version__
-from semmem.embedder import Embedder
-from semmem.errors import NotFound, SemmemError
+from semmem.embedding.embedder import Embedder
+from semmem.errors import NotFound, NotReady, SemmemError
 from semmem.mcp import resources
 from semmem.mcp.service import Caller, Service
 from semmem.mcp.tools import mcp_tool
+from semmem.protocol.status import PUBLIC_5XX, status_of
+from semmem.serving.runtime import Runtime
 from semmem.settings import Settings
-from semmem.web.errors import PUBLIC_5XX, NotReady, status_of
-from semmem.web.state import Runtime
+from semmem.store import quiet_engine_logs
 
 log = logging.getLogger("semmem.mcp")
 
@@ -136,8 +137,9 @@ async def serve_stdio(settings: Settings, *, partition: str, writable: bool = Tr
 def run_stdio(settings: Settings, *, partition: str | None = None, writable: bool = True,
               embedder: Embedder | None = None) -> None:
     """``semmem mcp``: checks the model, logs to stderr (stdout carries the protocol), serves."""
+    quiet_engine_logs()  # before the store loads the engine
     if embedder is None:
-        from semmem.modelfiles import verify
+        from semmem.embedding.files import verify
 
         verify(settings.model)  # fail now, with one line, rather than at the first call
     logging.basicConfig(level=settings.log_level.upper(),

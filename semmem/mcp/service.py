@@ -17,22 +17,21 @@ import contextlib
 import hashlib
 import json
 import logging
-import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
 
-from semmem.contract import DEFAULT_SEARCH_LIMIT, MAX_BODY
-from semmem.errors import Forbidden, InvalidInput, SemmemError, TooLarge
+from semmem.errors import InvalidInput, SemmemError
 from semmem.mcp.errors import internal_error, tool_error
 from semmem.mcp.tools import specs
-from semmem.memory import Memory, Operation
-from semmem.web.bodies import fit_recall, fit_search
-from semmem.web.errors import status_of
-from semmem.web.jsonio import dumps
-from semmem.web.state import Runtime
+from semmem.memory import Memory
+from semmem.protocol.fitting import fit_recall
+from semmem.protocol.jsonio import dumps
+from semmem.serving.dispatch import Dispatcher, ToolCall
+from semmem.serving.guard import served
+from semmem.serving.runtime import Runtime
 
 log = logging.getLogger("semmem.mcp")
 
@@ -92,89 +91,59 @@ class Service:
     def __init__(self, runtime: Runtime, *, max_bytes: int) -> None:
         self.runtime = runtime
         self.max_bytes = max_bytes
-        self.specs = specs(max_bytes)
+        self.specs = specs(max_bytes, accepted=runtime.accepted)
+        self.tools = Dispatcher(self.specs, runtime.metrics, accepted=runtime.accepted)
         self.sessions = Sessions()
 
-    async def memory(self) -> Memory:
-        """The memory core, waiting for it while it loads (a host calls right after start).
-
-        Raises:
-            NotReady: still loading after ``READY_WAIT_S``, or loading failed.
-        """
+    async def loaded(self) -> None:
+        """Wait, at most ``READY_WAIT_S``, while the model and the store load (a host calls
+        right after start); a load that failed does not wait."""
         rt = self.runtime
         if rt.memory is None and rt.failure is None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(rt.ready.wait(), READY_WAIT_S)
-        return rt.require_memory()
+
+    async def memory(self) -> Memory:
+        """The memory core, once loaded.
+
+        Raises:
+            NotReady: still loading after ``READY_WAIT_S``, or loading failed.
+        """
+        await self.loaded()
+        return self.runtime.require_memory()
 
     # ----- tools -------------------------------------------------------------------------------
     async def call_tool(self, caller: Caller, name: str, arguments: dict[str, Any] | None,
                         request_id: str | int | None = None) -> types.CallToolResult:
-        """Run one tool call; every outcome is a result, errors as ``isError`` results."""
-        started = time.perf_counter()
+        """Run one tool call through the request guard; every outcome is a result, errors as
+        ``isError`` results."""
         operation_id = f"mcp.{caller.session or '-'}.{_request_key(request_id)}"
-        status = 200
-        rt = self.runtime
-        rt.metrics.in_flight.inc()
+        await self.loaded()
         try:
-            memory = await self.memory()
-            async with rt.limiter.slot():
-                result = await self._tool(memory, caller, name, arguments or {}, operation_id)
+            async with served(self.runtime, "mcp") as call:
+                call.tool = name if name in self.specs else ""
+                return await self._tool(call.memory, caller, name, arguments or {},
+                                        operation_id)
         except SemmemError as exc:
-            status, result = status_of(exc), tool_error(exc, operation_id)
+            return tool_error(exc, operation_id)
         except Exception:
             log.exception("mcp operation %s: internal error", operation_id)
-            status, result = 500, internal_error(operation_id)
-        finally:
-            rt.metrics.in_flight.dec()
-        rt.metrics.observe("mcp", name if name in self.specs else "", status,
-                           time.perf_counter() - started)
-        return result
+            return internal_error(operation_id)
 
     async def _tool(self, memory: Memory, caller: Caller, name: str, arguments: dict[str, Any],
                     operation_id: str) -> types.CallToolResult:
-        spec = self.specs.get(name)
-        if spec is None:
-            # The name is not echoed: error messages are logged, and it is the caller's string.
-            raise InvalidInput("unknown tool; the tools are " + ", ".join(self.specs),
-                               {"tools": list(self.specs)})
-        if len(dumps(arguments)) > MAX_BODY:
-            raise TooLarge(f"the arguments are over the limit of {MAX_BODY} bytes",
-                           {"limit": MAX_BODY})
-        if spec.access == "write" and not caller.writable:
-            raise Forbidden(f"the {spec.name} tool writes; this memory is bound read-only")
-        args = spec.validate(arguments)
-        part = caller.partition
-        if name == "recall":
-            return await self._recall(memory, caller, args.get("text"),
-                                      args.get("max_bytes", self.max_bytes))
-        if name == "search":
-            limit = args.get("limit", DEFAULT_SEARCH_LIMIT)
-            found = await memory.search(part, args["query"], limit)
-            self.runtime.metrics.partition_count(part, found.get("count"))
-            # Our own bytes, just written: the stdlib decodes them without jsonio's checks.
-            return _result(json.loads(fit_search(found))["result"])
-        # Without a session there is no request identity to deduplicate by (stateless HTTP).
-        op = None if caller.session is None else Operation.of(operation_id, name, args, None)
-        cursor = self.sessions.cursor(caller)
-        if name == "remember":
-            done = await memory.remember(part, args["text"], op=op)
-        elif name == "update":
-            done = await memory.update(part, args["n"], args["text"], cursor=cursor, op=op)
-        else:
-            done = await memory.forget(part, args["n"], cursor=cursor, op=op)
-        self.runtime.metrics.writes.labels(name).inc()
-        self.runtime.metrics.partition_count(part, done.get("count"))
-        return _result(done)
-
-    async def _recall(self, memory: Memory, caller: Caller, text: str | None,
-                      max_bytes: int) -> types.CallToolResult:
-        recall = await memory.recall(caller.partition, text, max_bytes)
-        wire = json.loads(fit_recall(recall.wire()))
-        self.sessions.recalled(caller, recall.cursor)
+        # Without a session there is no request identity to deduplicate by (stateless HTTP);
+        # the cursor is the session's, kept here for the caller, not sent by it.
+        call = ToolCall(name, arguments, caller.partition, caller.writable,
+                        operation_id=None if caller.session is None else operation_id,
+                        cursor=self.sessions.cursor(caller), cursor_sent=False)
+        result = await self.tools.call(memory, call)
+        if name != "recall":
+            return _result(result)
+        self.sessions.recalled(caller, result["cursor"])
         # The cursor stays here: the contract keeps it from the model, and so does MCP.
-        public = {"text": wire["text"], "sources": wire["sources"]}
-        return _result(public, wire["text"] or "(no remembered facts are relevant)")
+        public = {"text": result["text"], "sources": result["sources"]}
+        return _result(public, result["text"] or "(no remembered facts are relevant)")
 
     # ----- prompt ------------------------------------------------------------------------------
     PROMPT = types.Prompt(
@@ -204,10 +173,10 @@ class Service:
                 raise InvalidInput("max_bytes must be a whole number of bytes")
             args["max_bytes"] = int(raw)
         args = self.specs["recall"].validate(args)
-        recall = await memory.recall(caller.partition, args["text"],
-                                     args.get("max_bytes", self.max_bytes))
+        recall = fit_recall(await memory.recall(caller.partition, args["text"],
+                                                args.get("max_bytes", self.max_bytes)))
         self.sessions.recalled(caller, recall.cursor)
-        text = json.loads(fit_recall(recall.wire()))["text"]
+        text = recall.text
         body = ("Facts remembered from earlier conversations, numbered (refer to a fact by its "
                 "number to update or forget it):\n" + text) if text else \
             "No remembered facts are relevant."

@@ -11,8 +11,8 @@ from typing import Any
 
 import mcp_types as types
 
-from semmem.web.declaration import MAX_MAX_BYTES, MIN_MAX_BYTES
-from semmem.web.tools import TOOLS, ToolSpec
+from semmem.protocol.declaration import MAX_MAX_BYTES, MIN_MAX_BYTES
+from semmem.protocol.tools import ToolSpec, tools_for
 
 MAX_RECALL_TEXT = 16_000
 # Writes that only ever add: every other write may replace or delete what is there.
@@ -57,9 +57,10 @@ def recall_spec(default_max_bytes: int) -> ToolSpec:
     )
 
 
-def specs(default_max_bytes: int) -> dict[str, ToolSpec]:
-    """Every MCP tool by name: ``recall`` first, then the contract's tools."""
-    ordered = (recall_spec(default_max_bytes), *TOOLS)
+def specs(default_max_bytes: int, *, accepted: bool = False) -> dict[str, ToolSpec]:
+    """Every MCP tool by name: ``recall`` first, then the contract's tools, described for a
+    server whose writes answer ``accepted`` (reads may lag) or ``stored``."""
+    ordered = (recall_spec(default_max_bytes), *tools_for(accepted=accepted))
     return {spec.name: spec for spec in ordered}
 
 

@@ -4,7 +4,9 @@
     tables.py      Store: read views (cached per version), the CAS write, drop, upkeep calls
     connection.py  the connection, the registry and the partition tables' handles
     registry.py    partition names and store metadata (table ``_semmem``)
-    schema.py      the partition table's layout: keys, rows, Mutation, Lookup, migrations
+    rows.py        what the core hands the store: row keys, ItemRow, Mutation, Lookup, Plan
+                   (numpy only)
+    schema.py      the partition table's Arrow layout, a commit's rows, migrations
     views.py       the frozen views the store hands out (numpy only)
     reading.py     Arrow rows → views
     writes.py      the compare-and-swap write loop
@@ -13,24 +15,18 @@
     files.py       a table's files on its filesystem, and opening its dataset
     cache.py       the read views cache
 
-Names are exported lazily, so ``semmem.store.views`` loads without the engine.
+Names are exported lazily, so ``semmem.store.rows`` and ``semmem.store.views`` load without
+the engine; entry points call ``quiet_engine_logs`` before anything loads it.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
-
-# Lance logs from Rust straight to stderr (env_logger, filtered by LANCE_LOG; it cannot be
-# routed through Python's logging). Its one expected warning is lowered: a compaction that
-# loses its commit to a concurrent write, which upkeep handles itself (it deletes the
-# rewritten files and logs that at INFO). Every other warning still shows; an operator's own
-# LANCE_LOG wins. Set here, before the engine loads: it reads the variable once.
-os.environ.setdefault("LANCE_LOG", "warn,lance::dataset::optimize=error")
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from semmem.store.schema import ItemRow, Lookup, Mutation, op_key, table_name
+    from semmem.store.rows import ItemRow, Lookup, Mutation, op_key, table_name
     from semmem.store.tables import Store
     from semmem.store.upkeep import MaintenanceReport
     from semmem.store.views import (
@@ -46,8 +42,8 @@ if TYPE_CHECKING:
 
 _HOMES = {
     "Store": "tables", "MaintenanceReport": "upkeep",
-    "ItemRow": "schema", "Lookup": "schema", "Mutation": "schema", "op_key": "schema",
-    "table_name": "schema",
+    "ItemRow": "rows", "Lookup": "rows", "Mutation": "rows", "op_key": "rows",
+    "table_name": "rows",
     "Candidates": "views", "IndexedView": "views", "ItemSet": "views", "OpRecord": "views",
     "PartitionSnapshot": "views", "ReadView": "views", "Tombstone": "views",
     "WriteView": "views",
@@ -64,3 +60,19 @@ def __getattr__(name: str) -> Any:
     if home is None:
         raise AttributeError(f"module 'semmem.store' has no attribute {name!r}")
     return getattr(importlib.import_module(f"semmem.store.{home}"), name)
+
+
+# Lance's one expected warning, lowered: a compaction that loses its commit to a concurrent
+# write, which upkeep handles itself (it deletes the rewritten files and logs that at INFO).
+ENGINE_LOG = "warn,lance::dataset::optimize=error"
+
+
+def quiet_engine_logs() -> None:
+    """Set Lance's log filter for this process, unless the operator set ``LANCE_LOG``.
+
+    Lance logs from Rust straight to stderr (filtered by ``LANCE_LOG``; it cannot be routed
+    through Python's logging) and reads the variable once, when the engine is first imported:
+    so the entry points call this at start-up, before anything opens a store. Every other
+    warning still shows.
+    """
+    os.environ.setdefault("LANCE_LOG", ENGINE_LOG)

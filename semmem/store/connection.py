@@ -15,7 +15,8 @@ import pyarrow as pa
 from semmem.errors import Unavailable
 from semmem.store.conflicts import is_commit_conflict
 from semmem.store.registry import Registry
-from semmem.store.schema import head_row, migrate_v1, table_name
+from semmem.store.rows import table_name
+from semmem.store.schema import head_row, migrate_v1
 from semmem.store.upkeep import Upkeep
 
 

@@ -11,28 +11,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
-from semmem.items import Item, dedupe_key
-from semmem.store.views import (
-    Head,
-    ItemSet,
-    OpRecord,
-    PartitionSnapshot,
-    Tombstone,
-    Vectors,
-    key_rank,
-)
-
-
-class Evolving(Protocol):
-    """A derived structure that can follow its set forward."""
-
-    def evolve(self, old: ItemSet, new: ItemSet, appended: range,
-               changed: list[int]) -> object | None:
-        """The structure for ``new``, or ``None`` to rebuild it."""
+from semmem.items import Item, Vectors, dedupe_key
+from semmem.store.views import Head, OpRecord, PartitionSnapshot, Tombstone, key_rank
 
 
 class RowBuffer:

@@ -8,9 +8,10 @@ import numpy as np
 import pyarrow as pa
 
 from semmem.errors import Unavailable
-from semmem.items import Item
-from semmem.store.schema import ITEM_COLUMNS, KIND_HEAD, KIND_ITEM, KIND_OP, split_attrs
-from semmem.store.views import Candidates, Head, OpRecord, Tombstone, Vectors
+from semmem.items import Item, Vectors
+from semmem.store.rows import KIND_HEAD, KIND_ITEM, KIND_OP
+from semmem.store.schema import ITEM_COLUMNS, split_attrs
+from semmem.store.views import Candidates, Head, OpRecord, Tombstone
 
 
 @dataclass

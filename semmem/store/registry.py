@@ -15,7 +15,7 @@ from semmem.items import now_ms
 from semmem.store.conflicts import backoff, is_commit_conflict
 from semmem.store.upkeep import Upkeep
 
-REGISTRY = "_semmem"
+REGISTRY_TABLE = "_semmem"
 REGISTRY_SCHEMA = pa.schema(
     [pa.field("key", pa.string(), nullable=False), pa.field("value", pa.string())]
 )
@@ -35,14 +35,14 @@ class Registry:
 
     async def _table(self, create: bool) -> Any:
         try:
-            return await self.db.open_table(REGISTRY)
+            return await self.db.open_table(REGISTRY_TABLE)
         except ValueError:
             if not create:
                 return None
         try:
-            return await self.db.create_table(REGISTRY, schema=REGISTRY_SCHEMA)
+            return await self.db.create_table(REGISTRY_TABLE, schema=REGISTRY_SCHEMA)
         except ValueError:  # created concurrently
-            return await self.db.open_table(REGISTRY)
+            return await self.db.open_table(REGISTRY_TABLE)
 
     async def rows(self) -> dict[str, dict[str, Any]]:
         """Every entry, decoded."""

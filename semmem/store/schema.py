@@ -14,27 +14,33 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import lance
 import numpy as np
 import pyarrow as pa
 
-from semmem.contract import sha256_hex
-from semmem.items import Item, dedupe_key, now_ms
+from semmem.items import Item, now_ms
 from semmem.store.conflicts import retry_conflicts
 from semmem.store.files import open_dataset
+from semmem.store.rows import (
+    CREATED,
+    HEAD_KEY,
+    KIND_HEAD,
+    KIND_ITEM,
+    KIND_OP,
+    NEW,
+    ItemRow,
+    Mutation,
+    dkey_of,
+)
 from semmem.store.views import Head, OpRecord, Tombstone
 
 SCHEMA_VERSION = 2  # 2: ``dkey`` (duplicate-detection key) on item rows
-HEAD_KEY = "head"
-KIND_HEAD, KIND_ITEM, KIND_OP = 0, 1, 2
 ITEM_COLUMNS = ["key", "kind", "n", "text", "vector", "ts", "updated", "revision", "seq",
                 "model", "forgotten", "attrs"]
 LIVE_ITEMS = f"kind = {KIND_ITEM} AND forgotten = false"
-CREATED = "_created"  # in an item row's attrs JSON: the write sequence that created it
-NEW = 0  # ``ItemRow.created`` of an item this write creates (no write has sequence 0)
 
 
 def split_attrs(raw: str | None) -> tuple[dict[str, Any], int | None]:
@@ -42,21 +48,6 @@ def split_attrs(raw: str | None) -> tuple[dict[str, Any], int | None]:
     attrs: dict[str, Any] = json.loads(raw) if raw else {}
     created = attrs.pop(CREATED, None)
     return attrs, created if isinstance(created, int) else None
-
-
-def table_name(partition: str) -> str:
-    """The table of a partition: a hash, so the partition string never reaches a name or path."""
-    return f"p_{sha256_hex(partition)[:40]}"
-
-
-def op_key(operation_id: str) -> str:
-    """The row key of an operation's idempotency record."""
-    return "o:" + sha256_hex(operation_id)
-
-
-def dkey_of(text: str) -> str:
-    """The duplicate-detection key of an item text: a hash of ``dedupe_key(text)``."""
-    return sha256_hex(dedupe_key(text))[:32]
 
 
 def partition_schema(dim: int) -> pa.Schema:
@@ -82,48 +73,6 @@ def partition_schema(dim: int) -> pa.Schema:
         ],
         metadata={"semmem.schema_version": str(SCHEMA_VERSION)},
     )
-
-
-@dataclass(frozen=True)
-class ItemRow:
-    """The new state of one item row; ``text``/``vector`` are ``None`` for a tombstone."""
-
-    n: int
-    text: str | None
-    vector: np.ndarray | None
-    ts: int
-    updated: int
-    revision: int
-    forgotten: bool = False
-    attrs: dict[str, Any] = field(default_factory=dict)
-    created: int | None = None  # the item's creation sequence: ``NEW``, known, or None
-
-
-@dataclass(frozen=True)
-class Mutation:
-    """Everything one write commits atomically."""
-
-    items: Sequence[ItemRow] = ()
-    op: OpRecord | None = None
-    hwm: int | None = None  # new highest number, when the write assigns numbers
-    result: dict[str, Any] = field(default_factory=dict)  # what the write answers
-
-
-@dataclass(frozen=True)
-class Lookup:
-    """The rows a write decides on, besides the head: its records, numbers and texts."""
-
-    ops: Sequence[str] = ()  # op row keys
-    numbers: Sequence[int] = ()  # item numbers it targets or asks for
-    texts: Sequence[str] = ()  # texts it may duplicate
-
-    def where(self) -> str:
-        """The filter selecting those rows (every value is a hash, a hex key or an integer)."""
-        keys = [HEAD_KEY, *self.ops, *(f"i:{int(n)}" for n in self.numbers)]
-        clause = "key IN (" + ", ".join(f"'{k}'" for k in keys) + ")"
-        if self.texts:
-            clause += " OR dkey IN (" + ", ".join(f"'{dkey_of(t)}'" for t in self.texts) + ")"
-        return clause
 
 
 def head_row(partition: str, model: str) -> Rows:

@@ -22,7 +22,8 @@ from semmem.store.cache import ViewCache
 from semmem.store.evolve import evolve
 from semmem.store.files import open_dataset
 from semmem.store.reading import decode
-from semmem.store.schema import KIND_OP, LIVE_ITEMS, Batch, Lookup, table_name
+from semmem.store.rows import KIND_OP, Lookup, table_name
+from semmem.store.schema import LIVE_ITEMS, Batch
 from semmem.store.views import Head, PartitionSnapshot, WriteView
 
 log = logging.getLogger("semmem.store")

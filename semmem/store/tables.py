@@ -25,28 +25,12 @@ from semmem.store.conflicts import moved_on
 from semmem.store.connection import Connection
 from semmem.store.files import open_dataset
 from semmem.store.reading import candidates, decode
-from semmem.store.schema import (
-    ITEM_COLUMNS,
-    KIND_HEAD,
-    KIND_ITEM,
-    LIVE_ITEMS,
-    SCHEMA_VERSION,
-    Lookup,
-    Mutation,
-    partition_schema,
-    table_name,
-)
+from semmem.store.rows import KIND_HEAD, KIND_ITEM, Lookup, Mutation, Plan, table_name
+from semmem.store.schema import ITEM_COLUMNS, LIVE_ITEMS, SCHEMA_VERSION, partition_schema
 from semmem.store.snapshots import Snapshots
 from semmem.store.upkeep import INDEX_THRESHOLD, MaintenanceReport, Upkeep, index_probes
-from semmem.store.views import (
-    Candidates,
-    Head,
-    IndexedView,
-    PartitionSnapshot,
-    ReadView,
-    WriteView,
-)
-from semmem.store.writes import Plan, Writer
+from semmem.store.views import Candidates, Head, IndexedView, PartitionSnapshot, ReadView, WriteView
+from semmem.store.writes import Writer
 
 V = TypeVar("V")
 
@@ -337,11 +321,3 @@ class Store:
         done = await asyncio.to_thread(self.upkeep.build_index, await tbl.uri())
         await tbl.checkout_latest()
         return done
-
-    async def needs_maintenance(self, partition: str, max_versions: int = 32) -> bool:
-        """Whether enough commits piled up since the last compaction to warrant one."""
-        uri = await self.conn.uri_of(partition)
-        if uri is None:
-            return False
-        return await asyncio.to_thread(self.upkeep.needs_compaction, uri, max_versions)
-

@@ -26,7 +26,7 @@ from semmem.store.files import (
     remove_data_files,
     stale_data_files,
 )
-from semmem.store.schema import KIND_HEAD, KIND_OP
+from semmem.store.rows import KIND_HEAD, KIND_OP
 
 log = logging.getLogger("semmem.store")
 
@@ -134,10 +134,6 @@ class Upkeep:
         keep = self.version_retention if retention is None else retention
         self._open(uri).cleanup_old_versions(older_than=keep, error_if_tagged_old_versions=False)
         self.sweep_orphans(uri)
-
-    def needs_compaction(self, uri: str, max_fragments: int = 32) -> bool:
-        """Whether enough commits piled up since the last compaction to warrant one."""
-        return len(self._open(uri).get_fragments()) >= max_fragments
 
     def _delete(self, uri: str, where: str) -> int:
         ds = self._open(uri)

@@ -20,12 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import numpy as np
-import numpy.typing as npt
 
-from semmem.items import Item, dedupe_key
+from semmem.items import Item, Vectors, dedupe_key
 
 T = TypeVar("T")
-Vectors = npt.NDArray[np.float32]
 
 
 @dataclass(frozen=True)
@@ -163,6 +161,12 @@ class PartitionSnapshot(ItemSet, _HeadFields):
         super().__post_init__()
         if not self.by_key and self.items:
             self.by_key.update(key_map(self.items))
+
+    @property
+    def last_update(self) -> int | None:
+        """When anything in the partition last changed (an edit, an addition or a forget)."""
+        times = [it.updated for it in self.items] + [t.updated for t in self.tombstones.values()]
+        return max(times, default=None)
 
     @property
     def indexed(self) -> bool:

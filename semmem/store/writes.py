@@ -21,7 +21,8 @@ import pyarrow as pa
 from semmem.errors import DeadlineExceeded, ModelMismatch, SemmemError, Unavailable
 from semmem.items import now_ms
 from semmem.store.conflicts import backoff, is_commit_conflict, moved_on
-from semmem.store.schema import Batch, Lookup, Mutation
+from semmem.store.rows import Lookup, Mutation, Plan
+from semmem.store.schema import Batch
 from semmem.store.views import WriteView
 
 MAX_WRITE_ATTEMPTS = 40
@@ -31,8 +32,7 @@ MAX_GROUP = 64  # writes per commit: bounds one commit's size and one view's loo
 # still being embedded, at most ``MAX_GATHER_S`` in all.
 GATHER_S = 0.006
 MAX_GATHER_S = 0.05
-Plan = Callable[[WriteView], Mutation | dict[str, Any]]
-ReadView = Callable[[str, Any, int, Lookup], Awaitable[tuple[Any, WriteView]]]
+ViewReader = Callable[[str, Any, int, Lookup], Awaitable[tuple[Any, WriteView]]]
 Committed = Callable[[str, Batch, int], Callable[[], Awaitable[None]] | None]
 
 
@@ -81,7 +81,7 @@ def after(view: WriteView, m: Mutation) -> WriteView:
 class Writer:
     """Commits the writes of one store, one group per partition at a time."""
 
-    def __init__(self, model_id: str, schema: pa.Schema, read_view: ReadView,
+    def __init__(self, model_id: str, schema: pa.Schema, read_view: ViewReader,
                  committed: Committed) -> None:
         self.model_id = model_id
         self.schema = schema

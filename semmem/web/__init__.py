@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from semmem.protocol.declaration import render_declaration
     from semmem.web.app import create_app
-    from semmem.web.declaration import render_declaration
     from semmem.web.server import serve
 
 __all__ = ["create_app", "render_declaration", "serve"]
@@ -26,7 +26,7 @@ def __getattr__(name: str) -> Any:
 
         return serve
     if name == "render_declaration":
-        from semmem.web.declaration import render_declaration
+        from semmem.protocol.declaration import render_declaration
 
         return render_declaration
     raise AttributeError(name)

@@ -15,10 +15,11 @@ from starlette.responses import Response, StreamingResponse
 from semmem.errors import InvalidArguments, InvalidInput, SemmemError
 from semmem.items import RECORD_FIELDS
 from semmem.memory import Memory
+from semmem.protocol.jsonio import dumps
+from semmem.serving.guard import served
+from semmem.serving.runtime import Runtime
 from semmem.web.errors import MEDIA_TYPE, error_response
-from semmem.web.guard import runtime, served
-from semmem.web.jsonio import dumps
-from semmem.web.state import Runtime
+from semmem.web.requests import runtime
 
 MAX_PAGE = 1000
 

@@ -14,15 +14,15 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from semmem import __version__
-from semmem.embedder import Embedder
+from semmem.embedding.embedder import Embedder
 from semmem.errors import InvalidInput, SemmemError, Unavailable
 from semmem.memory import Memory
+from semmem.protocol.declaration import check_path
+from semmem.protocol.jsonio import dumps
+from semmem.serving.runtime import Runtime
 from semmem.settings import Settings
 from semmem.web import admin, console, provider
-from semmem.web.declaration import check_path
 from semmem.web.errors import MEDIA_TYPE, error_response, http_error_response, internal_response
-from semmem.web.jsonio import dumps
-from semmem.web.state import Runtime
 
 log = logging.getLogger("semmem.web")
 MCP_PATH = "/mcp"

@@ -14,9 +14,9 @@ from fastapi import FastAPI
 from semmem import __version__
 from semmem.contract import MAX_ID_BYTES, MAX_RECALL_BYTES, MAX_SOURCES
 from semmem.errors import SemmemError
-from semmem.web.envelope import PROTOCOL_VERSION
-from semmem.web.errors import RETRY_AFTER_S, STATUS
-from semmem.web.tools import TOOLS
+from semmem.protocol.envelope import PROTOCOL_VERSION
+from semmem.protocol.status import RETRY_AFTER_S, STATUS
+from semmem.protocol.tools import TOOLS
 
 _REF = "#/components/schemas/"
 

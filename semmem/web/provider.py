@@ -8,56 +8,25 @@ arguments (422); only then does the core run.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-from semmem.contract import DEADLINE_HORIZON_MS, DEFAULT_SEARCH_LIMIT, MAX_RESPONSE
-from semmem.errors import DeadlineExceeded, Forbidden, InvalidInput, SemmemError
+from semmem.contract import DEADLINE_HORIZON_MS, MAX_RESPONSE
+from semmem.errors import DeadlineExceeded, InvalidInput, SemmemError
 from semmem.items import now_ms
-from semmem.memory import Memory, Operation
-from semmem.web.bodies import fit_recall, fit_search, read_body
-from semmem.web.envelope import RecallRequest, ToolRequest, operation_id_of, parse_envelope
+from semmem.memory import Memory
+from semmem.protocol.envelope import RecallRequest, ToolRequest, operation_id_of, parse_envelope
+from semmem.protocol.fitting import fit_recall
+from semmem.protocol.jsonio import dumps, loads
+from semmem.serving.dispatch import ToolCall
+from semmem.serving.guard import served
+from semmem.serving.runtime import Runtime
+from semmem.web.bodies import read_body
 from semmem.web.errors import MEDIA_TYPE, error_response, internal_response
-from semmem.web.guard import runtime, served
-from semmem.web.jsonio import dumps, loads
-from semmem.web.state import Runtime
-from semmem.web.tools import BY_NAME
+from semmem.web.requests import runtime
 
 log = logging.getLogger("semmem.web")
-
-Call = Callable[[Memory, ToolRequest, dict[str, Any]], Awaitable[dict[str, Any]]]
-
-
-def _op(req: ToolRequest, args: dict[str, Any]) -> Operation:
-    return Operation.of(req.operation_id, req.tool, args, req.cursor, req.deadline_ms)
-
-
-async def _search(memory: Memory, req: ToolRequest, args: dict[str, Any]) -> dict[str, Any]:
-    limit = args.get("limit", DEFAULT_SEARCH_LIMIT)
-    return await memory.search(req.partition, args["query"], limit)
-
-
-async def _remember(memory: Memory, req: ToolRequest, args: dict[str, Any]) -> dict[str, Any]:
-    return await memory.remember(req.partition, args["text"], op=_op(req, args))
-
-
-async def _update(memory: Memory, req: ToolRequest, args: dict[str, Any]) -> dict[str, Any]:
-    return await memory.update(req.partition, args["n"], args["text"], cursor=req.cursor,
-                               op=_op(req, args), owner=False)
-
-
-async def _forget(memory: Memory, req: ToolRequest, args: dict[str, Any]) -> dict[str, Any]:
-    return await memory.forget(req.partition, args["n"], cursor=req.cursor, op=_op(req, args),
-                               owner=False)
-
-
-CALLS: dict[str, Call] = {
-    "search": _search, "remember": _remember, "update": _update, "forget": _forget,
-}
-
 
 def _check_media_type(request: Request) -> None:
     """``application/json`` with any parameters; a charset, if given, must be UTF-8."""
@@ -72,28 +41,10 @@ def _check_media_type(request: Request) -> None:
                                "the body must be UTF-8 JSON")
 
 
-async def _recall(rt: Runtime, memory: Memory, req: RecallRequest) -> bytes:
-    recall = await memory.recall(req.partition, req.input.text, req.max_bytes)
-    return fit_recall(recall.wire())
-
-
 async def _tool(rt: Runtime, memory: Memory, req: ToolRequest) -> bytes:
-    spec = BY_NAME.get(req.tool)
-    if spec is None:
-        # The name is not echoed: error messages are logged, and it is the caller's string.
-        raise InvalidInput("unknown tool; the tools are " + ", ".join(sorted(BY_NAME)),
-                           {"tools": sorted(BY_NAME)})
-    if spec.access == "write" and not req.writable:
-        raise Forbidden(f"the {spec.name} tool writes; this memory is bound read-only")
-    args = spec.validate(req.arguments)
-    result = await CALLS[spec.name](memory, req, args)
-    rt.metrics.partition_count(req.partition, result.get("count"))
-    if spec.name == "search":
-        return fit_search(result)
-    rt.metrics.writes.labels(spec.name).inc()
-    if rt.settings.read_consistency_ms > 0:
-        # Another replica may read a version older than this write for that long (replays too).
-        result = {**result, "status": "accepted"}
+    result = await rt.tools.call(memory, ToolCall(
+        req.tool, req.arguments, req.partition, req.writable, operation_id=req.operation_id,
+        cursor=req.cursor, deadline_ms=req.deadline_ms))
     # sort_keys: a replay decodes the stored result, so bytes must not depend on dict order.
     body = dumps({"result": result}, sort_keys=True)
     if len(body) > MAX_RESPONSE:
@@ -124,7 +75,8 @@ async def handle(request: Request) -> Response:
                     {"deadlineAt": decoded.get("deadlineAt"),
                      "horizonSeconds": DEADLINE_HORIZON_MS // 1000})
             if isinstance(req, RecallRequest):
-                body = await _recall(rt, call.memory, req)
+                recall = await call.memory.recall(req.partition, req.input.text, req.max_bytes)
+                body = dumps(fit_recall(recall).wire())
             else:
                 body = await _tool(rt, call.memory, req)
         return Response(body, 200, media_type=MEDIA_TYPE)

@@ -6,11 +6,12 @@ import logging
 import sys
 from typing import TextIO
 
-from semmem.embedder import Embedder
+from semmem.embedding.embedder import Embedder
 from semmem.errors import InvalidInput
+from semmem.protocol.declaration import check_path
+from semmem.serving.auth import generate_token, load_tokens
 from semmem.settings import Settings
-from semmem.web.auth import generate_token, load_tokens
-from semmem.web.declaration import check_path
+from semmem.store import quiet_engine_logs
 from semmem.web.net import is_loopback
 
 
@@ -50,9 +51,10 @@ def serve(settings: Settings, *, embedder: Embedder | None = None,
     from semmem.web.accesslog import AccessLog
     from semmem.web.app import create_app
 
+    quiet_engine_logs()  # before the store loads the engine
     settings = prepare(settings, out or sys.stdout)
     if embedder is None:
-        from semmem.modelfiles import verify
+        from semmem.embedding.files import verify
 
         verify(settings.model)  # fail now, not after the port opened, if the model is broken
     logging.basicConfig(level=settings.log_level.upper(),

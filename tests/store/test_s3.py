@@ -18,7 +18,7 @@ import boto3
 import pytest
 from moto.server import ThreadedMotoServer
 
-from semmem.embedder import HashingEmbedder
+from semmem.embedding.fakes import HashingEmbedder
 from semmem.memory import Memory
 from semmem.store import Store
 from tests.support.server import ServerProcess

@@ -9,7 +9,7 @@ from __future__ import annotations
 import multiprocessing
 from pathlib import Path
 
-from semmem.embedder import HashingEmbedder
+from semmem.embedding.fakes import HashingEmbedder
 from semmem.memory import Memory
 from semmem.store import Store
 from tests.support.processes import results_of
@@ -66,7 +66,7 @@ def _writer(path: str, worker: int, queue: multiprocessing.Queue) -> None:  # ty
 async def test_processes_writing_an_indexed_partition_lose_nothing(tmp_path: Path) -> None:
     memory = await _memory(tmp_path, index_threshold=50)
     await memory.import_("p", [{"text": f"base {i}"} for i in range(80)])
-    await memory.store.maintain("p")
+    await memory.maintain("p")
     assert (await memory.store.read_view("p")).indexed
     numbers = [n for ns in results_of(_writer, [(str(tmp_path), w) for w in range(2)])
                for n in ns]

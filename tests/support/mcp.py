@@ -14,12 +14,12 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from semmem.web.declaration import tools_declaration
+from semmem.protocol.declaration import tools_declaration
 from tests.support.server import REPO
 
 # `semmem mcp`'s own code path (run_stdio), with the fake embedder instead of the bundled model.
 _LAUNCH = (
-    "import sys; from semmem.embedder import HashingEmbedder; "
+    "import sys; from semmem.embedding.fakes import HashingEmbedder; "
     "from semmem.settings import Settings; from semmem.mcp.server import run_stdio; "
     "run_stdio(Settings(), partition=sys.argv[1], writable=sys.argv[2] == 'rw', "
     "embedder=HashingEmbedder())"

@@ -29,7 +29,7 @@ ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "SEMMEM_TORCH
 
 # `semmem serve`'s own code path, with the fake embedder instead of the bundled model.
 FAKE_LAUNCH = (
-    "from semmem.embedder import HashingEmbedder; from semmem.settings import Settings; "
+    "from semmem.embedding.fakes import HashingEmbedder; from semmem.settings import Settings; "
     "from semmem.web.server import serve; serve(Settings(), embedder=HashingEmbedder())"
 )
 

@@ -15,7 +15,9 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
-from semmem.embedder import Embedder, HashingEmbedder, Vectors
+from semmem.embedding.embedder import Embedder
+from semmem.embedding.fakes import HashingEmbedder
+from semmem.items import Vectors
 from semmem.settings import Settings
 from semmem.web.app import create_app
 from tests.support.server import ADMIN_TOKEN, AUTH, JSON, TOKEN, ServerProcess, iso_in

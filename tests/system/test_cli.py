@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from semmem.cli import app
-from semmem.modelfiles import default_model_dir
+from semmem.cli.commands import app
+from semmem.embedding.files import default_model_dir
 from tests.support.files import files_with
 
 runner = CliRunner()

@@ -9,7 +9,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from semmem.ranking import RankingConfig
+from semmem.ranking.ranker import RankingConfig
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from semmem.embedder import HashingEmbedder
+from semmem.embedding.fakes import HashingEmbedder
 from semmem.web.app import create_app
 from semmem.web.console import data
 from semmem.web.console.session import COOKIE, Session

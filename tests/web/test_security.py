@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from semmem.web.auth import Tokens
+from semmem.serving.auth import Tokens
 from tests.support.server import ADMIN, ADMIN_TOKEN, AUTH, JSON, TOKEN, ServerProcess
 from tests.support.web import app_client, assert_error, recall, send, tool
 

@@ -21,11 +21,11 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from semmem.errors import SemmemError
+from semmem.serving.runtime import Runtime
 from semmem.web.console import actions, pages
 from semmem.web.console.guard import Refused, SignInRequired
 from semmem.web.console.render import PREFIX, ConsoleHeaders, error_page, semmem_error_page, url
 from semmem.web.console.session import COOKIE, clear_cookie
-from semmem.web.state import Runtime
 
 __all__ = ["PREFIX", "create_console"]
 

@@ -6,7 +6,6 @@ previews are POSTs too, to keep memory text out of URLs, browser history and acc
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from starlette.requests import Request
@@ -15,14 +14,15 @@ from starlette.responses import Response
 from semmem.contract import MAX_RECALL_BYTES, MAX_SEARCH_LIMIT
 from semmem.errors import Conflict, InvalidInput, NotFound
 from semmem.items import Item
-from semmem.web.bodies import fit_recall
+from semmem.protocol.fitting import fit_recall
+from semmem.protocol.jsonio import dumps
+from semmem.protocol.status import status_of
 from semmem.web.console import data
 from semmem.web.console.guard import Form, memory_of, require_post
 from semmem.web.console.pages import redirect
 from semmem.web.console.render import page, url
 from semmem.web.console.session import Session
-from semmem.web.errors import status_of
-from semmem.web.guard import runtime
+from semmem.web.requests import runtime
 
 EDITABLE = ("note", "status", "surfacing")
 
@@ -103,11 +103,11 @@ async def recall(request: Request) -> Response:
         return await _partition_page(request, session, key, form=values,
                                      error=f"Recall preview: {exc.message}",
                                      status=status_of(exc))
-    body = fit_recall(result.wire())  # the provider's own serialisation and 64 KiB cut
-    wire = json.loads(body)
+    fitted = fit_recall(result)  # the provider's own 64 KiB cut and serialisation
+    body = dumps(fitted.wire())
     preview = {
-        "input": text, "max_bytes": budget, "text": wire["text"], "sources": wire["sources"],
-        "cursor": wire["cursor"], "bytes": data.utf8_len(wire["text"]),
+        "input": text, "max_bytes": budget, "text": fitted.text, "sources": fitted.sources,
+        "cursor": fitted.cursor, "bytes": data.utf8_len(fitted.text),
         "body": body.decode("utf-8"), "body_bytes": len(body),
         "scores": data.recall_scores(result.scored),
     }

@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from semmem.contract import make_cursor, sha256_hex
 from semmem.items import Item
 from semmem.memory import Memory
-from semmem.ranking import Scored
-from semmem.store.views import PartitionSnapshot
+from semmem.ranking.ranker import Scored
 
 PAGE_SIZE = 25
 PARTITIONS_PAGE_SIZE = 25  # each listed partition is read
@@ -45,12 +44,6 @@ class Paging:
     def offset(self) -> int:
         """Index of the first entry on this page."""
         return (self.page - 1) * self.size
-
-
-def last_update(snap: PartitionSnapshot) -> int | None:
-    """When anything in the partition last changed (an edit, an addition or a forget)."""
-    times = [it.updated for it in snap.items] + [t.updated for t in snap.tombstones.values()]
-    return max(times) if times else None
 
 
 async def partitions_page(memory: Memory, prefix: str, page: int
@@ -91,7 +84,7 @@ async def partition_view(memory: Memory, partition: str, page: int) -> Partition
     paging = Paging.of(page, snap.count, PAGE_SIZE)
     newest_first = snap.items[::-1]
     return PartitionView(
-        partition, snap.count, snap.hwm, len(snap.tombstones), snap.model, last_update(snap),
+        partition, snap.count, snap.hwm, len(snap.tombstones), snap.model, snap.last_update,
         newest_first[paging.offset:paging.offset + paging.size], paging,
         make_cursor(partition, snap.seq),
     )

@@ -14,9 +14,10 @@ from starlette.requests import Request
 
 from semmem.errors import InvalidInput
 from semmem.memory import Memory
+from semmem.serving.guard import served
 from semmem.web.bodies import read_body
 from semmem.web.console.session import CSRF_FIELD, Session, read_session, same_origin
-from semmem.web.guard import runtime, served
+from semmem.web.requests import runtime
 
 MAX_FORM = 64 * 1024
 MAX_FIELDS = 32

@@ -9,6 +9,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response, StreamingResponse
 
 from semmem.errors import InvalidInput, NotFound
+from semmem.protocol.jsonio import dumps
 from semmem.web.console import data
 from semmem.web.console.guard import (
     Refused,
@@ -26,8 +27,7 @@ from semmem.web.console.session import (
     same_origin,
     set_cookie,
 )
-from semmem.web.guard import runtime
-from semmem.web.jsonio import dumps
+from semmem.web.requests import runtime
 
 # What a redirect after a write may announce: fixed texts, so a link cannot put words on the page.
 FLASH = {

@@ -13,8 +13,8 @@ from starlette.responses import HTMLResponse, Response
 from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from semmem.errors import SemmemError
-from semmem.web.errors import NotReady, status_of
+from semmem.errors import NotReady, SemmemError
+from semmem.protocol.status import status_of
 
 log = logging.getLogger("semmem.web")
 

@@ -1,0 +1,14 @@
+"""The ``semmem`` command line: ``commands`` (every verb, thin calls into the core),
+``options`` (what the commands share) and ``model`` (``semmem model fetch|verify``)."""
+
+from __future__ import annotations
+
+
+def main() -> None:
+    """Entry point of the ``semmem`` script."""
+    from semmem.store import quiet_engine_logs
+
+    quiet_engine_logs()  # before any command loads the storage engine
+    from semmem.cli.commands import app
+
+    app()

@@ -1,0 +1,5 @@
+"""``python -m semmem.cli``: the ``semmem`` command."""
+
+from semmem.cli import main
+
+main()

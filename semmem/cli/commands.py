@@ -1,0 +1,309 @@
+"""The ``semmem`` command line: thin calls into the same core the server uses."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from semmem.cli.model import model_app
+from semmem.cli.options import DataOpt, ModelOpt, PartitionOpt, errors, run, settings, show
+from semmem.errors import InvalidArguments
+from semmem.memory import Memory
+
+app = typer.Typer(
+    name="semmem",
+    help="Semantic memory provider: numbered facts, relevant recall within a byte budget.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(model_app, name="model")
+
+
+@app.command()
+def serve(
+    data: DataOpt = None,
+    model: ModelOpt = None,
+    host: Annotated[str | None, typer.Option(envvar="SEMMEM_HOST")] = None,
+    port: Annotated[int | None, typer.Option(envvar="SEMMEM_PORT")] = None,
+    path: Annotated[str | None, typer.Option(envvar="SEMMEM_PATH", help="endpoint path")] = None,
+    ranking: Annotated[Path | None, typer.Option(envvar="SEMMEM_RANKING",
+                                                 help="JSON ranking file")] = None,
+    insecure: Annotated[bool, typer.Option(help="no auth; loopback only")] = False,
+) -> None:
+    """Serve the HTTP memory provider contract."""
+    from semmem.web.server import serve as run_server
+
+    chosen = settings(data, model, host=host, port=port, path=path, ranking=ranking,
+                      insecure=insecure or None)
+    with errors():
+        run_server(chosen)
+
+
+@app.command()
+def mcp(
+    partition: Annotated[str | None, typer.Option(
+        "--partition", "-p", envvar="SEMMEM_MCP_PARTITION", help="default: OS user name")] = None,
+    read_only: Annotated[bool, typer.Option("--read-only", help="refuse the write tools")] = False,
+    data: DataOpt = None, model: ModelOpt = None,
+) -> None:
+    """Serve MCP on stdin/stdout for one partition (the command an MCP host runs)."""
+    from semmem.mcp.server import run_stdio
+
+    with errors():
+        run_stdio(settings(data, model, mcp_partition=partition), writable=not read_only)
+
+
+@app.command()
+def declare(
+    path: Annotated[str, typer.Option(help="endpoint path in the declaration")] = "/memory",
+    max_bytes: Annotated[int, typer.Option("--max-bytes")] = 8192,
+    json_only: Annotated[bool, typer.Option("--json", help="print only the tools JSON")] = False,
+) -> None:
+    """Print the httpMemory provider declaration (TypeScript) and the tools JSON.
+
+    With SEMMEM_READ_CONSISTENCY_MS above zero, the write tools describe their results as
+    'accepted', as the server then answers."""
+    from semmem.protocol.declaration import render_declaration
+    from semmem.settings import Settings
+
+    with errors():
+        accepted = Settings().read_consistency_ms > 0
+        typer.echo(render_declaration(path=path, max_bytes=max_bytes, json_only=json_only,
+                                      accepted=accepted))
+
+
+@app.command()
+def remember(text: str, partition: PartitionOpt, data: DataOpt = None,
+             model: ModelOpt = None) -> None:
+    """Store a fact; prints its number."""
+    show(run(data, model, lambda m: m.remember(partition, text)))
+
+
+@app.command()
+def recall(
+    partition: PartitionOpt,
+    text: Annotated[str | None, typer.Argument(help="current input; omit for newest")] = None,
+    max_bytes: Annotated[int, typer.Option("--max-bytes")] = 1024,
+    data: DataOpt = None,
+    model: ModelOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="the wire response")] = False,
+) -> None:
+    """Show what a host would receive for this input and budget."""
+    result = run(data, model, lambda m: m.recall(partition, text, max_bytes))
+    if as_json:
+        show(result.wire())
+    else:
+        typer.echo(result.text)
+
+
+@app.command()
+def search(
+    query: str,
+    partition: PartitionOpt,
+    limit: Annotated[int, typer.Option()] = 10,
+    data: DataOpt = None,
+    model: ModelOpt = None,
+) -> None:
+    """The items most similar to QUERY, with scores."""
+    show(run(data, model, lambda m: m.search(partition, query, limit)))
+
+
+@app.command()
+def update(
+    n: int,
+    partition: PartitionOpt,
+    text: Annotated[str | None, typer.Argument()] = None,
+    note: Annotated[str | None, typer.Option(help="owner note ('' clears)")] = None,
+    status: Annotated[str | None, typer.Option(help="e.g. active, inactive ('' clears)")] = None,
+    surfacing: Annotated[str | None, typer.Option(help="'hold' stops recall ('' clears)")] = None,
+    data: DataOpt = None,
+    model: ModelOpt = None,
+) -> None:
+    """Replace item N's text and/or its record fields, keeping its number."""
+    attrs = {
+        k: (v or None) for k, v in {"note": note, "status": status,
+                                    "surfacing": surfacing}.items() if v is not None
+    }
+    if text is None and not attrs:
+        with errors():
+            raise InvalidArguments("give a new text or a record field to change")
+    show(run(data, model, lambda m: m.update(partition, n, text, attrs=attrs)))
+
+
+@app.command()
+def merge(
+    n: int,
+    partition: PartitionOpt,
+    into: Annotated[int, typer.Option("--into", help="the item N was merged into")],
+    data: DataOpt = None,
+    model: ModelOpt = None,
+) -> None:
+    """Mark item N as merged into item M: it stays on file but is no longer recalled."""
+
+    show(run(data, model, lambda m: m.merge(partition, n, into)))
+
+
+@app.command()
+def forget(n: int, partition: PartitionOpt, data: DataOpt = None,
+           model: ModelOpt = None) -> None:
+    """Forget item N; its text leaves disk at the next maintenance (see `maintain`)."""
+    show(run(data, model, lambda m: m.forget(partition, n)))
+
+
+@app.command("list")
+def list_items(
+    partition: PartitionOpt,
+    offset: Annotated[int, typer.Option()] = 0,
+    limit: Annotated[int | None, typer.Option()] = None,
+    newest: Annotated[bool, typer.Option(help="newest first")] = False,
+    data: DataOpt = None,
+    model: ModelOpt = None,
+) -> None:
+    """List items as recall renders them."""
+    items = run(data, model, lambda m: m.list(partition, offset=offset, limit=limit,
+                                               newest_first=newest))
+    from semmem.ranking.packing import render_line
+
+    for item in items:
+        typer.echo(render_line(item))
+
+
+@app.command()
+def export(
+    partition: PartitionOpt,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="file (default stdout)")] = None,
+    data: DataOpt = None,
+    model: ModelOpt = None,
+) -> None:
+    """Write every item of a partition as JSONL."""
+
+    async def go(m: Memory) -> list[dict[str, Any]]:
+        return [rec async for rec in m.export(partition)]
+
+    records = run(data, model, go)
+    lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    if out is None:
+        sys.stdout.write(lines)
+    else:
+        out.write_text(lines, encoding="utf-8")
+        typer.echo(f"exported {len(records)} items to {out}", err=True)
+
+
+@app.command("import")
+def import_items(
+    partition: PartitionOpt,
+    source: Annotated[Path, typer.Argument(help="JSONL or slug-keyed JSON map ('-': stdin)")],
+    batch_size: Annotated[int, typer.Option()] = 256,
+    display_field: Annotated[str, typer.Option(help="map of records: the text field")] = "text",
+    note_field: Annotated[str | None, typer.Option(help="map of records: the note field")] = None,
+    data: DataOpt = None,
+    model: ModelOpt = None,
+) -> None:
+    """Import records (JSONL, or a JSON map keyed by slug), embedding in batches."""
+    from tqdm import tqdm
+
+    from semmem.importing import read_records
+
+    with errors():
+        records = read_records(source, display_field=display_field, note_field=note_field)
+
+    async def go(m: Memory) -> Any:
+        with tqdm(total=len(records), unit="fact", disable=None) as bar:
+            return await m.import_(partition, records, batch_size=batch_size,
+                                   progress=bar.update)
+
+    report = run(data, model, go)
+    show({"imported": report.imported, "duplicates": report.duplicates,
+            "batches": report.batches})
+
+
+@app.command("delete-partition")
+def delete_partition(
+    partition: PartitionOpt,
+    yes: Annotated[bool, typer.Option("--yes", help="confirm")] = False,
+    data: DataOpt = None,
+    model: ModelOpt = None,
+) -> None:
+    """Delete a partition and every file of it."""
+    if not yes:
+        typer.echo("error: deleting a partition cannot be undone; add --yes", err=True)
+        raise typer.Exit(1)
+    existed = run(data, model, lambda m: m.delete_partition(partition))
+    show({"deleted": existed})
+
+
+@app.command()
+def stats(
+    partition: Annotated[str | None, typer.Option("--partition", "-p")] = None,
+    data: DataOpt = None,
+    model: ModelOpt = None,
+) -> None:
+    """Counters of one partition, or the list of partitions."""
+
+    async def go(m: Memory) -> Any:
+        if partition is not None:
+            return await m.stats(partition)
+        names = await m.partitions()
+        return {"partitions": len(names), "names": names[:100]}
+
+    show(run(data, model, go))
+
+
+@app.command()
+def maintain(
+    partition: Annotated[str | None, typer.Option("--partition", "-p")] = None,
+    now: Annotated[bool, typer.Option(
+        "--now", help="keep no old versions (only when no other process reads the store)"
+    )] = False,
+    data: DataOpt = None,
+    model: ModelOpt = None,
+) -> None:
+    """Compact partitions, prune idempotency records and remove old versions (purges forgets);
+    without --partition also the registry (purges deleted partitions' names)."""
+    from datetime import timedelta
+
+    async def go(m: Memory) -> list[dict[str, Any]]:
+        reports = await m.maintain(partition, retention=timedelta(0) if now else None)
+        return [{"partition": r.partition, "compacted": r.compacted, "ops_pruned": r.ops_pruned,
+                 "versions_removed": r.versions_removed, "orphans_removed": r.orphans_removed}
+                for r in reports]
+
+    show(run(data, model, go))
+
+
+@app.command()
+def reindex(data: DataOpt = None, model: ModelOpt = None) -> None:
+    """Re-embed every partition with the configured model (after changing models)."""
+    from tqdm import tqdm
+
+    async def go(m: Memory) -> int:
+        with tqdm(unit="fact", disable=None) as bar:
+
+            def progress(done: int, total: int) -> None:
+                bar.total = total
+                bar.update(done - bar.n)
+
+            return await m.reindex(progress=progress)
+
+    done = run(data, model, go, check_model=False)
+    show({"reindexed": done})
+
+
+@app.command("eval")
+def evaluate(
+    dataset: Annotated[Path, typer.Option(help="labelled JSONL file or LoCoMo folder")],
+    ranking: Annotated[Path | None, typer.Option(help="JSON ranking file to evaluate")] = None,
+    model: ModelOpt = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Measure ranking quality on a labelled set against plain cosine and the whole list."""
+    from semmem.evaluation import run_cli
+
+    with errors():
+        typer.echo(run_cli(dataset, ranking=ranking, model=model, as_json=as_json,
+                           encoder=settings().encoder))

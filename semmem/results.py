@@ -1,0 +1,83 @@
+"""What a recall and a search return, composed from ranked items and the byte budget."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from semmem.contract import MAX_SOURCES, TITLE_CHARS
+from semmem.items import RECORD_FIELDS, Item, iso, one_line
+from semmem.ranking.packing import pack
+from semmem.ranking.ranker import Ranker, Scored
+from semmem.store.views import ItemSet
+
+
+@dataclass(frozen=True)
+class Recall:
+    """What a host receives: rendered lines, one source per line, and the read cursor."""
+
+    lines: list[str]
+    sources: list[dict[str, str]]
+    cursor: str
+    scored: list[Scored]
+
+    @property
+    def text(self) -> str:
+        """The recalled text: the lines joined by ``"\n"``."""
+        return "\n".join(self.lines)
+
+    def head(self, keep: int) -> Recall:
+        """The first ``keep`` lines and their sources (the most relevant ones)."""
+        return Recall(self.lines[:keep], self.sources[:keep], self.cursor, self.scored)
+
+    def wire(self) -> dict[str, Any]:
+        """The contract's recall response body."""
+        return {"text": self.text, "sources": self.sources, "cursor": self.cursor}
+
+
+def source_of(item: Item) -> dict[str, str]:
+    """The contract's source entry for a recalled item."""
+    return {
+        "id": str(item.n),
+        "title": one_line(item.text)[:TITLE_CHARS],
+        "revision": str(item.revision),
+        "updatedAt": iso(item.updated),
+    }
+
+
+def recent(items: Sequence[Item], max_bytes: int, cursor: str) -> Recall:
+    """The most recently updated recallable items, newest first, within ``max_bytes``."""
+    ordered = sorted((it for it in items if it.surfaced), key=lambda it: (-it.updated, -it.n))
+    packed = pack(ordered, max_bytes, MAX_SOURCES)
+    return Recall(packed.lines, [source_of(it) for it in packed.items], cursor, [])
+
+
+def ranked(ranker: Ranker, items: ItemSet, qvec: np.ndarray, text: str) -> list[Scored]:
+    """The recallable items above the relevance floor, best first, near-duplicates left out."""
+    scored = [s for s in ranker.rank(items, qvec, text) if s.item.surfaced]
+    return list(ranker.without_near_duplicates(items, scored))
+
+
+def relevant(ranker: Ranker, items: ItemSet, qvec: np.ndarray, text: str, max_bytes: int,
+             cursor: str) -> Recall:
+    """The items relevant to ``text`` within ``max_bytes``, best first."""
+    scored = [s for s in ranker.rank(items, qvec, text) if s.item.surfaced]
+    packed, chosen = ranker.pack(items, scored, max_bytes, MAX_SOURCES)
+    return Recall(packed.lines, [source_of(it) for it in packed.items], cursor, chosen)
+
+
+def search_entries(ranker: Ranker, items: ItemSet, qvec: np.ndarray, query: str,
+                   limit: int) -> list[dict[str, Any]]:
+    """The ``limit`` items most similar to ``query``, with scores (no relevance floor)."""
+    out = []
+    for s in ranker.rank(items, qvec, query, floor=False)[:limit]:
+        entry: dict[str, Any] = {
+            "n": s.item.n, "text": s.item.text, "score": round(s.score, 4),
+            "updatedAt": iso(s.item.updated),
+        }
+        entry.update({k: s.item.attrs[k] for k in RECORD_FIELDS[:4] if k in s.item.attrs})
+        out.append(entry)
+    return out

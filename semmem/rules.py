@@ -1,0 +1,258 @@
+"""The rules of each write, decided on a write view: replays, duplicates, cursor checks and
+numbering. Pure functions of the view; ``Memory`` hands them to the store's CAS write, which
+calls them again on the latest version after a lost race."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from semmem.contract import DEADLINE_HORIZON_MS, sha256_hex
+from semmem.errors import Conflict, Forbidden, IdempotencyMismatch, InvalidArguments, NotFound
+from semmem.items import RECORD_FIELDS, Item, clean_attrs, dedupe_key, now_ms
+from semmem.store.rows import NEW, ItemRow, Mutation, Plan, op_key
+from semmem.store.views import OpRecord, WriteView
+
+Decision = Mutation | dict[str, Any]  # rows to commit, or a result to answer without writing
+
+
+@dataclass(frozen=True)
+class Operation:
+    """Identity of a write for idempotency: who asked (id) and exactly what (fingerprint)."""
+
+    operation_id: str
+    fingerprint: str
+    deadline_ms: int | None = None
+
+    @classmethod
+    def of(
+        cls, operation_id: str, tool: str, arguments: Any, cursor: str | None,
+        deadline_ms: int | None = None,
+    ) -> Operation:
+        """Fingerprint a tool call: same tool, arguments and cursor give the same fingerprint."""
+        body = json.dumps([tool, arguments, cursor], sort_keys=True, ensure_ascii=False)
+        return cls(operation_id, sha256_hex(body), deadline_ms)
+
+
+def replay(view: WriteView, op: Operation | None) -> dict[str, Any] | None:
+    """The recorded result of ``op`` if it was already applied.
+
+    Raises:
+        IdempotencyMismatch: the id was used for a different call.
+    """
+    if op is None:
+        return None
+    record = view.ops.get(op_key(op.operation_id))
+    if record is None:
+        return None
+    if record.fingerprint != op.fingerprint:
+        raise IdempotencyMismatch(
+            "operationId was already used with a different tool, arguments or cursor",
+            {"operationId": op.operation_id},
+        )
+    return record.result_json()
+
+
+def record(op: Operation | None, result: dict[str, Any], ttl_ms: int) -> OpRecord | None:
+    """The idempotency record that commits with a write (none without an operation id)."""
+    if op is None:
+        return None
+    now = now_ms()
+    # Kept past the deadline, but never further than the horizon a deadline may have.
+    expires = max(now + ttl_ms, min(op.deadline_ms or 0, now + DEADLINE_HORIZON_MS))
+    return OpRecord(op_key(op.operation_id), op.fingerprint,
+                    json.dumps(result, ensure_ascii=False), expires)
+
+
+def check_target(view: WriteView, n: int, cursor_seq: int | None) -> Item:
+    """The live item ``n`` an edit targets.
+
+    The cursor rule: an edit conflicts only when its target existed at the cursor's state and
+    changed (or was forgotten) since. An item created after the cursor can be edited under it:
+    the model learned its number from a write's own result or from search. An item whose
+    creation is not recorded (written before it was, and changed since) counts as existing.
+
+    Raises:
+        InvalidArguments: ``n`` is not an integer ≥ 1.
+        Conflict: the item existed at the cursor's state and changed after it.
+        NotFound: no live item ``n``.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise InvalidArguments("n must be an integer ≥ 1")
+    item = view.get(n)
+    tomb = view.tombstones.get(n)
+    changed, born = (item.seq, item.born) if item else (tomb.seq, tomb.created) if tomb \
+        else (None, None)
+    if cursor_seq is not None and changed is not None and changed > cursor_seq \
+            and (born is None or born <= cursor_seq):
+        raise Conflict(f"item {n} changed after your recall; recall again and retry", {"n": n})
+    if item is None:
+        why = "was forgotten" if tomb else "does not exist"
+        raise NotFound(f"item {n} {why} in this memory", {"n": n})
+    return item
+
+
+def check_editable(item: Item, owner: bool) -> None:
+    """Model tools may not edit owner-curated records: hidden items (inactive, held, merged)
+    and records imported from a map of records (they carry a ``slug``). Like the adapter's
+    list edits on a structured store, a stray edit must not clobber them; owners (CLI, admin
+    API, console, Python API) may.
+
+    Raises:
+        Forbidden: ``owner`` is false and the item is curated.
+    """
+    if not owner and (not item.surfaced or "slug" in item.attrs):
+        raise Forbidden(f"item {item.n} is an owner-curated record (hidden, or imported from a "
+                        "map of records); only the memory's owner can change it", {"n": item.n})
+
+
+def merged_attrs(item: Item, changes: dict[str, Any]) -> dict[str, Any]:
+    """An item's record fields after ``changes`` (``None`` clears a field)."""
+    merged = dict(item.attrs)
+    for key, value in changes.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return merged
+
+
+def vector_of(view: WriteView, n: int) -> np.ndarray:
+    """The stored vector of looked-up item ``n``."""
+    idx = view.index_of(n)
+    assert idx is not None
+    vector: np.ndarray = view.vectors[idx]
+    return vector
+
+
+@dataclass(frozen=True)
+class Imported:
+    """What one import batch decided: the rows to add and how many were duplicates."""
+
+    rows: list[dict[str, Any]]
+    duplicates: int
+    hwm: int
+
+
+def number_imports(view: WriteView, batch: Sequence[dict[str, Any]],
+                   texts: Sequence[str]) -> Imported:
+    """Numbers for an import batch: a record's own ``n`` when free, else the next free one;
+    texts already in the partition (or earlier in the batch) are skipped."""
+    seen: set[str] = set()
+    hwm = view.hwm
+    # The view holds the items with the asked-for numbers; numbers above the high-water mark
+    # were never assigned.
+    taken = {it.n for it in view.items} | set(view.tombstones)
+    rows: list[dict[str, Any]] = []
+    duplicates = 0
+    for i, (rec, text) in enumerate(zip(batch, texts, strict=True)):
+        key = dedupe_key(text)
+        if view.find_text(text) is not None or key in seen:
+            duplicates += 1
+            continue
+        seen.add(key)
+        want = rec.get("n")
+        if isinstance(want, int) and not isinstance(want, bool) and want >= 1 \
+                and want not in taken:
+            n = want
+        else:
+            n = hwm + 1
+            while n in taken:
+                n += 1
+        taken.add(n)
+        hwm = max(hwm, n)
+        rows.append({"i": i, "n": n, "attrs": clean_attrs(
+            {k: rec[k] for k in RECORD_FIELDS if rec.get(k) is not None})})
+    return Imported(rows, duplicates, hwm)
+
+
+def as_numbers(values: Sequence[Any]) -> list[int]:
+    """The valid item numbers among ``values`` (the rest are refused by the write itself)."""
+    return [v for v in values if isinstance(v, int) and not isinstance(v, bool) and v >= 1]
+
+
+
+def mutation(op: Operation | None, result: dict[str, Any], ttl_ms: int,
+             items: Sequence[ItemRow] = (), hwm: int | None = None) -> Mutation:
+    """A write's rows, committed with the idempotency record of ``op`` if there is one."""
+    return Mutation(items=list(items), op=record(op, result, ttl_ms), hwm=hwm, result=result)
+
+
+def remember(text: str, vector: np.ndarray, fields: dict[str, Any], op: Operation | None,
+             ttl_ms: int) -> Plan:
+    """Store ``text`` under the next number, or answer with the item that already has it."""
+
+    def plan(view: WriteView) -> Decision:
+        replayed = replay(view, op)
+        if replayed is not None:
+            return replayed
+        same = view.find_text(text)
+        # Only an item recall can show is a duplicate: the text of a hidden one (inactive,
+        # held, merged) becomes a new, visible item, and the hidden record stays as it is.
+        if same is not None and same.surfaced:
+            result = {"status": "stored", "n": same.n, "count": view.count, "existing": True}
+            return result if op is None else mutation(op, result, ttl_ms)
+        n, ts = view.hwm + 1, now_ms()
+        result = {"status": "stored", "n": n, "count": view.count + 1}
+        return mutation(op, result, ttl_ms,
+                        [ItemRow(n, text, vector, ts, ts, 1, attrs=fields, created=NEW)], n)
+
+    return plan
+
+
+def update(n: int, text: str | None, vector: np.ndarray | None, changes: dict[str, Any],
+           cursor_seq: int | None, op: Operation | None, ttl_ms: int, owner: bool = True
+           ) -> Plan:
+    """Replace item ``n``'s text and/or record fields, keeping its number."""
+
+    def plan(view: WriteView) -> Decision:
+        replayed = replay(view, op)
+        if replayed is not None:
+            return replayed
+        item = check_target(view, n, cursor_seq)
+        check_editable(item, owner)
+        row = ItemRow(
+            n, text if text is not None else item.text,
+            vector if vector is not None else vector_of(view, n),
+            item.ts, now_ms(), item.revision + 1, attrs=merged_attrs(item, changes),
+            created=item.born,
+        )
+        return mutation(op, {"status": "stored", "n": n, "count": view.count}, ttl_ms, [row])
+
+    return plan
+
+
+def merge(n: int, into: int) -> Plan:
+    """Mark item ``n`` merged into the live item ``into``, both checked in the same view."""
+
+    edit = update(n, None, None, {"mergedInto": into}, None, None, 0)
+
+    def plan(view: WriteView) -> Decision:
+        check_target(view, n, None)  # a missing ``n`` is reported before a missing ``into``
+        if isinstance(into, bool) or not isinstance(into, int) or view.get(into) is None:
+            raise InvalidArguments(f"item {into} does not exist")
+        return edit(view)
+
+    return plan
+
+
+def forget(n: int, cursor_seq: int | None, op: Operation | None, ttl_ms: int,
+           owner: bool = True) -> Plan:
+    """Replace item ``n`` by a tombstone; its number is never reused."""
+
+    def plan(view: WriteView) -> Decision:
+        replayed = replay(view, op)
+        if replayed is not None:
+            return replayed
+        item = check_target(view, n, cursor_seq)
+        check_editable(item, owner)
+        row = ItemRow(n, None, None, item.ts, now_ms(), item.revision + 1, forgotten=True,
+                      created=item.born)
+        result = {"status": "stored", "n": n, "count": view.count - 1, "forgotten": True}
+        return mutation(op, result, ttl_ms, [row])
+
+    return plan

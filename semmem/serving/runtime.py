@@ -1,0 +1,140 @@
+"""What one running app holds: the memory core once it is ready, auth, limits and metrics.
+
+The model and the store are opened in the background so the process answers ``/healthz`` at
+once and ``/readyz`` (and every provider call, with 503 ``unavailable``) until they are ready.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from semmem.embedding.embedder import Embedder
+from semmem.errors import NotReady, Overloaded, SemmemError, Unavailable
+from semmem.maintenance import Maintenance
+from semmem.memory import Memory
+from semmem.protocol.tools import BY_NAME
+from semmem.serving.auth import ProviderAuth, Tokens
+from semmem.serving.dispatch import Dispatcher
+from semmem.serving.metrics import Metrics
+from semmem.settings import Settings
+
+log = logging.getLogger("semmem.web")
+
+
+class Limiter:
+    """At most ``limit`` requests in progress; one more is refused at once (429), not queued.
+
+    Refusing rather than queueing keeps latency bounded and lets the host's retry (after
+    ``Retry-After``) land on a less busy moment, within its deadline.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.active = 0
+
+    @asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        """Hold one slot for the duration of a request.
+
+        Raises:
+            Overloaded: all slots are taken.
+        """
+        if self.active >= self.limit:
+            raise Overloaded(f"too many requests in progress (limit {self.limit}); retry shortly",
+                             {"limit": self.limit})
+        self.active += 1
+        try:
+            yield
+        finally:
+            self.active -= 1
+
+
+class Runtime:
+    """The state of one app between lifespan start and stop."""
+
+    def __init__(self, settings: Settings, *, embedder: Embedder | None = None,
+                 memory: Memory | None = None) -> None:
+        self.settings = settings
+        self.auth = ProviderAuth(
+            Tokens.configured(settings.tokens, settings.tokens_file),
+            Tokens.configured(settings.admin_tokens, settings.admin_tokens_file),
+            insecure=settings.insecure,
+        )
+        self.limiter = Limiter(settings.max_concurrency)
+        self.metrics = Metrics()
+        # The contract's tools, as the provider endpoint serves them (listed by name).
+        self.tools = Dispatcher({name: BY_NAME[name] for name in sorted(BY_NAME)},
+                                self.metrics, accepted=self.accepted)
+        self.memory: Memory | None = None
+        self.failure: SemmemError | None = None
+        self._embedder = embedder
+        self._given = memory
+        self._owned = memory is None  # the store is closed at stop only if we opened it
+        self._loading: asyncio.Task[None] | None = None
+        self.ready = asyncio.Event()
+
+    @property
+    def accepted(self) -> bool:
+        """Whether writes answer ``accepted``: another replica may read a stale version for
+        up to the read-consistency interval."""
+        return self.settings.read_consistency_ms > 0
+
+    def start(self) -> None:
+        """Begin opening the model and the store in the background."""
+        self.ready = asyncio.Event()
+        self._loading = asyncio.create_task(self._load(), name="semmem-load")
+
+    async def _load(self) -> None:
+        try:
+            memory = self._given
+            if memory is None:
+                from semmem.wiring import load_embedder, open_memory
+
+                embedder = self._embedder
+                if embedder is None:
+                    embedder = await asyncio.to_thread(load_embedder, self.settings)
+                memory = await open_memory(self.settings, embedder, maintain=True)
+                await memory.start()
+            self.memory = memory
+            log.info("ready: model %s, store %s", memory.embedder.model_id, memory.uri)
+        except SemmemError as exc:
+            self.failure = exc
+            log.error("cannot start: %s", exc.message)
+        except Exception as exc:  # any engine error: report it as unavailable, keep serving
+            self.failure = Unavailable(f"cannot start: {type(exc).__name__}: {exc}")
+            log.exception("cannot start")
+        finally:
+            self.ready.set()
+
+    @property
+    def maintainer(self) -> Maintenance | None:
+        """The running memory's maintenance, if it has one."""
+        observer = self.memory.observer if self.memory is not None else None
+        return observer if isinstance(observer, Maintenance) else None
+
+    async def stop(self) -> None:
+        """Stop maintenance and close what this app opened."""
+        if self._loading is not None and not self._loading.done():
+            self._loading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._loading
+        if self.memory is not None and self._owned:
+            await self.memory.close()
+        self.memory = None
+
+    def require_memory(self) -> Memory:
+        """The memory core.
+
+        Raises:
+            NotReady: still loading, or loading failed.
+        """
+        if self.memory is not None:
+            return self.memory
+        if self.failure is not None:
+            # The failure itself (paths, store URI) is in the log; callers get the gist.
+            raise NotReady("not ready: the model or the store failed to load; see the server log")
+        raise NotReady("starting: the model and the store are still loading; retry shortly")

@@ -1,0 +1,81 @@
+"""Wiring: build the store, the embedder, the ranker and the memory core from settings."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from semmem.embedding.choice import open_model
+from semmem.embedding.embedder import CachedEmbedder, Embedder
+from semmem.maintenance import Maintenance
+from semmem.memory import Memory
+from semmem.ranking.ranker import Ranker, RankingConfig
+from semmem.settings import Settings
+
+if TYPE_CHECKING:
+    from semmem.store.tables import Store
+
+
+def limit_blas_threads() -> None:
+    """Let numpy's BLAS use one thread for the rest of the process.
+
+    Recall's products are small, and OpenBLAS's worker threads keep spinning after each one,
+    taking the cores the model's threads need next (docs/benchmarks.md has the figures).
+    """
+    from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
+
+    threadpool_limits(limits=1, user_api="blas")
+
+
+def load_embedder(settings: Settings) -> Embedder:
+    """The configured model on the configured encoder, verified, with a query cache."""
+    model = open_model(settings.model, settings.encoder, threads=settings.torch_threads)
+    logging.getLogger("semmem").info("model %s on %s", model.model_id,
+                                     getattr(model, "encoder", type(model).__name__))
+    return CachedEmbedder(model, settings.query_cache)
+
+
+def load_ranking(settings: Settings) -> RankingConfig:
+    """The ranking file if one is configured, else ``SEMMEM_RANKING_*`` and defaults."""
+    if settings.ranking is not None:
+        return RankingConfig.from_file(settings.ranking)
+    return RankingConfig()
+
+
+def make_store(settings: Settings, embedder: Embedder) -> Store:
+    """A store for ``settings.data``, not yet opened (this loads the storage engine)."""
+    from semmem.store.tables import Store
+
+    return Store(
+        settings.data,
+        dim=embedder.dim,
+        model_id=embedder.model_id,
+        storage_options=settings.storage_options,
+        read_consistency=timedelta(milliseconds=settings.read_consistency_ms),
+        cache_size=settings.cache_size,
+        version_retention=timedelta(seconds=settings.version_retention_s),
+        orphan_age=timedelta(seconds=settings.orphan_age_s),
+        index_threshold=settings.index_threshold,
+        cache_items=settings.cache_items,
+        cache_bytes=settings.cache_bytes,
+    )
+
+
+async def open_memory(
+    settings: Settings, embedder: Embedder | None = None, *, check_model: bool = True,
+    maintain: bool = False,
+) -> Memory:
+    """Load the model (unless given), open the store and return the memory core; with
+    ``maintain``, the core schedules maintenance and purges once started (a server)."""
+    limit_blas_threads()
+    embedder = embedder or load_embedder(settings)
+    store = make_store(settings, embedder)
+    await store.open(check_model=check_model)
+    observer = (Maintenance(store, settings.maintenance_delay_s, settings.compact_every)
+                if maintain else None)
+    return Memory(
+        store, embedder, Ranker(load_ranking(settings)),
+        idempotency_ttl_ms=settings.idempotency_ttl_s * 1000,
+        index_candidates=settings.index_candidates, observer=observer,
+    )

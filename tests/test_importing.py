@@ -1,0 +1,52 @@
+"""Import files: JSONL records and slug-keyed maps of records."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from semmem.errors import InvalidInput
+from semmem.importing import read_records
+from semmem.memory import Memory
+
+
+def test_read_records_map_keyed_by_slug(tmp_path: Path) -> None:
+    source = tmp_path / "records.json"
+    source.write_text(json.dumps({
+        "units": {"label": "Prefers metric units", "why": "engineer", "status": "active"},
+        "asthma": {"label": "Has asthma", "why": "resolved", "status": "inactive"},
+        "old": {"label": "Lived in Rome", "mergedInto": "units"},
+    }))
+    records = read_records(source, display_field="label", note_field="why")
+    assert records == [
+        {"text": "Has asthma", "slug": "asthma", "note": "resolved", "status": "inactive"},
+        {"text": "Lived in Rome", "slug": "old", "mergedInto": "units"},
+        {"text": "Prefers metric units", "slug": "units", "note": "engineer", "status": "active"},
+    ]
+
+
+def test_read_records_map_without_display_field_names_the_slug(tmp_path: Path) -> None:
+    source = tmp_path / "records.json"
+    source.write_text(json.dumps({"a": {"text": "x"}, "b": {"title": "y"}}))
+    with pytest.raises(InvalidInput, match=r"\['b'\]: no string field 'text'"):
+        read_records(source)
+
+
+def test_read_records_rejects_bad_jsonl_line_before_importing(tmp_path: Path) -> None:
+    source = tmp_path / "a.jsonl"
+    source.write_text('{"text": "fine"}\n{"text": "   "}\n')
+    with pytest.raises(InvalidInput, match=r"a.jsonl:2: text must not be empty"):
+        read_records(source)
+
+
+async def test_import_map_then_recall_uses_notes_and_skips(memory: Memory, tmp_path: Path) -> None:
+    source = tmp_path / "records.json"
+    source.write_text(json.dumps({
+        "b-units": {"text": "Prefers metric units", "note": "since school"},
+        "a-asthma": {"text": "Has asthma", "status": "inactive"},
+    }))
+    await memory.import_("p", read_records(source, note_field="note"))
+    assert (await memory.recall("p", None, 1000)).text == "2. Prefers metric units — since school"
+    assert [r["slug"] async for r in memory.export("p")] == ["a-asthma", "b-units"]

@@ -1,0 +1,217 @@
+"""Durable deletion: forgotten, replaced and deleted texts leave every file of the store.
+
+Each text carries a unique marker; after the forget window the whole store directory is
+scanned byte by byte. The window with the settings here (retention 1 s, delay 0.1 s) is
+``Purger.window_s`` = 3.2 s plus the maintenance passes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+
+import lance
+import pytest
+
+from semmem.embedding.fakes import HashingEmbedder
+from semmem.memory import Memory
+from semmem.store import Store
+from tests.support.files import files_with
+from tests.support.server import ADMIN, ServerProcess
+from tests.support.web import Client, app_client, send, tool
+
+RETENTION, DELAY = 1.0, 0.1
+WINDOW = RETENTION + DELAY + max(DELAY, 1.0) + RETENTION + DELAY  # Purger.window_s
+FAST = {"version_retention_s": RETENTION, "maintenance_delay_s": DELAY}
+
+
+def marker() -> str:
+    """A string found nowhere else."""
+    return f"mark{uuid.uuid4().hex}"
+
+
+def referenced(path: Path) -> bool:
+    """Whether some version of the Lance table holding ``path`` still uses it."""
+    table = next(p for p in path.parents if p.suffix == ".lance")
+    if path.parent.name != "data":
+        return True  # manifests, deletion files: part of a version
+    for _ in range(20):  # a running server's cleanup may remove a version while we look
+        try:
+            ds = lance.dataset(str(table))
+            return any(
+                Path(f.path).name == path.name
+                for v in ds.versions()
+                for frag in lance.dataset(str(table), version=v["version"]).get_fragments()
+                for f in frag.data_files()
+            )
+        except (ValueError, OSError):
+            time.sleep(0.05)
+    raise AssertionError(f"cannot read the versions of {table}")
+
+
+def wait_gone(root: Path, needles: list[str], limit: float,
+              keep: Callable[[Path], bool] = lambda p: True) -> float:
+    """Seconds until no file (that ``keep`` selects) holds any needle; fails after ``limit``."""
+    started = time.monotonic()
+    while True:
+        left = {n: [p for p in files_with(root, n) if keep(p)] for n in needles}
+        left = {n: ps for n, ps in left.items() if ps}
+        if not left:
+            return time.monotonic() - started
+        assert time.monotonic() - started < limit, f"still on disk: {left}"
+        time.sleep(0.2)
+
+
+def remember(c: Client, partition: str, text: str) -> int:
+    r = send(c, tool("remember", {"text": text}, partition=partition))
+    assert r.status_code == 200, r.text
+    n: int = r.json()["result"]["n"]
+    return n
+
+
+def test_forget_gone_from_disk_within_window(tmp_path: Path) -> None:
+    """A forgotten text is in no file once the window has passed, though recall lost it at once."""
+    data, m = tmp_path / "db", marker()
+    with app_client(data, **FAST) as c:
+        remember(c, "p", "Kept fact about tea")
+        n = remember(c, "p", f"Secret {m} about coffee")
+        assert files_with(data, m)
+        r = send(c, tool("forget", {"n": n}, partition="p"))
+        assert r.status_code == 200 and r.json()["result"]["forgotten"] is True
+        took = wait_gone(data, [m], WINDOW + 10)
+        assert took <= WINDOW + 5
+        items = c.get("/admin/items", params={"partition": "p"}, headers=ADMIN).json()
+        assert [i["text"] for i in items["items"]] == ["Kept fact about tea"]
+
+
+def test_forget_then_writes_within_retention_gone_within_window(tmp_path: Path) -> None:
+    """Writes right after a forget keep versions that still reference the text past the first
+    purge; the follow-up purge removes them (without it the text stayed for good)."""
+    data, m = tmp_path / "db", marker()
+    with app_client(data, **FAST) as c:
+        n = remember(c, "p", f"Secret {m} to drop")
+        assert send(c, tool("forget", {"n": n}, partition="p")).status_code == 200
+        for i in range(3):
+            time.sleep(0.2)
+            remember(c, "p", f"Later fact number {i}")
+        took = wait_gone(data, [m], WINDOW + 10)
+        assert took <= WINDOW + 5
+
+
+def test_update_old_text_gone_from_disk_within_window(tmp_path: Path) -> None:
+    """The text an update replaced leaves the disk like a forgotten one; the new text stays."""
+    data, old, new = tmp_path / "db", marker(), marker()
+    with app_client(data, **FAST) as c:
+        n = remember(c, "p", f"Lives in {old}")
+        r = send(c, tool("update", {"n": n, "text": f"Lives in {new}"}, partition="p"))
+        assert r.status_code == 200, r.text
+        wait_gone(data, [old], WINDOW + 10)
+        assert files_with(data, new)
+
+
+def test_delete_partition_leaves_no_text(tmp_path: Path) -> None:
+    """Deleting a partition removes every file holding its texts at once; others stay."""
+    data, gone, kept = tmp_path / "db", marker(), marker()
+    with app_client(data, **FAST) as c:
+        for i in range(5):
+            remember(c, "doomed", f"Doomed fact {i} {gone}")
+        remember(c, "other", f"Other fact {kept}")
+        r = c.delete("/admin/partitions", params={"partition": "doomed"}, headers=ADMIN)
+        assert r.status_code == 200 and r.json() == {"deleted": True, "partition": "doomed"}
+        assert files_with(data, gone) == []
+        assert files_with(data, kept)
+
+
+def test_delete_partition_leaves_no_partition_name(tmp_path: Path) -> None:
+    """After deleting a partition its name (an owner's namespace) is in no file."""
+    data, name = tmp_path / "db", marker()
+    with app_client(data, **FAST) as c:
+        remember(c, name, "A fact in a partition about to go")
+        assert c.delete("/admin/partitions", params={"partition": name},
+                        headers=ADMIN).status_code == 200
+        wait_gone(data, [name], WINDOW + 5)
+
+
+@pytest.mark.timeout(120)
+def test_forget_before_kill9_purged_after_restart(tmp_path: Path) -> None:
+    """A process killed before its purge loses the schedule; the restarted one purges anyway."""
+    data, m = tmp_path / "db", marker()
+    env = {"SEMMEM_VERSION_RETENTION_S": str(RETENTION),
+           "SEMMEM_MAINTENANCE_DELAY_S": "30"}  # the first process never gets to purge
+    server = ServerProcess(data, env=env).start().wait_ready()
+    try:
+        with server.client() as c:
+            n = remember(c, "p", f"Secret {m} before the crash")
+            assert send(c, tool("forget", {"n": n}, partition="p")).status_code == 200
+        time.sleep(0.5)
+        assert files_with(data, m)
+        server.kill9()
+    finally:
+        server.stop()
+    env["SEMMEM_MAINTENANCE_DELAY_S"] = str(DELAY)
+    restarted = ServerProcess(data, env=env).start().wait_ready()
+    try:
+        took = wait_gone(data, [m], WINDOW + 15)
+        assert took <= WINDOW + 10
+    finally:
+        restarted.stop()
+
+
+def test_forget_while_compaction_races_writes_unreferenced(tmp_path: Path) -> None:
+    """Forgets among a stream of writes with compaction every 2 writes: once the window has
+    passed no version of any table references a forgotten text."""
+    data = tmp_path / "db"
+    markers = [marker() for _ in range(6)]
+    with app_client(data, compact_every=2, **FAST) as c:
+        numbers = [remember(c, "race", f"Racing secret {m}") for m in markers]
+        for i, n in enumerate(numbers):
+            remember(c, "race", f"Racing filler {i} one")
+            assert send(c, tool("forget", {"n": n}, partition="race")).status_code == 200
+            remember(c, "race", f"Racing filler {i} two")
+        wait_gone(data, markers, WINDOW + 15, keep=referenced)
+
+
+async def test_forget_after_compaction_lost_race_leaves_no_orphan(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Compactions racing a stream of writes (some lose their commit: Lance would keep their
+    rewritten files for 7 days), then every text forgotten and maintained with zero retention:
+    no file may hold any of them."""
+    emb = HashingEmbedder()
+    store = Store(str(tmp_path / "db"), dim=emb.dim, model_id=emb.model_id)
+    await store.open()
+    memory, root = Memory(store, emb), tmp_path / "db"
+    markers: list[str] = []
+
+    async def writes() -> None:
+        for _ in range(8):
+            markers.append(marker())
+            n = (await memory.remember("p", f"Contended fact {markers[-1]}"))["n"]
+            # An edit of an older item deletes a row where the compaction is rewriting (a
+            # stream of remembers alone only moves the head, whose fragment compaction skips).
+            markers.append(marker())
+            await memory.update("p", max(1, n - 3), f"Contended edit {markers[-1]}")
+
+    async def compactions() -> None:
+        for _ in range(4):
+            await store.maintain("p")
+            await asyncio.sleep(0)
+
+    caplog.set_level(logging.INFO, logger="semmem.store")
+    for _ in range(20):  # until some compaction lost its commit
+        await asyncio.gather(writes(), compactions())
+        if any("compaction did not commit" in r.getMessage() for r in caplog.records):
+            break
+    else:
+        pytest.skip("no compaction lost a race on this run")
+    assert [f.name for f in root.rglob("p_*.lance/data/*") if not referenced(f)] == []
+    for item in await memory.list("p"):
+        await memory.forget("p", item.n)
+    await store.maintain("p")  # compact: the forgotten rows leave the live data file
+    await store.maintain("p", retention=timedelta(0))  # nobody else reads: drop old versions
+    assert [m for m in markers if files_with(root, m)] == []

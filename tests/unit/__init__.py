@@ -1,1 +1,0 @@
-"""Pure modules, no store and no server: packing, lexical, ranking, model files, evaluation data."""
