@@ -1,5 +1,5 @@
-"""Bulk import: reading import files (JSONL records, or a JSON map of records keyed by slug)
-and committing them in batches.
+"""Bulk writes: reading import files (JSONL records, or a JSON map of records keyed by slug)
+and committing them in batches; re-embedding partitions for ``reindex``.
 
 - JSONL: one ``{"text", "n"?, "ts"?, "updated"?, "revision"?, "note"?, "status"?, "surfacing"?,
   "mergedInto"?, "slug"?}`` object per line (what ``semmem export`` writes).
@@ -18,7 +18,7 @@ import sys
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,6 +27,9 @@ from semmem.errors import InvalidArguments, InvalidInput
 from semmem.items import RECORD_FIELDS, clean_attrs, clean_text, now_ms, parse_iso
 from semmem.store.rows import NEW, ItemRow, Mutation
 from semmem.store.views import WriteView
+
+if TYPE_CHECKING:
+    from semmem.store.tables import Store
 
 Write = Callable[..., Awaitable[dict[str, Any]]]
 Embed = Callable[[list[str]], Awaitable[np.ndarray]]
@@ -191,3 +194,22 @@ def read_records(
             raise InvalidInput(f"{source}:{lineno}: expected an object with a string 'text'")
         records.append(_check(record, f"{source}:{lineno}"))
     return records
+
+
+async def reembed(store: Store, embed: Embed, names: list[str], batch_size: int,
+                  progress: Callable[[int, int], None] | None) -> int:
+    """Re-embed every item of the partitions ``names`` with ``embed`` (``reindex``); returns
+    how many items were re-embedded."""
+    snaps = [await store.snapshot(name) for name in names]
+    total, done = sum(s.count for s in snaps), 0
+    for snap in snaps:
+        vectors: dict[int, np.ndarray] = {}
+        for start in range(0, snap.count, batch_size):
+            chunk = snap.items[start:start + batch_size]
+            embedded = await embed([it.text for it in chunk])
+            vectors.update({it.n: vec for it, vec in zip(chunk, embedded, strict=True)})
+            done += len(chunk)
+            if progress is not None:
+                progress(done, total)
+        await store.replace_vectors(snap.partition, vectors)
+    return done

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import numpy as np
 
 from semmem import results, rules
+from semmem.consolidation import similar_groups
 from semmem.contract import (
     MAX_RECALL_BYTES,
     MAX_SEARCH_LIMIT,
@@ -27,10 +28,11 @@ from semmem.contract import (
 from semmem.embedding.embedder import Embedder
 from semmem.embedding.queue import ModelQueue
 from semmem.errors import InvalidArguments, InvalidInput
-from semmem.importing import ImportReport, import_records
+from semmem.importing import ImportReport, import_records, reembed
 from semmem.items import Item, clean_attrs, clean_text, trim
 from semmem.observing import QuietObserver, WriteObserver
 from semmem.ranking.ranker import Ranker, Scored
+from semmem.ranking.similar import MAX_SIMILAR, SIMILAR_THRESHOLD, Group, nearest
 from semmem.results import Recall
 from semmem.rules import Operation
 from semmem.store.rows import Lookup, Mutation, Plan, op_key
@@ -63,6 +65,7 @@ class Memory:
         self, store: Store, embedder: Embedder, ranker: Ranker | None = None, *,
         idempotency_ttl_ms: int = 24 * 3600 * 1000, observer: WriteObserver | None = None,
         index_candidates: int = 100, model_executor: ThreadPoolExecutor | None = None,
+        similar_threshold: float = SIMILAR_THRESHOLD,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -71,6 +74,8 @@ class Memory:
         self.observer = observer
         # How many nearest items the vector index hands to ranking in an indexed partition.
         self.index_candidates = index_candidates
+        # The least cosine a fact has to be listed in a write's ``similar`` hints.
+        self.similar_threshold = similar_threshold
         self.model = ModelQueue(embedder, model_executor)
 
     @classmethod
@@ -87,7 +92,8 @@ class Memory:
         """The same memory (store, model thread) ranking with ``ranker``."""
         return Memory(self.store, self.embedder, ranker,
                       idempotency_ttl_ms=self.idempotency_ttl_ms,
-                      index_candidates=self.index_candidates, model_executor=self.model_executor)
+                      index_candidates=self.index_candidates, model_executor=self.model_executor,
+                      similar_threshold=self.similar_threshold)
 
     @property
     def uri(self) -> str:
@@ -146,7 +152,9 @@ class Memory:
         """Store a new fact, or point at the existing one with the same text.
 
         Returns:
-            ``{"status": "stored", "n", "count"}`` plus ``"existing": true`` for a duplicate.
+            ``{"status": "stored", "n", "count"}`` plus ``"existing": true`` for a duplicate,
+            or ``"similar": [{"n", "text", "score"}]`` for a new fact that probably restates or
+            supersedes others (at most three, best first; absent when none).
         Raises:
             InvalidArguments: text empty, blank or over 2,000 characters.
             IdempotencyMismatch, DeadlineExceeded, Unavailable.
@@ -155,8 +163,9 @@ class Memory:
         fields = {k: v for k, v in clean_attrs(attrs or {}).items() if v is not None}
         with self.store.coming(partition):  # its group waits for it (the rest of the turn)
             vector = (await self.model.embed([text]))[0]
-        plan = rules.remember(text, vector, fields, op, self.idempotency_ttl_ms)
-        return await self._write(partition, plan, op, texts=[text])
+            hints = await self._hints(partition, vector)
+        plan = rules.remember(text, vector, fields, op, self.idempotency_ttl_ms, hints)
+        return await self._write(partition, plan, op, numbers=hints.candidates, texts=[text])
 
     async def update(
         self, partition: str, n: int, text: str | None = None, *, cursor: str | None = None,
@@ -174,14 +183,28 @@ class Memory:
         new_text = clean_text(text) if text is not None else None
         changes = clean_attrs(attrs or {})
         cursor_seq = parse_cursor(partition, cursor) if cursor else None
-        vector = None
+        vector, hints = None, rules.Hints()
         if new_text is not None:
             with self.store.coming(partition):
                 vector = (await self.model.embed([new_text]))[0]
+                hints = await self._hints(partition, vector)
         plan = rules.update(n, new_text, vector, changes, cursor_seq, op, self.idempotency_ttl_ms,
-                            owner)
+                            owner, hints)
         # a replaced text must leave the disk like a forgotten one: purge as after a forget
-        return await self._write(partition, plan, op, dropped=new_text is not None, numbers=[n])
+        return await self._write(partition, plan, op, dropped=new_text is not None,
+                                 numbers=[n, *hints.candidates])
+
+    async def _hints(self, partition: str, vector: np.ndarray) -> rules.Hints:
+        """The facts a written text may restate: the nearest recallable ones in the partition's
+        cached view (read when none is cached), to be checked again at the decided version."""
+        view = self.store.cached_view(partition) or await self.store.read_view(partition)
+        if not view.count:
+            return rules.Hints()
+        found = await self.store.nearest(view, vector, self.index_candidates) \
+            if isinstance(view, IndexedView) else view
+        # A few more than are listed: some may change before the write is decided.
+        near = nearest(found, vector, self.similar_threshold, limit=2 * MAX_SIMILAR)
+        return rules.Hints([c.item.n for c in near], self.similar_threshold)
 
     async def merge(self, partition: str, n: int, into: int) -> dict[str, Any]:
         """Mark item ``n`` merged into item ``into`` in one write (``n`` stays on file, no
@@ -320,6 +343,12 @@ class Memory:
                 "forgotten": forgotten, "version": view.version, "seq": view.seq,
                 "model": view.model}
 
+    async def similar(self, partition: str, threshold: float | None = None) -> builtins.list[Group]:
+        """Groups of recallable facts that probably restate or supersede each other, newest
+        first in each group (an owner's clean-up; ``threshold``: the hints' by default)."""
+        return await similar_groups(self.store, partition,
+                                    self.similar_threshold if threshold is None else threshold)
+
     async def last_update(self, partition: str) -> int | None:
         """When the partition last changed (its newest item or tombstone), if ever."""
         view = await self.store.read_view(partition)
@@ -350,26 +379,10 @@ class Memory:
             progress: called with (items done so far, items in all).
         """
         names = [partition] if partition is not None else await self.store.partitions()
-        done = await _reindex(self.store, self.model, names, batch_size, progress)
+        done = await reembed(self.store, self.model.embed, names, batch_size, progress)
         if partition is None:
             meta = await self.store.meta() or {}
             await self.store.set_meta({**meta, "model": self.embedder.model_id,
                                        "dim": self.embedder.dim})
         return done
 
-
-async def _reindex(store: Store, model: ModelQueue, names: builtins.list[str], batch_size: int,
-                   progress: Callable[[int, int], None] | None) -> int:
-    snaps = [await store.snapshot(name) for name in names]
-    total, done = sum(s.count for s in snaps), 0
-    for snap in snaps:
-        vectors: dict[int, np.ndarray] = {}
-        for start in range(0, snap.count, batch_size):
-            chunk = snap.items[start:start + batch_size]
-            embedded = await model.embed([it.text for it in chunk])
-            vectors.update({it.n: vec for it, vec in zip(chunk, embedded, strict=True)})
-            done += len(chunk)
-            if progress is not None:
-                progress(done, total)
-        await store.replace_vectors(snap.partition, vectors)
-    return done

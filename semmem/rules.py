@@ -14,8 +14,9 @@ import numpy as np
 from semmem.contract import DEADLINE_HORIZON_MS, sha256_hex
 from semmem.errors import Conflict, Forbidden, IdempotencyMismatch, InvalidArguments, NotFound
 from semmem.items import RECORD_FIELDS, Item, clean_attrs, dedupe_key, now_ms
+from semmem.ranking.similar import nearest
 from semmem.store.rows import NEW, ItemRow, Mutation, Plan, op_key
-from semmem.store.views import OpRecord, WriteView
+from semmem.store.views import ItemSet, OpRecord, WriteView
 
 Decision = Mutation | dict[str, Any]  # rows to commit, or a result to answer without writing
 
@@ -182,9 +183,33 @@ def mutation(op: Operation | None, result: dict[str, Any], ttl_ms: int,
     return Mutation(items=list(items), op=record(op, result, ttl_ms), hwm=hwm, result=result)
 
 
+@dataclass(frozen=True)
+class Hints:
+    """What a write's ``similar`` list is chosen from: the candidates' numbers (looked up with
+    the write) and the least cosine a listed fact has."""
+
+    candidates: Sequence[int] = ()
+    threshold: float = 1.0
+
+    def listed(self, view: WriteView, vector: np.ndarray, written: int) -> list[dict[str, Any]]:
+        """The ``similar`` entries: candidates still recallable at the decided version, other
+        than the written fact, scored on their current vectors, best first."""
+        rows = [view.index_of(n) for n in self.candidates if n != written]
+        found = ItemSet([view.items[i] for i in rows if i is not None],
+                        view.vectors[[i for i in rows if i is not None]].reshape(
+                            -1, view.vectors.shape[1]))
+        return [near.hint() for near in nearest(found, vector, self.threshold)]
+
+
+def with_similar(result: dict[str, Any], similar: list[dict[str, Any]]) -> dict[str, Any]:
+    """``result`` with its ``similar`` list; the key is left out when nothing is listed."""
+    return {**result, "similar": similar} if similar else result
+
+
 def remember(text: str, vector: np.ndarray, fields: dict[str, Any], op: Operation | None,
-             ttl_ms: int) -> Plan:
-    """Store ``text`` under the next number, or answer with the item that already has it."""
+             ttl_ms: int, hints: Hints = Hints()) -> Plan:
+    """Store ``text`` under the next number, or answer with the item that already has it; a
+    new fact lists the facts it probably restates or supersedes."""
 
     def plan(view: WriteView) -> Decision:
         replayed = replay(view, op)
@@ -197,7 +222,8 @@ def remember(text: str, vector: np.ndarray, fields: dict[str, Any], op: Operatio
             result = {"status": "stored", "n": same.n, "count": view.count, "existing": True}
             return result if op is None else mutation(op, result, ttl_ms)
         n, ts = view.hwm + 1, now_ms()
-        result = {"status": "stored", "n": n, "count": view.count + 1}
+        result = with_similar({"status": "stored", "n": n, "count": view.count + 1},
+                              hints.listed(view, vector, n))
         return mutation(op, result, ttl_ms,
                         [ItemRow(n, text, vector, ts, ts, 1, attrs=fields, created=NEW)], n)
 
@@ -205,9 +231,11 @@ def remember(text: str, vector: np.ndarray, fields: dict[str, Any], op: Operatio
 
 
 def update(n: int, text: str | None, vector: np.ndarray | None, changes: dict[str, Any],
-           cursor_seq: int | None, op: Operation | None, ttl_ms: int, owner: bool = True
-           ) -> Plan:
-    """Replace item ``n``'s text and/or record fields, keeping its number."""
+           cursor_seq: int | None, op: Operation | None, ttl_ms: int, owner: bool = True,
+           hints: Hints = Hints()) -> Plan:
+    """Replace item ``n``'s text and/or record fields, keeping its number; a new text lists
+    the other facts it probably restates or supersedes (an identical one included: update
+    does not deduplicate)."""
 
     def plan(view: WriteView) -> Decision:
         replayed = replay(view, op)
@@ -221,7 +249,9 @@ def update(n: int, text: str | None, vector: np.ndarray | None, changes: dict[st
             item.ts, now_ms(), item.revision + 1, attrs=merged_attrs(item, changes),
             created=item.born,
         )
-        return mutation(op, {"status": "stored", "n": n, "count": view.count}, ttl_ms, [row])
+        similar = hints.listed(view, vector, n) if vector is not None else []
+        result = with_similar({"status": "stored", "n": n, "count": view.count}, similar)
+        return mutation(op, result, ttl_ms, [row])
 
     return plan
 

@@ -10,6 +10,7 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from semmem.embedding.files import default_model_dir
+from semmem.ranking.similar import SIMILAR_THRESHOLD
 
 
 class Settings(BaseSettings):
@@ -59,6 +60,11 @@ class Settings(BaseSettings):
     torch_threads: int | None = Field(None, ge=1, description="CPU threads for the model")
     query_cache: int = Field(1024, ge=0, description="recent query embeddings cached")
     ranking: Path | None = Field(None, description="JSON ranking file (from the tuning notebook)")
+    similar_threshold: float = Field(
+        SIMILAR_THRESHOLD, ge=-1, le=1,
+        description="least cosine of a fact listed in a write's `similar` hints (and owners' "
+                    "groups); calibrated by notebooks/tune_similar.ipynb",
+    )
 
     # server
     host: str = "127.0.0.1"

@@ -78,4 +78,5 @@ async def open_memory(
         store, embedder, Ranker(load_ranking(settings)),
         idempotency_ttl_ms=settings.idempotency_ttl_s * 1000,
         index_candidates=settings.index_candidates, observer=observer,
+        similar_threshold=settings.similar_threshold,
     )

@@ -230,3 +230,69 @@ async def test_maintenance_of_a_relative_store_sweeps_without_warnings(
         assert not orphan.exists()
     finally:
         await mem.close()
+
+
+# ----- write-time hints: the facts a write probably restates or supersedes -------------------
+RESTATED = [("Prefers metric units", "Likes to use the metric system for measurements"),
+            ("Is allergic to peanuts", "Has a peanut allergy"),
+            ("Lives in Lyon", "Moved from Lyon to Paris in March"),
+            ("Drives a blue Toyota", "Sold the Toyota and now cycles to work")]
+UNRELATED = ["Sister's birthday is on 3 May", "Plays the cello in an amateur orchestra",
+             "Keeps the router password in the blue notebook"]
+
+
+@pytest.mark.model
+async def test_remember_lists_the_fact_it_restates_with_the_real_model(
+        tmp_path: Path, real_embedder: Any) -> None:
+    memory = await open_memory(tmp_path / "db", real_embedder)
+    for text in UNRELATED:
+        assert "similar" not in await memory.remember("p", text)
+    for old, new in RESTATED:
+        first = await memory.remember("p", old)
+        again = await memory.remember("p", new)
+        assert again["similar"][0]["n"] == first["n"], (new, again)
+        assert again["similar"][0]["text"] == old
+        assert [s["n"] for s in again["similar"]] == [first["n"]]  # nothing unrelated listed
+        assert 0 < again["similar"][0]["score"] <= 1
+    await memory.close()
+
+
+async def test_hints_leave_out_hidden_and_forgotten_facts(memory: Memory) -> None:
+    await memory.remember("p", "Alice drinks green tea")
+    await memory.remember("p", "Alice drinks green tea daily")
+    await memory.remember("p", "Alice drinks green tea at noon")
+    await memory.update("p", 1, attrs={"status": "inactive"})
+    await memory.forget("p", 2)
+    done = await memory.remember("p", "Alice drinks green tea every morning")
+    assert [s["n"] for s in done["similar"]] == [3]
+
+
+async def test_hints_never_cross_partitions(memory: Memory) -> None:
+    await memory.remember("other", "Alice drinks green tea")
+    assert "similar" not in await memory.remember("p", "Alice drinks green tea daily")
+
+
+async def test_an_update_is_not_its_own_hint(memory: Memory) -> None:
+    await memory.remember("p", "Alice drinks green tea")
+    await memory.remember("p", "Bob cycles to work")
+    done = await memory.update("p", 1, "Alice drinks green tea daily")
+    assert "similar" not in done
+    same = await memory.update("p", 2, "Alice drinks green tea")  # update does not deduplicate
+    assert same["similar"] == [{"n": 1, "text": "Alice drinks green tea daily",
+                                "score": same["similar"][0]["score"]}]
+
+
+async def test_a_replayed_write_answers_the_same_hints(memory: Memory) -> None:
+    await memory.remember("p", "Alice drinks green tea")
+    op = Operation.of("op-1", "remember", {"text": "Alice drinks green tea daily"}, None)
+    first = await memory.remember("p", "Alice drinks green tea daily", op=op)
+    await memory.forget("p", 1)
+    assert await memory.remember("p", "Alice drinks green tea daily", op=op) == first
+    assert first["similar"][0]["n"] == 1
+
+
+async def test_exact_duplicates_answer_existing_without_hints(memory: Memory) -> None:
+    await memory.remember("p", "Alice drinks green tea")
+    await memory.remember("p", "Alice drinks green tea daily")
+    assert await memory.remember("p", "alice drinks  green tea") == {
+        "status": "stored", "n": 1, "count": 2, "existing": True}

@@ -174,6 +174,28 @@ def list_items(
 
 
 @app.command()
+def similar(
+    partition: PartitionOpt,
+    threshold: Annotated[float | None, typer.Option(
+        min=-1, max=1, help="least cosine (default: the write hints' threshold)")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    data: DataOpt = None,
+    model: ModelOpt = None,
+) -> None:
+    """List groups of facts that probably restate or supersede each other (newest first)."""
+    found = run(data, model, lambda m: m.similar(partition, threshold))
+    if as_json:
+        show({"groups": [g.public() for g in found]})
+        return
+    for i, group in enumerate(found):
+        if i:
+            typer.echo("")
+        for near in group.members:
+            score = "" if near is group.members[0] else f"  ({near.score:.2f})"
+            typer.echo(f"{near.item.n}. {near.item.text}{score}")
+
+
+@app.command()
 def export(
     partition: PartitionOpt,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="file (default stdout)")] = None,

@@ -145,7 +145,9 @@ _TEMPLATES: tuple[ToolSpec, ...] = (
             "Save one durable fact worth knowing in later conversations and get its number. "
             "Numbers are stable: a fact keeps its number for life and recalled memory shows it "
             "as '<n>. <text>'. {written} Remembering a fact that is already there returns its "
-            "existing number ('existing': true) instead of a copy."
+            "existing number ('existing': true) instead of a copy. {similar} If the new fact "
+            "replaces a listed one (the fact changed), forget or update that one; if it only "
+            "restates one, forget the new one; if they are distinct facts, keep both."
         ),
         access="write",
         idempotent=True,
@@ -163,7 +165,8 @@ _TEMPLATES: tuple[ToolSpec, ...] = (
             "seen in recalled memory or search results. {written} If that fact changed since "
             "your memory was recalled, the call fails with a conflict: read memory again before "
             "retrying. Facts the owner curates (hidden from recall, or imported as records) "
-            "cannot be changed here."
+            "cannot be changed here. {similar} If a listed fact is what this one replaced, "
+            "forget it; if it says the same as this one, forget one of the two."
         ),
         access="write",
         idempotent=True,
@@ -203,12 +206,54 @@ _WRITTEN = {
 }
 
 
+# What a write's ``similar`` list means, and what the model should do with it.
+_SIMILAR = (
+    "The result may list 'similar': up to three other facts (number, text, score) that this "
+    "one probably restates or replaces, best first."
+)
+
+
 def tools_for(*, accepted: bool) -> tuple[ToolSpec, ...]:
     """The tools with descriptions for a server whose writes answer ``accepted`` (reads may
     lag: a read-consistency interval above zero) or ``stored``."""
-    return tuple(replace(spec, description=spec.description.format(written=_WRITTEN[accepted]))
-                 for spec in _TEMPLATES)
+    return tuple(replace(spec, description=spec.description.format(
+        written=_WRITTEN[accepted], similar=_SIMILAR)) for spec in _TEMPLATES)
 
+
+# What the tools answer, as JSON Schemas (the OpenAPI document shows them; the fuzzing tests
+# check every answer against them).
+SEARCH_RESULT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "items": {"type": "array", "items": {
+            "type": "object",
+            "properties": {"n": {"type": "integer", "minimum": 1},
+                           "text": {"type": "string"}, "score": {"type": "number"},
+                           "updatedAt": {"type": "string"}},
+            "required": ["n", "text", "score", "updatedAt"]}},
+        "count": {"type": "integer", "minimum": 0},
+        "truncated": {"const": True},
+    },
+    "required": ["items", "count"],
+    "additionalProperties": False,
+}
+WRITE_RESULT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "status": {"enum": ["stored", "accepted"]}, "n": {"type": "integer", "minimum": 1},
+        "count": {"type": "integer", "minimum": 0}, "existing": {"const": True},
+        "forgotten": {"const": True},
+        "similar": {"type": "array", "minItems": 1, "maxItems": 3, "items": {
+            "type": "object",
+            "properties": {"n": {"type": "integer", "minimum": 1},
+                           "text": {"type": "string", "minLength": 1},
+                           "score": {"type": "number", "maximum": 1.0001}},
+            "required": ["n", "text", "score"],
+            "additionalProperties": False}},
+    },
+    "required": ["status", "n", "count"],
+    "additionalProperties": False,
+}
 
 TOOLS = tools_for(accepted=False)  # the names, access and schemas are the same either way
 BY_NAME: dict[str, ToolSpec] = {spec.name: spec for spec in TOOLS}

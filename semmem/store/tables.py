@@ -189,6 +189,11 @@ class Store:
         return await self._read_latest(partition, read,
                                        PartitionSnapshot.empty(partition, self.dim))
 
+    def cached_view(self, partition: str) -> ReadView | None:
+        """The partition's cached read view, of whatever version this process last saw (no
+        table read: for what may lag, such as a write's hints)."""
+        return self._views.latest(table_name(partition))
+
     def _indexed_view(self, uri: str, partition: str, version: int) -> IndexedView:
         ds = open_dataset(uri, self.storage_options, version)
         head = decode(partition, version, ds.to_table(filter=Lookup().where()), self.dim).head
@@ -203,10 +208,32 @@ class Store:
         q = (
             tbl.vector_search(np.asarray(query, np.float32).reshape(-1))
             .column("vector").distance_type("cosine").nprobes(index_probes(view.count))
-            .limit(k).select(ITEM_COLUMNS)
+            # _distance selected too: a search without it is deprecated (and logs so).
+            .limit(k).select([*ITEM_COLUMNS, "_distance"])
         )
         data = await q.to_arrow()
         return await asyncio.to_thread(candidates, view.head, data, self.dim)
+
+    async def neighbours(self, view: IndexedView, queries: np.ndarray, k: int
+                         ) -> list[tuple[list[int], list[float]]]:
+        """For each of ``queries`` (rows), the numbers and cosines of its ``k`` nearest live
+        items in an indexed partition, best first: many searches in one index query."""
+        tbl = await self.conn.table(view.head.partition, create=False)
+        if tbl is None or not len(queries):
+            return [([], []) for _ in queries]
+        q = (
+            tbl.vector_search([np.asarray(v, np.float32) for v in queries])
+            .column("vector").distance_type("cosine").nprobes(index_probes(view.count))
+            .where(LIVE_ITEMS).limit(k).select(["n", "_distance"])
+        )
+        data = await q.to_arrow()
+        out: list[tuple[list[int], list[float]]] = [([], []) for _ in queries]
+        for qi, n, dist in zip(data.column("query_index").to_pylist(),
+                               data.column("n").to_pylist(),
+                               data.column("_distance").to_pylist(), strict=True):
+            out[qi][0].append(int(n))
+            out[qi][1].append(1.0 - float(dist))
+        return out
 
     async def recent(self, view: IndexedView, k: int) -> Candidates:
         """The ``k`` most recently updated live items of an indexed partition."""

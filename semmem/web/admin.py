@@ -126,6 +126,19 @@ async def export(request: Request, rt: RuntimeDep, partition: PartitionQ) -> Res
     return await _guarded(request, rt, work)
 
 
+@router.get("/similar")
+async def similar(request: Request, rt: RuntimeDep, partition: PartitionQ,
+                  threshold: Annotated[float | None, Query(ge=-1, le=1)] = None) -> Response:
+    """Groups of facts that probably restate or supersede each other, newest first."""
+
+    async def work(memory: Memory) -> Response:
+        found = await memory.similar(partition, threshold)
+        return _json({"groups": [g.public() for g in found],
+                      "threshold": memory.similar_threshold if threshold is None else threshold})
+
+    return await _guarded(request, rt, work)
+
+
 @router.get("/stats")
 async def stats(request: Request, rt: RuntimeDep, partition: PartitionQ) -> Response:
     """Counters of one partition."""

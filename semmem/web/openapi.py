@@ -16,7 +16,7 @@ from semmem.contract import MAX_ID_BYTES, MAX_RECALL_BYTES, MAX_SOURCES
 from semmem.errors import SemmemError
 from semmem.protocol.envelope import PROTOCOL_VERSION
 from semmem.protocol.status import RETRY_AFTER_S, STATUS
-from semmem.protocol.tools import TOOLS
+from semmem.protocol.tools import SEARCH_RESULT, TOOLS, WRITE_RESULT
 
 _REF = "#/components/schemas/"
 
@@ -77,31 +77,8 @@ def provider_openapi(path: str = "/memory") -> dict[str, Any]:
             "required": ["text", "sources"],
             "additionalProperties": False,
         },
-        "SearchResult": {
-            "type": "object",
-            "properties": {
-                "items": {"type": "array", "items": {
-                    "type": "object",
-                    "properties": {"n": {"type": "integer", "minimum": 1},
-                                   "text": {"type": "string"}, "score": {"type": "number"},
-                                   "updatedAt": {"type": "string"}},
-                    "required": ["n", "text", "score", "updatedAt"]}},
-                "count": {"type": "integer", "minimum": 0},
-                "truncated": {"const": True},
-            },
-            "required": ["items", "count"],
-            "additionalProperties": False,
-        },
-        "WriteResult": {
-            "type": "object",
-            "properties": {
-                "status": {"const": "stored"}, "n": {"type": "integer", "minimum": 1},
-                "count": {"type": "integer", "minimum": 0}, "existing": {"const": True},
-                "forgotten": {"const": True},
-            },
-            "required": ["status", "n", "count"],
-            "additionalProperties": False,
-        },
+        "SearchResult": SEARCH_RESULT,
+        "WriteResult": WRITE_RESULT,
         "ToolResult": {
             "type": "object",
             "properties": {"result": {"oneOf": [{"$ref": _REF + "SearchResult"},

@@ -20,6 +20,7 @@ TURN: list[tuple[str, dict[str, Any]]] = [
     ("remember", {"text": "Prefers metric units"}),
     ("remember", {"text": "prefers  metric units"}),
     ("remember", {"text": "Lives in Lyon"}),
+    ("remember", {"text": "Lives in Lyon with two cats"}),
     ("update", {"n": 2, "text": "Lives in Paris"}),
     ("forget", {"n": 1}),
 ]
@@ -57,6 +58,23 @@ async def test_a_turn_gives_the_same_results_over_http_and_mcp(server: ServerPro
     assert over_http == over_mcp == over_stdio
     assert [r["status"] for r in over_http] == ["accepted"] * len(TURN)
     assert over_http[1] == {"status": "accepted", "n": 1, "count": 1, "existing": True}
+    assert [s["n"] for s in over_http[3]["similar"]] == [2]  # the same hints on every surface
+
+
+def test_a_replayed_write_answers_byte_for_byte(server: ServerProcess) -> None:
+    with httpx.Client(base_url=server.url, timeout=30) as c:
+        def send(text: str) -> bytes:
+            body = tool("remember", {"text": text}, partition="replays")
+            body["operationId"] = "replayed-op"
+            r = c.post("/memory", json=body, headers=AUTH)
+            assert r.status_code == 200, r.text
+            return r.content
+
+        c.post("/memory", json=tool("remember", {"text": "Lives in Lyon"}, partition="replays"),
+               headers=AUTH)
+        first = send("Lives in Lyon with two cats")
+        assert b'"similar"' in first
+        assert send("Lives in Lyon with two cats") == first
 
 
 async def test_mcp_tool_descriptions_promise_what_writes_answer(tmp_path: Path) -> None:

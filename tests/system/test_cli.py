@@ -90,3 +90,38 @@ def test_cli_missing_model_is_a_clear_error(tmp_path: Path) -> None:
 def test_cli_model_verify(tmp_path: Path, args: list[str]) -> None:
     code, out, _ = _run(tmp_path, *args)
     assert code == 0 and out.startswith("model all-MiniLM-L6-v2 OK")
+
+
+async def _seed_big(root: Path, count: int, planted: dict[int, int]) -> None:
+    """``count`` facts of random vectors under the bundled model's id, some pairs planted near
+    each other (writing them through the store, not the model, keeps this test fast)."""
+    import numpy as np
+
+    from semmem.embedding.files import load_spec
+    from semmem.store import ItemRow, Mutation, Store
+
+    model_id = load_spec(default_model_dir()).model_id
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(count, 384)).astype(np.float32)
+    for a, b in planted.items():
+        vectors[b] = vectors[a] + 0.02 * rng.normal(size=384)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    store = Store(str(root), dim=384, model_id=model_id)
+    await store.open()
+    rows = [ItemRow(i + 1, f"fact number {i + 1}", vectors[i], i, i, 1) for i in range(count)]
+    await store.write("big", lambda _view: Mutation(items=rows, hwm=count))
+    await store.close()
+
+
+def test_cli_similar_groups_a_10k_partition(tmp_path: Path) -> None:
+    import asyncio
+
+    planted = {5: 9000, 1234: 4321, 9999: 17}
+    asyncio.run(_seed_big(tmp_path / "db", 10_000, planted))
+    code, out, err = _run(tmp_path, "similar", "-p", "big", "--json", "--threshold", "0.9")
+    assert code == 0, err
+    found = [[f["n"] for f in g["facts"]] for g in json.loads(out)["groups"]]
+    # newest first within a group: the higher number was written later here
+    assert sorted(found) == sorted([max(a, b) + 1, min(a, b) + 1] for a, b in planted.items())
+    code, out, _ = _run(tmp_path, "similar", "-p", "big", "--threshold", "0.9")
+    assert code == 0 and "9001. fact number 9001\n6. fact number 6  (1.00)\n" in out

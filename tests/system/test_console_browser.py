@@ -393,3 +393,32 @@ def test_console_keyboard_and_phone(server: ServerProcess, browser: WebDriver,
     assert_real_picture(shoot(d, shots, "07-phone"))
     d.set_window_size(1280, 1000)
 
+
+
+def test_similar_facts_merged_and_forgotten_in_browser(server: ServerProcess, browser: WebDriver,
+                                                       shots: Path) -> None:
+    """The partition page links to its similar facts; merge one, forget another."""
+    base, d, p = server.url, browser, "consolidate"
+    sign_in(d, base, ADMIN_TOKEN)
+    d.get(f"{base}/console/partition?p={p}")
+    for fact in ("Bo drinks green tea", "Bo owns a red kayak", "Bo drinks green tea daily",
+                 "Bo owns a red kayak and a canoe", "Bo drinks green tea at noon"):
+        fill(d, "add_text", fact)
+        submit(d, d.find_element(By.ID, "add"))
+    submit(d, d.find_element(By.ID, "similar"))
+    assert d.title == f"Similar facts in {p} · semmem console"
+    groups = d.find_elements(By.CSS_SELECTOR, "#groups > li")
+    assert [g.get_attribute("id") for g in groups] == ["group-5", "group-4"]
+    assert "#3" in text(d, "#group-5") and "#1" in text(d, "#group-5")
+    shoot(d, shots, "similar")
+
+    submit(d, d.find_element(By.CSS_SELECTOR, "[aria-label='Merge item 3 into 5']"))
+    assert "Item #3 merged" in text(d)
+    assert not d.find_elements(By.ID, "similar-3")  # merged: no longer recalled
+    submit(d, d.find_element(By.CSS_SELECTOR, "[aria-label='Forget item 2']"),
+           accept_confirm=True)
+    assert "Item #2 forgotten." in text(d)
+    assert not d.find_elements(By.ID, "group-4")  # its only other fact is gone
+    d.get(f"{base}/console/partition?p={p}")
+    assert item_numbers(d) == [5, 4, 3, 1]
+    assert "merged into #5" in text(d, "#item-3")

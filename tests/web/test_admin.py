@@ -24,7 +24,8 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
 
 
 @pytest.mark.parametrize("route", ["/admin/partitions", "/admin/items?partition=a",
-                                   "/admin/export?partition=a", "/admin/stats?partition=a"])
+                                   "/admin/export?partition=a", "/admin/stats?partition=a",
+                                   "/admin/similar?partition=a"])
 def test_admin_provider_token_forbidden(client: Client, route: str) -> None:
     """A provider token cannot reach the admin API."""
     assert_error(client.get(route, headers=AUTH), 403, "forbidden")
@@ -143,3 +144,23 @@ def test_admin_edit_item_needs_admin_token(client: Client) -> None:
     r = client.patch("/admin/items", params={"partition": "b", "n": 1}, headers=AUTH,
                      json={"note": "x"})
     assert_error(r, 403, "forbidden")
+
+
+def test_admin_similar_groups_likely_restatements(client: Client) -> None:
+    remember(client, "d", "Dan drinks green tea")
+    remember(client, "d", "Dan owns a red bike")
+    remember(client, "d", "Dan drinks green tea daily")
+    r = client.get("/admin/similar?partition=d", headers=ADMIN)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert [[f["n"] for f in g["facts"]] for g in body["groups"]] == [[3, 1]]
+    newest, older = body["groups"][0]["facts"]
+    assert newest["text"] == "Dan drinks green tea daily" and newest["score"] == 1.0
+    assert older["text"] == "Dan drinks green tea" and 0 < older["score"] < 1
+    assert body["threshold"] > 0
+    assert client.get("/admin/similar?partition=d&threshold=0.99",
+                      headers=ADMIN).json()["groups"] == []
+    assert client.get("/admin/similar?partition=nothing-here",
+                      headers=ADMIN).json()["groups"] == []
+    assert_error(client.get("/admin/similar?partition=d&threshold=2", headers=ADMIN), 400,
+                 "invalid_request")

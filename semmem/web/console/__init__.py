@@ -45,6 +45,8 @@ def create_console(runtime: Runtime) -> Starlette:
         Route("/item", pages.item, methods=["GET"]),
         Route("/item", actions.edit, methods=["POST"]),
         Route("/item/forget", actions.forget, methods=["POST"]),
+        Route("/item/merge", actions.merge, methods=["POST"]),
+        Route("/similar", pages.similar, methods=["GET"]),
         Route("/export", pages.export, methods=["GET"]),
         Route("/delete", pages.delete_form, methods=["GET"]),
         Route("/delete", actions.delete, methods=["POST"]),

@@ -158,6 +158,11 @@ async def edit(request: Request) -> Response:
     return redirect(url("/partition", p=key, done="edited", n=n))
 
 
+def _back(form: Form) -> str:
+    """The page a form came from: the similar facts view, or the partition page."""
+    return "/similar" if form.get("back") == "similar" else "/partition"
+
+
 async def forget(request: Request) -> Response:
     """Forget an item (unless it changed since the page showing it was rendered)."""
     _, form = await require_post(request)
@@ -166,7 +171,17 @@ async def forget(request: Request) -> Response:
     async with memory_of(request) as memory:
         result = await memory.forget(key, n, cursor=form.get("cursor") or None)
     runtime(request).metrics.partition_count(key, result.get("count"))
-    return redirect(url("/partition", p=key, done="forgot", n=n))
+    return redirect(url(_back(form), p=key, done="forgot", n=n))
+
+
+async def merge(request: Request) -> Response:
+    """Merge item ``n`` into item ``into``: ``n`` stays on file, no longer recalled."""
+    _, form = await require_post(request)
+    key = partition_field(form)
+    n, into = form.integer("n", 1, 2**62), form.integer("into", 1, 2**62)
+    async with memory_of(request) as memory:
+        await memory.merge(key, n, into)
+    return redirect(url(_back(form), p=key, done="merged", n=n))
 
 
 async def delete(request: Request) -> Response:

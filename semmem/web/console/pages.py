@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response, StreamingResponse
 
+from semmem.contract import make_cursor
 from semmem.errors import InvalidInput, NotFound
 from semmem.protocol.jsonio import dumps
 from semmem.web.console import data
@@ -36,6 +37,7 @@ FLASH = {
     "edited": "Item #{n} saved.",
     "unchanged": "Nothing changed in item #{n}.",
     "forgot": "Item #{n} forgotten.",
+    "merged": "Item #{n} merged: it stays on file, no longer recalled.",
     "deleted": "Partition deleted.",
     "signedout": "Signed out.",
 }
@@ -142,6 +144,18 @@ async def partition(request: Request) -> Response:
     return page(request, "partition.html", title=f"Partition {key}", session=session,
                 view=view, flash=flash_of(request), search=None, preview=None,
                 form={"q": "", "limit": 10, "text": "", "max_bytes": 2048})
+
+
+async def similar(request: Request) -> Response:
+    """Groups of facts that probably restate or supersede each other, to merge or forget."""
+    session = require_session(request)
+    key = partition_param(request)
+    async with memory_of(request) as memory:
+        seq = (await memory.stats(key))["seq"]  # edits under it conflict if a fact changed
+        found = await memory.similar(key)
+    cursor = make_cursor(key, seq)
+    return page(request, "similar.html", title=f"Similar facts in {key}", session=session,
+                partition=key, groups=found, cursor=cursor, flash=flash_of(request))
 
 
 async def item(request: Request) -> Response:
