@@ -19,7 +19,7 @@ from semmem.items import Item, Vectors, iso
 from semmem.store.views import ItemSet
 
 # Chosen on the tune half of the labelled pairs by the notebook's rule (docs/consolidation.md).
-SIMILAR_THRESHOLD = 0.33
+SIMILAR_THRESHOLD = 0.40
 MAX_SIMILAR = 3  # hints per write
 _BLOCK = 1024  # rows per block of the owners' all-pairs products
 
@@ -74,50 +74,45 @@ def groups(items: ItemSet, threshold: float, neighbours: Neighbours | None = Non
            ) -> list[Group]:
     """The recallable items in groups of likely restatements and supersessions.
 
-    Newest first: each fact not yet grouped takes every ungrouped fact at least ``threshold``
-    similar to it, so a group is a star around its newest fact (no chains of loosely related
-    facts). ``neighbours`` gives, for a block of rows of ``items``, each row's candidate rows
-    and cosines (a partition's vector index); without it every pair is scored, in blocks of
-    matrix products, never a Python double loop.
+    Newest first: each fact not yet grouped takes every older ungrouped fact at least
+    ``threshold`` similar to it, so a group is a star around its newest fact (no chains of
+    loosely related facts). ``neighbours`` gives, for a block of rows of ``items``, each row's
+    candidate rows and cosines (a partition's vector index); without it every pair is scored,
+    in blocks of matrix products against the older facts only, never a Python double loop.
     """
     shown = [i for i, it in enumerate(items.items) if it.surfaced]
     if len(shown) < 2:
         return []
-    order = sorted(shown, key=lambda i: (-items.items[i].updated, -items.items[i].n))
+    order = np.array(sorted(shown, key=lambda i: (-items.items[i].updated, -items.items[i].n)))
     rank = np.full(len(items.items), -1, dtype=np.int64)
     rank[order] = np.arange(len(order))
-    near_of = neighbours or _dense(items)
+    vectors = items.vectors[order]  # newest first: the older facts of row r are rows > r
     grouped = np.zeros(len(order), dtype=bool)
     out: list[Group] = []
     for start in range(0, len(order), _BLOCK):
-        block = order[start:start + _BLOCK]
-        for row, (cols, scores) in enumerate(near_of(block), start):
-            if grouped[row]:
+        rows = [r for r in range(start, min(start + _BLOCK, len(order))) if not grouped[r]]
+        if not rows:
+            continue
+        if neighbours is None:
+            products = vectors[rows] @ vectors[start:].T
+            found = [(np.flatnonzero(line >= threshold) + start, line)
+                     for line in products]
+            near = [(cols, line[cols - start]) for cols, line in found]
+        else:
+            near = [(rank[cols], scores)
+                    for cols, scores in neighbours([int(order[r]) for r in rows])]
+        for row, (cols, scores) in zip(rows, near, strict=True):
+            if grouped[row]:  # taken by a newer fact of this block
                 continue
-            ranks = rank[cols]
-            keep = (scores >= threshold) & (ranks > row)
-            keep[keep] &= ~grouped[ranks[keep]]
+            keep = (scores >= threshold) & (cols > row)
+            keep[keep] &= ~grouped[cols[keep]]
             if not keep.any():
                 continue
-            # Every neighbour still ungrouped is older (a newer one would have taken this
-            # row), so in rank order the group is newest first.
-            picked = np.argsort(ranks[keep], kind="stable")
-            members_rows, members_scores = ranks[keep][picked], scores[keep][picked]
+            picked = np.argsort(cols[keep], kind="stable")  # rank order: newest first
+            members, member_scores = cols[keep][picked], scores[keep][picked]
             grouped[row] = True
-            grouped[members_rows] = True
-            head = items.items[order[row]]
-            out.append(Group([Near(head, 1.0)] + [
-                Near(items.items[order[r]], float(sc))
-                for r, sc in zip(members_rows, members_scores, strict=True)]))
+            grouped[members] = True
+            out.append(Group([Near(items.items[order[row]], 1.0)] + [
+                Near(items.items[order[m]], float(sc))
+                for m, sc in zip(members, member_scores, strict=True)]))
     return out
-
-
-def _dense(items: ItemSet) -> Neighbours:
-    """Every row of ``items`` as each row's candidates, with exact cosines."""
-    cols = np.arange(len(items.items), dtype=np.int64)
-
-    def near_of(block: list[int]) -> list[tuple[npt.NDArray[np.int64], Vectors]]:
-        products = items.vectors[block] @ items.vectors.T
-        return [(cols, products[i]) for i in range(len(block))]
-
-    return near_of

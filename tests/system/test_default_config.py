@@ -175,3 +175,43 @@ def test_the_cli_with_the_default_data_directory(tmp_path: Path) -> None:
 def test_the_default_data_directory_is_ignored_by_git() -> None:
     done = subprocess.run(["git", "check-ignore", "-q", "semmem-data/x"], cwd=REPO)
     assert done.returncode == 0, "semmem-data/ would show up in git status after `make run`"
+
+
+async def _seed_indexed(data: Path, count: int) -> None:
+    """A partition past the default index threshold: random vectors under the bundled model's
+    id (written through the store, which is fast), the first one a real fact's."""
+    import numpy as np
+
+    from semmem.embedding.choice import open_model
+    from semmem.embedding.files import default_model_dir
+    from semmem.store import ItemRow, Mutation, Store
+
+    model = open_model(default_model_dir(), "auto")
+    vectors = np.random.default_rng(5).normal(size=(count, model.dim)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    vectors[0] = model.embed_batch(["Prefers metric units"])[0]
+    texts = ["Prefers metric units", *(f"Filler fact number {i}" for i in range(2, count + 1))]
+    store = Store(str(data), dim=model.dim, model_id=model.model_id)
+    await store.open()
+    rows = [ItemRow(i + 1, t, vectors[i], i, i, 1) for i, t in enumerate(texts)]
+    await store.write("alice", lambda _view: Mutation(items=rows, hwm=count))
+    await store.close()
+
+
+def test_an_indexed_partition_with_the_shipped_defaults(tmp_path: Path) -> None:
+    """Past the index threshold (50,000 by default): recall and the write hints go through
+    the vector index, and the log stays clean."""
+    import asyncio
+
+    asyncio.run(_seed_indexed(tmp_path / "semmem-data", 50_500))
+    _cli(tmp_path, "maintain")  # builds the index
+    server = DefaultServer(tmp_path).start()
+    try:
+        assert "1. Prefers metric units" in server.recall("which units do I prefer?")["text"]
+        done = server.tool("remember", text="Likes to use the metric system for measurements")
+        assert done["n"] == 50_501 and [s["n"] for s in done["similar"]] == [1]
+        assert server.tool("update", n=2, text="Filler fact, edited")["n"] == 2
+        assert server.tool("search", query="metric")["items"][0]["n"] in (1, 50_501)
+    finally:
+        server.stop()
+    assert problems(server.output()) == []

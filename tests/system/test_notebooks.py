@@ -74,3 +74,22 @@ def test_explore_memory_notebook_shows_recall_with_scores(
     assert "Maya has a cat named Pixel" in text
     assert "rank    n   score  cosine lexical  recalled" in text
     assert images(book) == 1
+
+
+def test_tune_similar_notebook_writes_the_shipped_threshold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from semmem.ranking.similar import SIMILAR_THRESHOLD
+
+    output = tmp_path / "similar.json"
+    monkeypatch.setenv("SEMMEM_TUNE_OUTPUT", str(output))
+    monkeypatch.setenv("SEMMEM_EVAL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("SEMMEM_SIMILAR_PAIRS", raising=False)
+    book = execute("tune_similar.ipynb")
+    text = outputs(book)
+    assert "share listed (%)" in text and "own fact listed" in text
+    assert images(book) == 2  # the scores by class, the listed share against the threshold
+    chosen = json.loads(output.read_text())
+    # the code's default is what the notebook chooses on the committed pairs
+    assert chosen["similar_threshold"] == SIMILAR_THRESHOLD
+    assert set(chosen["held_out"]) == {"restatement", "supersession", "related", "unrelated"}

@@ -1,0 +1,94 @@
+"""What the write-time hints do on a real memory, and what owners' grouping costs.
+
+    .venv/bin/python benchmarks/consolidation.py --conversation ../shared/data/locomo-dev/26.json
+
+1. One LoCoMo conversation's observations remembered one by one, in session order, through
+   ``Memory.remember`` with the bundled model (a fresh store): how many ``similar`` entries a
+   remember carries (mean, share with at least one, distribution), and a sample to read.
+2. ``Memory.similar`` (the owners' groups) over ``--facts`` facts of real embeddings (the
+   benchmark base set, through the store): wall time, median of ``--reps``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.vectors import base_set
+from semmem.embedding.choice import open_model
+from semmem.embedding.files import default_model_dir
+from semmem.evaluation.dataset import load_locomo
+from semmem.memory import Memory
+from semmem.store import ItemRow, Mutation
+from semmem.wiring import limit_blas_threads
+
+
+async def hints_on(conversation: Path, sample: int, seed: int) -> None:
+    """Load the conversation fact by fact and report the hints the remembers answered."""
+    part = load_locomo(conversation)
+    model = open_model(default_model_dir(), "auto")
+    with tempfile.TemporaryDirectory() as tmp:
+        memory = await Memory.open(str(Path(tmp) / "db"), model)
+        answers = [(fact.text, await memory.remember("conv", fact.text)) for fact in part.facts]
+        await memory.close()
+    counts = [len(a.get("similar", [])) for _, a in answers]
+    existing = sum(1 for _, a in answers if a.get("existing"))
+    print(f"{conversation.name}: {len(answers)} remembers ({existing} exact duplicates), "
+          f"similar entries per remember: mean {statistics.mean(counts):.2f}, "
+          f"with at least one {100 * sum(c > 0 for c in counts) / len(counts):.1f} %")
+    print("entries per remember:", dict(sorted(Counter(counts).items())))
+    with_hints = [(t, a) for t, a in answers if a.get("similar")]
+    for text, answer in random.Random(seed).sample(with_hints, min(sample, len(with_hints))):
+        print(f"\n#{answer['n']} {text}")
+        for hint in answer["similar"]:
+            print(f"    ~ #{hint['n']} ({hint['score']:.2f}) {hint['text']}")
+
+
+async def grouping(facts: int, reps: int) -> None:
+    """Time the owners' groups over ``facts`` facts of real embeddings."""
+    model = open_model(default_model_dir(), "auto")
+    texts, vectors, _ = base_set(model, facts)
+    with tempfile.TemporaryDirectory() as tmp:
+        memory = await Memory.open(str(Path(tmp) / "db"), model)
+        rows = [ItemRow(i + 1, t, v, i, i, 1) for i, (t, v) in enumerate(zip(texts, vectors,
+                                                                              strict=True))]
+        await memory.store.write("big", lambda _view: Mutation(items=rows, hwm=len(rows)))
+        await memory.snapshot("big")  # the snapshot is read once, as a server has it cached
+        times, found = [], []
+        for _ in range(reps):
+            started = time.perf_counter()
+            found = await memory.similar("big")
+            times.append(time.perf_counter() - started)
+        await memory.close()
+    sizes = Counter(len(g.members) for g in found)
+    print(f"\nsimilar groups over {facts:,} facts: median {statistics.median(times):.2f} s "
+          f"(min {min(times):.2f}, max {max(times):.2f}, {reps} runs); {len(found)} groups, "
+          f"sizes {dict(sorted(sizes.items()))}")
+
+
+def main() -> None:
+    """Run both measurements."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--conversation", type=Path,
+                        default=Path("../shared/data/locomo-dev/26.json"))
+    parser.add_argument("--sample", type=int, default=15)
+    parser.add_argument("--seed", type=int, default=5)
+    parser.add_argument("--facts", type=int, default=10_000)
+    parser.add_argument("--reps", type=int, default=5)
+    args = parser.parse_args()
+    limit_blas_threads()
+    asyncio.run(hints_on(args.conversation, args.sample, args.seed))
+    asyncio.run(grouping(args.facts, args.reps))
+
+
+if __name__ == "__main__":
+    main()
