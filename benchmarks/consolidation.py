@@ -7,6 +7,9 @@
    remember carries (mean, share with at least one, distribution), and a sample to read.
 2. ``Memory.similar`` (the owners' groups) over ``--facts`` facts of real embeddings (the
    benchmark base set, through the store): wall time, median of ``--reps``.
+3. What the hints add to a ``remember`` in such a partition: the hint step alone (the cached
+   view's nearest facts, ``Memory._hints``) timed over 300 real query vectors, p50/p95, beside
+   the whole in-process ``remember`` p50 (embedding included) of 100 new facts.
 """
 
 from __future__ import annotations
@@ -75,6 +78,35 @@ async def grouping(facts: int, reps: int) -> None:
           f"sizes {dict(sorted(sizes.items()))}")
 
 
+async def hint_cost(facts: int) -> None:
+    """Time the hint step and a whole remember in a cached partition of ``facts`` facts."""
+    model = open_model(default_model_dir(), "auto")
+    texts, vectors, _ = base_set(model, facts)
+    with tempfile.TemporaryDirectory() as tmp:
+        memory = await Memory.open(str(Path(tmp) / "db"), model)
+        rows = [ItemRow(i + 1, t, v, i, i, 1) for i, (t, v) in enumerate(zip(texts, vectors,
+                                                                              strict=True))]
+        await memory.store.write("big", lambda _view: Mutation(items=rows, hwm=len(rows)))
+        await memory.recall("big", "warm the snapshot", 1024)  # cached, as a server has it
+        queries = model.embed_batch([f"Fresh fact number {i} about the weekend"
+                                     for i in range(300)])
+        steps = []
+        for vector in queries:
+            started = time.perf_counter()
+            await memory._hints("big", vector)
+            steps.append(1000 * (time.perf_counter() - started))
+        writes = []
+        for i in range(100):
+            started = time.perf_counter()
+            await memory.remember("big", f"A newly learnt fact, number {i}, about cooking")
+            writes.append(1000 * (time.perf_counter() - started))
+        await memory.close()
+    steps.sort()
+    print(f"\nhint step at {facts:,} facts: p50 {statistics.median(steps):.2f} ms, "
+          f"p95 {steps[int(0.95 * len(steps))]:.2f} ms (300 queries); whole remember p50 "
+          f"{statistics.median(writes):.1f} ms (100 writes, embedding included)")
+
+
 def main() -> None:
     """Run both measurements."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -88,6 +120,7 @@ def main() -> None:
     limit_blas_threads()
     asyncio.run(hints_on(args.conversation, args.sample, args.seed))
     asyncio.run(grouping(args.facts, args.reps))
+    asyncio.run(hint_cost(args.facts))
 
 
 if __name__ == "__main__":

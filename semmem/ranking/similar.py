@@ -44,8 +44,19 @@ def nearest(items: ItemSet, vector: Vectors, threshold: float, *, limit: int = M
         return []
     scores = items.vectors @ np.asarray(vector, np.float32).reshape(-1)
     above = np.flatnonzero(scores >= threshold)
+    take = 4 * limit + len(exclude)  # room for hidden or excluded facts among the best
+    if above.size > take:  # only the best few need sorting (a set of look-alike facts)
+        best = above[np.argpartition(-scores[above], take)[:take]]
+        found = _best_first(items, scores, best, limit, exclude)
+        if len(found) == limit:
+            return found
+    return _best_first(items, scores, above, limit, exclude)
+
+
+def _best_first(items: ItemSet, scores: Vectors, rows: npt.NDArray[np.intp], limit: int,
+                exclude: Collection[int]) -> list[Near]:
     out: list[Near] = []
-    for i in above[np.argsort(-scores[above], kind="stable")]:
+    for i in rows[np.argsort(-scores[rows], kind="stable")]:
         item = items.items[i]
         if item.surfaced and item.n not in exclude:
             out.append(Near(item, float(scores[i])))
