@@ -195,15 +195,20 @@ class Memory:
                                  numbers=[n, *hints.candidates])
 
     async def _hints(self, partition: str, vector: np.ndarray) -> rules.Hints:
-        """The facts a written text may restate: the nearest recallable ones in the partition's
-        cached view (read when none is cached), to be checked again at the decided version."""
-        view = self.store.cached_view(partition) or await self.store.read_view(partition)
+        """The facts a written text may restate, to be scored again at the decided version: the
+        nearest recallable ones in the partition's cached view, else (a write never loads a
+        partition) the nearest numbers the table's own vector search finds."""
+        # A few more than are listed: some may change before the write is decided.
+        limit = 2 * MAX_SIMILAR
+        view = self.store.cached_view(partition)
+        if view is None:
+            numbers = await self.store.nearest_numbers(partition, vector, limit)
+            return rules.Hints(numbers, self.similar_threshold)
         if not view.count:
             return rules.Hints()
         found = await self.store.nearest(view, vector, self.index_candidates) \
             if isinstance(view, IndexedView) else view
-        # A few more than are listed: some may change before the write is decided.
-        near = nearest(found, vector, self.similar_threshold, limit=2 * MAX_SIMILAR)
+        near = nearest(found, vector, self.similar_threshold, limit=limit)
         return rules.Hints([c.item.n for c in near], self.similar_threshold)
 
     async def merge(self, partition: str, n: int, into: int) -> dict[str, Any]:

@@ -214,6 +214,19 @@ class Store:
         data = await q.to_arrow()
         return await asyncio.to_thread(candidates, view.head, data, self.dim)
 
+    async def nearest_numbers(self, partition: str, query: np.ndarray, k: int) -> list[int]:
+        """The numbers of the ``k`` live items nearest to ``query``, searched in the table (its
+        vector index if it has one, else every vector) without loading the partition."""
+        tbl = await self.conn.table(partition, create=False)
+        if tbl is None:
+            return []
+        q = (
+            tbl.vector_search(np.asarray(query, np.float32).reshape(-1))
+            .column("vector").distance_type("cosine").where(LIVE_ITEMS)
+            .limit(k).select(["n", "_distance"])
+        )
+        return [int(n) for n in (await q.to_arrow()).column("n").to_pylist()]
+
     async def neighbours(self, view: IndexedView, queries: np.ndarray, k: int
                          ) -> list[tuple[list[int], list[float]]]:
         """For each of ``queries`` (rows), the numbers and cosines of its ``k`` nearest live

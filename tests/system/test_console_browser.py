@@ -399,6 +399,8 @@ def test_similar_facts_merged_and_forgotten_in_browser(server: ServerProcess, br
                                                        shots: Path) -> None:
     """The partition page links to its similar facts; merge one, forget another."""
     base, d, p = server.url, browser, "consolidate"
+    d.get(f"{base}/console/signin")
+    d.delete_all_cookies()  # a fresh session, whatever an earlier test left
     sign_in(d, base, ADMIN_TOKEN)
     d.get(f"{base}/console/partition?p={p}")
     for fact in ("Bo drinks green tea", "Bo owns a red kayak", "Bo drinks green tea daily",

@@ -99,7 +99,8 @@ async def test_retried_write_with_same_request_id_applied_once(tmp_path: Path) -
         first = await send("tools/call", update, {"request_id": "retry-1"})
         second = await send("tools/call", update, {"request_id": "retry-1"})
         assert first["structuredContent"] == second["structuredContent"] == \
-            {"status": "stored", "n": 1, "count": 2}
+            {"status": "stored", "n": 1, "count": 2,
+             "similar": [{"n": 2, "text": "Fay has a green kayak.", "score": 0.6}]}
         forget = {"name": "forget", "arguments": {"n": 2}}
         gone = await send("tools/call", forget, {"request_id": "retry-2"})
         replay = await send("tools/call", forget, {"request_id": "retry-2"})
