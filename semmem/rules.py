@@ -55,18 +55,38 @@ def replay(view: WriteView, op: Operation | None) -> dict[str, Any] | None:
             "operationId was already used with a different tool, arguments or cursor",
             {"operationId": op.operation_id},
         )
-    return record.result_json()
+    return _shown(view, record.result_json())
+
+
+def _shown(view: WriteView, result: dict[str, Any]) -> dict[str, Any]:
+    """A recorded result as the write answered it: each ``similar`` entry's text is read back
+    from the fact it names, if that fact is still the revision it was (a record keeps no fact
+    text, so a forgotten or replaced text never returns through a replay)."""
+    refs = result.get("similar")
+    if not refs:
+        return result
+    shown = []
+    for ref in refs:
+        item = view.get(ref["n"])
+        if item is not None and item.surfaced and item.revision == ref["revision"]:
+            shown.append({"n": item.n, "text": item.text, "score": ref["score"]})
+    return with_similar({k: v for k, v in result.items() if k != "similar"}, shown)
 
 
 def record(op: Operation | None, result: dict[str, Any], ttl_ms: int) -> OpRecord | None:
-    """The idempotency record that commits with a write (none without an operation id)."""
+    """The idempotency record that commits with a write (none without an operation id); its
+    ``similar`` entries name facts by number and revision, without their text."""
     if op is None:
         return None
     now = now_ms()
     # Kept past the deadline, but never further than the horizon a deadline may have.
     expires = max(now + ttl_ms, min(op.deadline_ms or 0, now + DEADLINE_HORIZON_MS))
+    kept = {k: v for k, v in result.items() if k != "similar"}
+    if "similar" in result:
+        kept["similar"] = [{"n": h["n"], "revision": h["revision"], "score": h["score"]}
+                           for h in result["similar"]]
     return OpRecord(op_key(op.operation_id), op.fingerprint,
-                    json.dumps(result, ensure_ascii=False), expires)
+                    json.dumps(kept, ensure_ascii=False), expires)
 
 
 def check_target(view: WriteView, n: int, cursor_seq: int | None) -> Item:
@@ -179,8 +199,13 @@ def as_numbers(values: Sequence[Any]) -> list[int]:
 
 def mutation(op: Operation | None, result: dict[str, Any], ttl_ms: int,
              items: Sequence[ItemRow] = (), hwm: int | None = None) -> Mutation:
-    """A write's rows, committed with the idempotency record of ``op`` if there is one."""
-    return Mutation(items=list(items), op=record(op, result, ttl_ms), hwm=hwm, result=result)
+    """A write's rows, committed with the idempotency record of ``op`` if there is one; the
+    write answers ``result`` without the hints' revisions."""
+    answer = result
+    if "similar" in result:
+        answer = {**result, "similar": [{k: v for k, v in h.items() if k != "revision"}
+                                        for h in result["similar"]]}
+    return Mutation(items=list(items), op=record(op, result, ttl_ms), hwm=hwm, result=answer)
 
 
 @dataclass(frozen=True)
@@ -192,13 +217,15 @@ class Hints:
     threshold: float = 1.0
 
     def listed(self, view: WriteView, vector: np.ndarray, written: int) -> list[dict[str, Any]]:
-        """The ``similar`` entries: candidates still recallable at the decided version, other
-        than the written fact, scored on their current vectors, best first."""
+        """The ``similar`` entries (with each fact's revision, for the record): candidates
+        still recallable at the decided version, other than the written fact, scored on their
+        current vectors, best first."""
         rows = [view.index_of(n) for n in self.candidates if n != written]
         found = ItemSet([view.items[i] for i in rows if i is not None],
                         view.vectors[[i for i in rows if i is not None]].reshape(
                             -1, view.vectors.shape[1]))
-        return [near.hint() for near in nearest(found, vector, self.threshold)]
+        return [{**near.hint(), "revision": near.item.revision}
+                for near in nearest(found, vector, self.threshold)]
 
 
 def with_similar(result: dict[str, Any], similar: list[dict[str, Any]]) -> dict[str, Any]:

@@ -284,11 +284,30 @@ async def test_an_update_is_not_its_own_hint(memory: Memory) -> None:
 
 async def test_a_replayed_write_answers_the_same_hints(memory: Memory) -> None:
     await memory.remember("p", "Alice drinks green tea")
+    await memory.remember("p", "Alice drinks green tea at noon")
     op = Operation.of("op-1", "remember", {"text": "Alice drinks green tea daily"}, None)
     first = await memory.remember("p", "Alice drinks green tea daily", op=op)
-    await memory.forget("p", 1)
+    assert [s["n"] for s in first["similar"]] == [1, 2]
+    await memory.remember("p", "Bob cycles to work")  # other writes change nothing
     assert await memory.remember("p", "Alice drinks green tea daily", op=op) == first
-    assert first["similar"][0]["n"] == 1
+
+
+async def test_a_replay_never_brings_back_a_forgotten_hint(tmp_path: Path) -> None:
+    """Records name hinted facts without their text: forgetting one leaves no copy of it in
+    any file, and a replay lists only the hints still as they were."""
+    memory = await open_memory(tmp_path / "db", HashingEmbedder())
+    secret = f"Alice drinks green tea {os.urandom(6).hex()}"
+    await memory.remember("p", secret)
+    await memory.remember("p", "Alice drinks green tea at noon")
+    op = Operation.of("op-1", "remember", {"text": "Alice drinks green tea daily"}, None)
+    first = await memory.remember("p", "Alice drinks green tea daily", op=op)
+    assert {s["text"] for s in first["similar"]} == {secret, "Alice drinks green tea at noon"}
+    await memory.forget("p", 1)
+    again = await memory.remember("p", "Alice drinks green tea daily", op=op)
+    assert again == {**first, "similar": [s for s in first["similar"] if s["n"] != 1]}
+    await memory.maintain("p", retention=timedelta(0))
+    assert files_with(tmp_path / "db", secret.split()[-1].encode()) == []
+    await memory.close()
 
 
 async def test_exact_duplicates_answer_existing_without_hints(memory: Memory) -> None:
