@@ -27,7 +27,7 @@ from semmem.store.files import open_dataset
 from semmem.store.reading import candidates, decode
 from semmem.store.rows import KIND_HEAD, KIND_ITEM, Lookup, Mutation, Plan, table_name
 from semmem.store.schema import ITEM_COLUMNS, LIVE_ITEMS, SCHEMA_VERSION, partition_schema
-from semmem.store.snapshots import Snapshots
+from semmem.store.snapshots import WRITE_LOADS, Snapshots
 from semmem.store.upkeep import INDEX_THRESHOLD, MaintenanceReport, Upkeep, index_probes
 from semmem.store.views import Candidates, Head, IndexedView, PartitionSnapshot, ReadView, WriteView
 from semmem.store.writes import Writer
@@ -52,6 +52,8 @@ class Store:
         index_threshold: int = INDEX_THRESHOLD,
         cache_items: int = 2_000_000,
         cache_bytes: int = 1 << 30,
+        tail_rows: int | None = None,
+        write_loads: int = WRITE_LOADS,
     ) -> None:
         self.uri = uri
         self.dim = dim
@@ -64,10 +66,13 @@ class Store:
                                read_consistency=read_consistency, max_tables=cache_size,
                                cache_bytes=cache_bytes)
         self.snapshots = Snapshots(dim, model_id, self.storage_options, cache_size, cache_items,
-                                   index_threshold)
+                                   index_threshold, cache_bytes, tail_rows, write_loads)
         self._views = self.snapshots.cache
         self.writer = Writer(model_id, self.schema, self.snapshots.write_view,
-                              self.snapshots.following)
+                             self.snapshots.following, self.snapshots.known,
+                             self.upkeep.discard_files,
+                             tail_rows=self.snapshots.tail_rows,
+                             refresh=read_consistency != timedelta(0))
 
     @property
     def version_retention(self) -> timedelta:
@@ -179,7 +184,8 @@ class Store:
             cached = self._views.get(name, version)
             if cached is not None:
                 return cached
-            if await tbl.count_rows() <= self.index_threshold:
+            if isinstance(self._views.latest(name), PartitionSnapshot) or await asyncio.to_thread(
+                    self._rows_at, name, await tbl.uri(), version) <= self.index_threshold:
                 return await self._snapshot_at(partition, tbl, version)
             view = await asyncio.to_thread(self._indexed_view, await tbl.uri(), partition,
                                            version)
@@ -188,6 +194,10 @@ class Store:
 
         return await self._read_latest(partition, read,
                                        PartitionSnapshot.empty(partition, self.dim))
+
+    def _rows_at(self, name: str, uri: str, version: int) -> int:
+        # From the manifest (the dataset is kept for the snapshot's read): no data read.
+        return int(self.snapshots.dataset(name, uri, version).count_rows())
 
     def _indexed_view(self, uri: str, partition: str, version: int) -> IndexedView:
         ds = open_dataset(uri, self.storage_options, version)

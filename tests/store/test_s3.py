@@ -136,7 +136,7 @@ async def test_maintenance_on_s3_purges_a_forgotten_text(s3: dict[str, str]) -> 
     marker = "s3-forget-marker-5d1f"
     embedder = HashingEmbedder()
     store = Store(f"s3://{BUCKET}/purge", dim=embedder.dim, model_id=embedder.model_id,
-                  storage_options=s3, orphan_age=timedelta(0))
+                  storage_options=s3, orphan_age=timedelta(0), tail_rows=1)
     await store.open()
     memory = Memory(store, embedder)
     await memory.remember("p", f"the secret is {marker}")
@@ -198,6 +198,6 @@ async def test_replica_snapshot_follows_the_other_replicas_writes(s3: dict[str, 
             assert (got.text, got.sources, got.cursor) == (want.text, want.sources, want.cursor)
         await fresh.close()
     assert b.store.snapshots.rebuilds == built
-    assert b.store.snapshots.forwards >= len(steps)
+    assert b.store.snapshots.forwards >= len(steps) - 1  # maintain may find nothing to do
     await a.close()
     await b.close()
