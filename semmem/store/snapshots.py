@@ -53,6 +53,9 @@ class Snapshots:
         # Past this many rows a partition is read through its index, not held as a snapshot.
         self.max_rows = max_rows
         self.write_loads = min(write_loads, max_rows)
+        # Whether every read checks for a newer version itself (read consistency 0); else the
+        # table handle decides when to look.
+        self.check_latest = True
         self.model_id = model_id
         self.storage_options = storage_options
         self.cache = ViewCache(max_views, max_items)
@@ -81,6 +84,14 @@ class Snapshots:
         self._datasets.clear()
         self._layouts.clear()
         self._following.clear()
+
+    async def latest(self, partition: str, tbl: Any) -> int:
+        """The table's latest version: asked of the dataset held for it (one LIST on object
+        storage; the table handle would also read the new manifest), else of the table."""
+        ds = self._datasets.get(table_name(partition))
+        if ds is None or not self.check_latest:
+            return int(await tbl.version())
+        return int(await asyncio.to_thread(lambda: ds.latest_version))
 
     def known(self, partition: str) -> int | None:
         """The latest version this process holds a snapshot and layout of (a write decides on

@@ -23,7 +23,7 @@ from semmem.errors import DeadlineExceeded, ModelMismatch, SemmemError, Unavaila
 from semmem.items import now_ms
 from semmem.store.conflicts import moved_on
 from semmem.store.connection import Connection
-from semmem.store.files import open_dataset
+from semmem.store.files import open_dataset, remote
 from semmem.store.reading import candidates, decode
 from semmem.store.rows import KIND_HEAD, KIND_ITEM, Lookup, Mutation, Plan, table_name
 from semmem.store.schema import ITEM_COLUMNS, LIVE_ITEMS, SCHEMA_VERSION, partition_schema
@@ -33,6 +33,11 @@ from semmem.store.views import Candidates, Head, IndexedView, PartitionSnapshot,
 from semmem.store.writes import Writer
 
 V = TypeVar("V")
+
+# Object-store retries (the store's own options override them): a few quick retries of a
+# failed request (503 SlowDown, a reset connection, a cut body), bounded in time, so a store
+# that keeps failing is reported (503 with Retry-After) in seconds, not after the default 180 s.
+RETRIES = {"client_max_retries": "3", "client_retry_timeout": "10", "download_retry_count": "2"}
 
 
 class Store:
@@ -58,7 +63,7 @@ class Store:
         self.uri = uri
         self.dim = dim
         self.model_id = model_id
-        self.storage_options = dict(storage_options or {})
+        self.storage_options = {**(RETRIES if remote(uri) else {}), **(storage_options or {})}
         self.upkeep = Upkeep(self.storage_options, version_retention, orphan_age,
                              index_threshold)
         self.schema = partition_schema(dim)
@@ -67,10 +72,11 @@ class Store:
                                cache_bytes=cache_bytes)
         self.snapshots = Snapshots(dim, model_id, self.storage_options, cache_size, cache_items,
                                    index_threshold, cache_bytes, tail_rows, write_loads)
+        self.snapshots.check_latest = read_consistency == timedelta(0)
         self._views = self.snapshots.cache
         self.writer = Writer(model_id, self.schema, self.snapshots.write_view,
                              self.snapshots.following, self.snapshots.known,
-                             self.upkeep.discard_files,
+                             self.upkeep.discard_files, self.snapshots.latest,
                              tail_rows=self.snapshots.tail_rows,
                              refresh=read_consistency != timedelta(0))
 
@@ -149,7 +155,7 @@ class Store:
             return empty
         for attempt in range(3):
             try:
-                version = await tbl.version()  # ~0.1 ms locally: caches are keyed by version
+                version = await self.snapshots.latest(partition, tbl)  # caches are by version
             except Exception as exc:
                 self.conn.forget_handle(partition)
                 raise Unavailable(f"cannot read partition: {exc}") from exc

@@ -40,6 +40,7 @@ MAX_GATHER_S = 0.05
 ViewReader = Callable[[str, Any, int, Lookup], Awaitable[tuple[Any, WriteView, Layout]]]
 Committed = Callable[[str, Batch, Any, Layout | None], Callable[[], Awaitable[None]] | None]
 Known = Callable[[str], int | None]
+Latest = Callable[[str, Any], Awaitable[int]]  # a partition's latest version (its table given)
 Discard = Callable[[str, list[str]], None]  # a table's URI, names of its data files
 
 
@@ -89,7 +90,7 @@ class Writer:
     """Commits the writes of one store, one group per partition at a time."""
 
     def __init__(self, model_id: str, schema: pa.Schema, read_view: ViewReader,
-                 committed: Committed, known: Known, discard: Discard, *,
+                 committed: Committed, known: Known, discard: Discard, latest: Latest, *,
                  tail_rows: int | None = None, refresh: bool = False) -> None:
         self.model_id = model_id
         self.schema = schema
@@ -98,6 +99,7 @@ class Writer:
         self.committed = committed
         self.known = known
         self.discard = discard
+        self.latest = latest
         # Move the table handle to each new version (a handle that checks for newer versions
         # only now and then would not see this process's own write).
         self.refresh = refresh
@@ -202,7 +204,7 @@ class Writer:
                 return
             known = self.known(partition) if attempt == 0 else None
             fresh = known is None
-            version = await tbl.version() if known is None else known
+            version = await self.latest(partition, tbl) if known is None else known
             try:
                 ds, view, layout = await self.read_view(partition, tbl, version,
                                                         joined([p.lookup for p in group]))
@@ -218,7 +220,7 @@ class Writer:
                     f"partition was embedded with {view.model!r}; run `semmem reindex`")
             outcomes, mutations = self._decide(group, view)
             if not mutations:
-                if not fresh and await tbl.version() != version:
+                if not fresh and await self.latest(partition, tbl) != version:
                     continue  # decided on a version that is no longer the latest
                 _settle(outcomes)
                 return
