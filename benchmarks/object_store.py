@@ -38,6 +38,20 @@ ROOT = Path(__file__).resolve().parent.parent
 MOTO = Path(sys.executable).parent / "moto_server"
 DIM = 384
 QUERY = "which fact mentions topic 7"
+# S3 Standard, us-east-1, per request: PUT, COPY, POST, LIST $0.005 per 1,000; GET and the
+# others $0.0004 per 1,000; DELETE free.
+PRICE_WRITE, PRICE_READ = 0.005 / 1000, 0.0004 / 1000
+
+
+def dollars_per_million(entries: list[Any]) -> float:
+    """What a million operations that each made ``entries`` would cost in requests."""
+    cost = 0.0
+    for e in entries:
+        method = e.kind.split()[0]
+        if method == "DELETE":
+            continue
+        cost += PRICE_WRITE if method in ("PUT", "POST", "LIST") else PRICE_READ
+    return cost * 1_000_000
 
 
 def free_port() -> int:
@@ -102,10 +116,10 @@ class Bench:
         return f"fact {self.facts} about topic {self.facts % 97} and item {self.facts * 7919}"
 
     async def measure(self, make: Callable[[], Awaitable[Callable[[], Awaitable[Any]]]]
-                      ) -> tuple[float, float]:
-        """Median requests of the step ``make`` prepares (preparation not counted), then its
-        p50 wall time with the delay."""
-        counts, times = [], []
+                      ) -> tuple[float, float, float]:
+        """Median requests of the step ``make`` prepares (preparation not counted), their
+        median cost per million steps, then its p50 wall time with the delay."""
+        counts, costs, times = [], [], []
         for delay in (0.0, self.delay_ms):
             self.proxy.delay_ms = 0.0
             for _ in range(self.reps):
@@ -115,13 +129,16 @@ class Bench:
                 started = time.perf_counter()
                 await step()
                 elapsed = (time.perf_counter() - started) * 1000
-                (counts if delay == 0.0 else times).append(
-                    len(self.proxy.entries()) if delay == 0.0 else elapsed)
+                if delay == 0.0:
+                    counts.append(len(self.proxy.entries()))
+                    costs.append(dollars_per_million(self.proxy.entries()))
+                else:
+                    times.append(elapsed)
                 self.proxy.delay_ms = 0.0
-        return statistics.median(counts), statistics.median(times)
+        return statistics.median(counts), statistics.median(costs), statistics.median(times)
 
 
-async def size(bench: Bench, moto: str, n: int) -> dict[str, tuple[float, float]]:
+async def size(bench: Bench, moto: str, n: int) -> dict[str, tuple[float, float, float]]:
     """Every operation's (requests, p50 ms) on a partition of ``n`` facts."""
     bucket = f"bench-{n}-{int(time.time() * 1000)}"
     make_bucket(moto, bucket)
@@ -135,7 +152,7 @@ async def size(bench: Bench, moto: str, n: int) -> dict[str, tuple[float, float]
         await a.remember(p, bench.fact())
     await a.recall(p, QUERY, 2000)
     await b.recall(p, QUERY, 2000)
-    out: dict[str, tuple[float, float]] = {}
+    out: dict[str, tuple[float, float, float]] = {}
     opened: list[Any] = []
 
     async def cold() -> Callable[[], Awaitable[Any]]:
@@ -200,10 +217,10 @@ def main() -> None:
     bench = Bench(moto, args.delay_ms, args.reps, proxy)
     print(f"semmem from {args.repo}; moto on loopback; {args.delay_ms:.0f} ms per request "
           f"for the times; medians of {args.reps}")
-    print(f"{'facts':>6}  {'operation':<18} {'requests':>8} {'p50 ms':>8}")
+    print(f"{'facts':>6}  {'operation':<18} {'requests':>8} {'$ per 1M':>9} {'p50 ms':>8}")
     for n in (int(s) for s in args.sizes.split(",")):
-        for name, (requests, ms) in asyncio.run(size(bench, moto, n)).items():
-            print(f"{n:>6}  {name:<18} {requests:>8.0f} {ms:>8.0f}", flush=True)
+        for name, (requests, cost, ms) in asyncio.run(size(bench, moto, n)).items():
+            print(f"{n:>6}  {name:<18} {requests:>8.0f} {cost:>9.2f} {ms:>8.0f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,10 @@
 """``Store``: partitions of numbered items in LanceDB, one table per partition.
 
-Every write is one Lance ``merge_insert`` that updates the head row, with Lance's own conflict
-retries turned off: two writers that read the same head conflict at commit, one wins, the other
-re-reads and tries again. That makes numbering, duplicate detection, cursor checks and the
-idempotency record atomic with the write, across threads, processes and replicas on object
-storage, with no lock service.
+Every write is one Lance ``Update`` that replaces the head's fragment (``store/tail.py``), with
+Lance's own conflict retries turned off: two writers that read the same head conflict at
+commit, one wins, the other re-reads and tries again. That makes numbering, duplicate
+detection, cursor checks and the idempotency record atomic with the write, across threads,
+processes and replicas on object storage, with no lock service.
 """
 
 from __future__ import annotations
