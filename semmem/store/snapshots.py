@@ -88,10 +88,17 @@ class Snapshots:
     async def latest(self, partition: str, tbl: Any) -> int:
         """The table's latest version: asked of the dataset held for it (one LIST on object
         storage; the table handle would also read the new manifest), else of the table."""
-        ds = self._datasets.get(table_name(partition))
-        if ds is None or not self.check_latest:
+        name = table_name(partition)
+        if not self.check_latest:
             return int(await tbl.version())
-        return int(await asyncio.to_thread(lambda: ds.latest_version))
+        held = self._datasets.get(name)
+        if held is None:  # open it at its latest version: the snapshot's read goes on from it
+            uri = await tbl.uri()
+            opened = await asyncio.to_thread(open_dataset, uri, self.storage_options,
+                                             session=self.session, full_reads=True)
+            self._keep(name, opened)
+            return int(opened.version)
+        return int(await asyncio.to_thread(lambda: held.latest_version))
 
     def known(self, partition: str) -> int | None:
         """The latest version this process holds a snapshot and layout of (a write decides on
