@@ -16,18 +16,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import random
 import statistics
 import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.vectors import base_set
 from semmem.embedding.choice import open_model
+from semmem.embedding.embedder import Embedder
 from semmem.embedding.files import default_model_dir
 from semmem.evaluation.dataset import load_locomo
 from semmem.memory import Memory
@@ -56,22 +59,31 @@ async def hints_on(conversation: Path, sample: int, seed: int) -> None:
             print(f"    ~ #{hint['n']} ({hint['score']:.2f}) {hint['text']}")
 
 
-async def grouping(facts: int, reps: int) -> None:
-    """Time the owners' groups over ``facts`` facts of real embeddings."""
-    model = open_model(default_model_dir(), "auto")
+@contextlib.asynccontextmanager
+async def seeded(model: Embedder, facts: int) -> AsyncIterator[Memory]:
+    """A memory whose partition ``big`` holds ``facts`` facts of the base set, its snapshot
+    read once (cached, as a server has it)."""
     texts, vectors, _ = base_set(model, facts)
     with tempfile.TemporaryDirectory() as tmp:
         memory = await Memory.open(str(Path(tmp) / "db"), model)
         rows = [ItemRow(i + 1, t, v, i, i, 1) for i, (t, v) in enumerate(zip(texts, vectors,
                                                                               strict=True))]
         await memory.store.write("big", lambda _view: Mutation(items=rows, hwm=len(rows)))
-        await memory.snapshot("big")  # the snapshot is read once, as a server has it cached
+        await memory.recall("big", "warm the snapshot", 1024)
+        try:
+            yield memory
+        finally:
+            await memory.close()
+
+
+async def grouping(facts: int, reps: int) -> None:
+    """Time the owners' groups over ``facts`` facts of real embeddings."""
+    async with seeded(open_model(default_model_dir(), "auto"), facts) as memory:
         times, found = [], []
         for _ in range(reps):
             started = time.perf_counter()
             found = await memory.similar("big")
             times.append(time.perf_counter() - started)
-        await memory.close()
     sizes = Counter(len(g.members) for g in found)
     print(f"\nsimilar groups over {facts:,} facts: median {statistics.median(times):.2f} s "
           f"(min {min(times):.2f}, max {max(times):.2f}, {reps} runs); {len(found)} groups, "
@@ -81,13 +93,7 @@ async def grouping(facts: int, reps: int) -> None:
 async def hint_cost(facts: int) -> None:
     """Time the hint step and a whole remember in a cached partition of ``facts`` facts."""
     model = open_model(default_model_dir(), "auto")
-    texts, vectors, _ = base_set(model, facts)
-    with tempfile.TemporaryDirectory() as tmp:
-        memory = await Memory.open(str(Path(tmp) / "db"), model)
-        rows = [ItemRow(i + 1, t, v, i, i, 1) for i, (t, v) in enumerate(zip(texts, vectors,
-                                                                              strict=True))]
-        await memory.store.write("big", lambda _view: Mutation(items=rows, hwm=len(rows)))
-        await memory.recall("big", "warm the snapshot", 1024)  # cached, as a server has it
+    async with seeded(model, facts) as memory:
         queries = model.embed_batch([f"Fresh fact number {i} about the weekend"
                                      for i in range(300)])
         steps = []
@@ -100,7 +106,6 @@ async def hint_cost(facts: int) -> None:
             started = time.perf_counter()
             await memory.remember("big", f"A newly learnt fact, number {i}, about cooking")
             writes.append(1000 * (time.perf_counter() - started))
-        await memory.close()
     steps.sort()
     print(f"\nhint step at {facts:,} facts: p50 {statistics.median(steps):.2f} ms, "
           f"p95 {steps[int(0.95 * len(steps))]:.2f} ms (300 queries); whole remember p50 "

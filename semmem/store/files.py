@@ -26,9 +26,24 @@ log = logging.getLogger(__name__)
 DATA = "data"
 
 
-def open_dataset(uri: str, storage_options: dict[str, str], version: int | None = None) -> Any:
-    """The Lance dataset of a table, at its latest version or at ``version``."""
-    return lance.dataset(uri, version=version, storage_options=storage_options or None)
+# On object storage a read of a file smaller than this is one request (Lance's default first
+# read is 64 KiB; past it a file costs footer, metadata and pages: three rounds). Only for
+# full reads of a snapshot: it is the smallest read, so an index's random reads would grow.
+FULL_READ_BLOCK = 16 << 20
+
+
+def remote(uri: str) -> bool:
+    """Whether ``uri`` is on object storage (not a local path)."""
+    return "://" in uri and not uri.startswith("file://")
+
+
+def open_dataset(uri: str, storage_options: dict[str, str], version: int | None = None, *,
+                 session: Any = None, full_reads: bool = False) -> Any:
+    """The Lance dataset of a table, at its latest version or at ``version``; ``session``
+    shares manifests already read, ``full_reads`` sizes reads for reading whole files."""
+    block = FULL_READ_BLOCK if full_reads and remote(uri) else None
+    return lance.dataset(uri, version=version, storage_options=storage_options or None,
+                         session=session, block_size=block)
 
 
 def file_name(path: str) -> str:

@@ -1,11 +1,12 @@
 """Keeping each partition's snapshot current without rebuilding it.
 
-A snapshot is built once from the whole table; after that it moves forward: this process's own
-commits are applied to it directly (their rows are known), and versions made elsewhere (another
-process or replica, compaction, cleanup) are read as a delta — the rows whose write sequence is
-newer than the snapshot's — or, when nothing was written, taken as they are. Writes decide on
-a view cut from the current snapshot, so a write reads no table rows at all while the
-partition's snapshot is cached.
+A snapshot is built once from the whole table, with each row's address (its ``Layout``, what a
+write commits against: ``store/tail.py``); after that it moves forward: this process's own
+commits are applied to it directly (their rows and addresses are known), and versions made
+elsewhere (another process or replica, compaction, cleanup) are read as a delta — the fragments
+the two manifests differ in; of their rows, those with a newer write sequence are the change,
+the others moved (a compaction) or stayed. Writes decide on a view cut from the current
+snapshot, so a write reads no table rows at all while the partition's snapshot is cached.
 """
 
 from __future__ import annotations
@@ -17,33 +18,52 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import numpy as np
+import pyarrow.compute as pc
+from lance.fragment import Session  # type: ignore[attr-defined]
 
 from semmem.store.cache import ViewCache
 from semmem.store.evolve import evolve
 from semmem.store.files import open_dataset
 from semmem.store.reading import decode
-from semmem.store.rows import KIND_OP, Lookup, table_name
-from semmem.store.schema import LIVE_ITEMS, Batch
+from semmem.store.rows import Lookup, table_name
+from semmem.store.schema import LIVE_ITEMS, Batch, partition_schema
+from semmem.store.tail import Layout, forward, layout_of, tail_limit
 from semmem.store.views import Head, PartitionSnapshot, WriteView
 
 log = logging.getLogger("semmem.store")
 
 # A delta of more rows than this (or than a quarter of the items) is read as a rebuild.
 MAX_DELTA_ROWS = 4096
+# A write to a partition of at most this many rows whose snapshot is not held builds it: that
+# reads what its write view would (a request per fragment) and later writes read nothing.
+# Larger partitions are written through the rows a write looks up.
+WRITE_LOADS = 4096
 
 
 class Snapshots:
-    """The read views of a store's partitions, and the dataset handles writes commit against."""
+    """The read views of a store's partitions, and the dataset handles and layouts writes
+    commit against."""
 
     def __init__(self, dim: int, model_id: str, storage_options: dict[str, str],
-                 max_views: int, max_items: int, max_rows: int) -> None:
+                 max_views: int, max_items: int, max_rows: int, cache_bytes: int = 1 << 28,
+                 tail_rows: int | None = None, write_loads: int = WRITE_LOADS) -> None:
         self.dim = dim
+        self.schema = partition_schema(dim)
+        self.tail_rows = tail_rows or tail_limit(dim)
         # Past this many rows a partition is read through its index, not held as a snapshot.
         self.max_rows = max_rows
+        self.write_loads = min(write_loads, max_rows)
+        # Whether every read checks for a newer version itself (read consistency 0); else the
+        # table handle decides when to look.
+        self.check_latest = True
         self.model_id = model_id
         self.storage_options = storage_options
         self.cache = ViewCache(max_views, max_items)
+        # Manifests already read are not read again when a version is opened a second time.
+        self.session = Session(metadata_cache_size_bytes=max(cache_bytes // 4, 1 << 20),
+                                     index_cache_size_bytes=1 << 20)
         self._datasets: OrderedDict[str, Any] = OrderedDict()
+        self._layouts: OrderedDict[str, Layout] = OrderedDict()
         self.max_datasets = max_views
         # Per table: the version this process just committed and whose snapshot is being
         # brought forward, with the event set when it is (a read of it waits, not rereads).
@@ -55,13 +75,40 @@ class Snapshots:
         """Forget what is held for table ``name``."""
         self.cache.drop(name)
         self._datasets.pop(name, None)
+        self._layouts.pop(name, None)
         self._following.pop(name, None)  # its step puts nothing back; its readers read afresh
 
     def clear(self) -> None:
         """Forget everything."""
         self.cache.clear()
         self._datasets.clear()
+        self._layouts.clear()
         self._following.clear()
+
+    async def latest(self, partition: str, tbl: Any) -> int:
+        """The table's latest version: asked of the dataset held for it (one LIST on object
+        storage; the table handle would also read the new manifest), else of the table."""
+        name = table_name(partition)
+        if not self.check_latest:
+            return int(await tbl.version())
+        held = self._datasets.get(name)
+        if held is None:  # open it at its latest version: the snapshot's read goes on from it
+            uri = await tbl.uri()
+            opened = await asyncio.to_thread(open_dataset, uri, self.storage_options,
+                                             session=self.session, full_reads=True)
+            self._keep(name, opened)
+            return int(opened.version)
+        return int(await asyncio.to_thread(lambda: held.latest_version))
+
+    def known(self, partition: str) -> int | None:
+        """The latest version this process holds a snapshot and layout of (a write decides on
+        it without asking the store: the commit fails if a newer one exists)."""
+        name = table_name(partition)
+        snap, layout = self.cache.latest(name), self._layouts.get(name)
+        if isinstance(snap, PartitionSnapshot) and layout is not None \
+                and layout.version == snap.version and name not in self._following:
+            return snap.version
+        return None
 
     async def at(self, partition: str, tbl: Any, version: int) -> PartitionSnapshot:
         """The snapshot of ``partition`` at ``version``: cached, brought forward, or built."""
@@ -76,26 +123,43 @@ class Snapshots:
             cached = self.cache.get(name, version)
             if isinstance(cached, PartitionSnapshot):
                 return cached
+        uri = await tbl.uri()
         older = self.cache.latest(name)
         if isinstance(older, PartitionSnapshot) and older.version < version:
-            uri = await tbl.uri()
-            forward = await asyncio.to_thread(self._forward, uri, older, version)
-            if forward is not None:
+            moved = await asyncio.to_thread(self._forward, name, uri, older, version)
+            if moved is not None:
                 self.forwards += 1
-                self.cache.put(name, forward)
-                return forward
-        data = await tbl.to_arrow()
-        d = await asyncio.to_thread(decode, partition, version, data, self.dim)
+                self.cache.put(name, moved)
+                return moved
+        return await asyncio.to_thread(self._build, name, uri, partition, version)
+
+    def _build(self, name: str, uri: str, partition: str, version: int) -> PartitionSnapshot:
+        ds = self.dataset(name, uri, version)
+        data = ds.to_table(with_row_address=True)
+        d = decode(partition, version, data, self.dim)
         snap = PartitionSnapshot(d.items, d.vectors, d.head, d.tombstones, d.ops)
+        self._remember(name, layout_of(ds, data, self.schema, self.tail_rows))
         self.rebuilds += 1
         self.cache.put(name, snap)
         return snap
 
-    def _forward(self, uri: str, snap: PartitionSnapshot, version: int
+    def _remember(self, name: str, layout: Layout) -> None:
+        held = self._layouts.get(name)
+        if held is not None and held.version > layout.version:
+            return
+        self._layouts[name] = layout
+        self._layouts.move_to_end(name)
+        while len(self._layouts) > self.max_datasets:
+            self._layouts.popitem(last=False)
+
+    def _forward(self, name: str, uri: str, snap: PartitionSnapshot, version: int
                  ) -> PartitionSnapshot | None:
-        # Its own handle: the write path's handle moves forward as it commits.
-        ds = open_dataset(uri, self.storage_options, version)
-        rows = ds.to_table(filter=f"seq > {int(snap.seq)}")
+        layout = self._layouts.get(name)
+        if layout is None or layout.version != snap.version:
+            return None
+        ds = self.dataset(name, uri, version)
+        moved, rows = forward(layout, ds, self.schema, self.tail_rows)
+        rows = rows.filter(pc.greater(rows.column("seq"), snap.seq))
         if rows.num_rows > min(MAX_DELTA_ROWS, max(64, snap.count // 4)):
             return None
         if rows.num_rows == 0:  # no write since (compaction, cleanup, an index): same content
@@ -105,62 +169,80 @@ class Snapshots:
         else:
             d = decode(snap.partition, version, rows, self.dim)
             new = evolve(snap, d.head, d.items, d.vectors, d.tombstones, d.ops)
-        total = ds.count_rows()
-        if total == 1 + new.count + len(new.tombstones) + len(new.ops):
-            return new
-        # Fewer rows: maintenance pruned expired records (a delete that writes no sequence).
-        ops = decode(snap.partition, version, ds.to_table(filter=f"kind = {KIND_OP}"),
-                     self.dim).ops
-        if total != 1 + new.count + len(new.tombstones) + len(ops):
-            return None
-        return PartitionSnapshot(new.items, new.vectors, new.head, new.tombstones, ops,
-                                 by_n=new.by_n, by_key=new.by_key, derived=new.derived)
+        live = set(moved.keys.column("key").to_pylist())
+        if any(k not in live for k in new.ops):  # maintenance pruned expired records
+            ops = {k: v for k, v in new.ops.items() if k in live}
+            new = PartitionSnapshot(new.items, new.vectors, new.head, new.tombstones, ops,
+                                    by_n=new.by_n, by_key=new.by_key, derived=new.derived)
+        if len(live) != 1 + new.count + len(new.tombstones) + len(new.ops):
+            return None  # not what the table holds: read it whole
+        self._remember(name, moved)
+        return new
 
     def dataset(self, name: str, uri: str, version: int) -> Any:
         """The table's dataset at ``version`` (the handle of the last write is reused)."""
         ds = self._datasets.get(name)
         if ds is None or ds.version != version:
-            ds = open_dataset(uri, self.storage_options, version)
-            self._datasets[name] = ds
+            ds = open_dataset(uri, self.storage_options, version, session=self.session,
+                              full_reads=True)
+            self._keep(name, ds)
+        else:
+            self._datasets.move_to_end(name)
+        return ds
+
+    def _keep(self, name: str, ds: Any) -> None:
+        self._datasets[name] = ds
         self._datasets.move_to_end(name)
         while len(self._datasets) > self.max_datasets:
             self._datasets.popitem(last=False)
-        return ds
 
     async def write_view(self, partition: str, tbl: Any, version: int,
-                         lookup: Lookup) -> tuple[Any, WriteView]:
-        """The view a write decides on at ``version``, and the dataset to commit against: cut
-        from the snapshot when one is cached, else read from the table (the rows looked up)."""
+                         lookup: Lookup) -> tuple[Any, WriteView, Layout]:
+        """The view a write decides on at ``version``, the dataset to commit against and its
+        layout: cut from the snapshot, built first when the partition is small enough to hold
+        one, else read from the table (the rows looked up)."""
         name = table_name(partition)
         uri = await tbl.uri()
-        if isinstance(self.cache.latest(name), PartitionSnapshot):
+        held = self._datasets.get(name)
+        if held is None or held.version != version:  # opening reads a manifest: off the loop
+            ds = await asyncio.to_thread(self.dataset, name, uri, version)
+        else:
+            ds = held
+            self._datasets.move_to_end(name)
+        if isinstance(self.cache.latest(name), PartitionSnapshot) \
+                or ds.count_rows() <= self.write_loads:
             snap = await self.at(partition, tbl, version)
-            ds = self._datasets.get(name)
-            if ds is None or ds.version != version:  # opening reads a manifest: off the loop
-                ds = await asyncio.to_thread(self.dataset, name, uri, version)
-            else:
-                self._datasets.move_to_end(name)
-            return ds, cut(snap, lookup)
-        return await asyncio.to_thread(self._read_write_view, name, uri, partition, version,
-                                       lookup)
+            layout = self._layouts.get(name)
+            if layout is not None and layout.version == version:
+                return ds, cut(snap, lookup), layout
+        return await asyncio.to_thread(self._read_write_view, ds, partition, version, lookup)
 
-    def _read_write_view(self, name: str, uri: str, partition: str, version: int,
-                         lookup: Lookup) -> tuple[Any, WriteView]:
-        ds = self.dataset(name, uri, version)
-        d = decode(partition, version, ds.to_table(filter=lookup.where()), self.dim)
+    def _read_write_view(self, ds: Any, partition: str, version: int,
+                         lookup: Lookup) -> tuple[Any, WriteView, Layout]:
+        data = ds.to_table(filter=lookup.where(), with_row_address=True)
+        d = decode(partition, version, data, self.dim)
         live = ds.count_rows(filter=LIVE_ITEMS)
-        return ds, WriteView(d.items, d.vectors, d.head, live, d.tombstones, d.ops)
+        looked = ["head", *lookup.ops, *(f"i:{int(n)}" for n in lookup.numbers)]
+        layout = layout_of(ds, data, self.schema, self.tail_rows, complete=False,
+                           looked=looked)
+        return ds, WriteView(d.items, d.vectors, d.head, live, d.tombstones, d.ops), layout
 
-    def following(self, partition: str, batch: Batch, version: int
+    def following(self, partition: str, batch: Batch, ds: Any, layout: Layout | None
                   ) -> Callable[[], Awaitable[None]] | None:
-        """Start bringing the cached snapshot forward by a batch this process committed as
-        ``version`` (only when it is the snapshot the batch was decided on): reads of
-        ``version`` wait from now on, and the returned step does the work. The writer answers
-        its writes in between, so their answers do not wait for it."""
+        """Take what this process committed as ``ds``'s version (its dataset and layout) and
+        start bringing the cached snapshot forward by ``batch`` (only when it is the snapshot
+        the batch was decided on): reads of the version wait from now on, and the returned
+        step does the work. The writer answers its writes in between, so their answers do not
+        wait for it."""
         name = table_name(partition)
+        version = int(ds.version)
         snap = self.cache.get(name, batch.head.version)
-        if not isinstance(snap, PartitionSnapshot) or version != batch.head.version + 1:
+        # No layout: the commit was rebased over a compaction (the snapshot and layout it was
+        # decided on are brought forward by the next read) or the partition is not held.
+        if layout is None or not isinstance(snap, PartitionSnapshot):
             return None
+        self._keep(name, ds)
+        self._remember(name, layout)
         loop, ready = asyncio.get_running_loop(), asyncio.Event()
         self._following[name] = (version, loop, ready)
 

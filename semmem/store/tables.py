@@ -1,10 +1,10 @@
 """``Store``: partitions of numbered items in LanceDB, one table per partition.
 
-Every write is one Lance ``merge_insert`` that updates the head row, with Lance's own conflict
-retries turned off: two writers that read the same head conflict at commit, one wins, the other
-re-reads and tries again. That makes numbering, duplicate detection, cursor checks and the
-idempotency record atomic with the write, across threads, processes and replicas on object
-storage, with no lock service.
+Every write is one Lance ``Update`` that replaces the head's fragment (``store/tail.py``), with
+Lance's own conflict retries turned off: two writers that read the same head conflict at
+commit, one wins, the other re-reads and tries again. That makes numbering, duplicate
+detection, cursor checks and the idempotency record atomic with the write, across threads,
+processes and replicas on object storage, with no lock service.
 """
 
 from __future__ import annotations
@@ -23,16 +23,21 @@ from semmem.errors import DeadlineExceeded, ModelMismatch, SemmemError, Unavaila
 from semmem.items import now_ms
 from semmem.store.conflicts import moved_on
 from semmem.store.connection import Connection
-from semmem.store.files import open_dataset
+from semmem.store.files import open_dataset, remote
 from semmem.store.reading import candidates, decode
 from semmem.store.rows import KIND_HEAD, KIND_ITEM, Lookup, Mutation, Plan, table_name
 from semmem.store.schema import ITEM_COLUMNS, LIVE_ITEMS, SCHEMA_VERSION, partition_schema
-from semmem.store.snapshots import Snapshots
+from semmem.store.snapshots import WRITE_LOADS, Snapshots
 from semmem.store.upkeep import INDEX_THRESHOLD, MaintenanceReport, Upkeep, index_probes
 from semmem.store.views import Candidates, Head, IndexedView, PartitionSnapshot, ReadView, WriteView
 from semmem.store.writes import Writer
 
 V = TypeVar("V")
+
+# Object-store retries (the store's own options override them): a few quick retries of a
+# failed request (503 SlowDown, a reset connection, a cut body), bounded in time, so a store
+# that keeps failing is reported (503 with Retry-After) in seconds, not after the default 180 s.
+RETRIES = {"client_max_retries": "3", "client_retry_timeout": "10", "download_retry_count": "2"}
 
 
 class Store:
@@ -52,11 +57,13 @@ class Store:
         index_threshold: int = INDEX_THRESHOLD,
         cache_items: int = 2_000_000,
         cache_bytes: int = 1 << 30,
+        tail_rows: int | None = None,
+        write_loads: int = WRITE_LOADS,
     ) -> None:
         self.uri = uri
         self.dim = dim
         self.model_id = model_id
-        self.storage_options = dict(storage_options or {})
+        self.storage_options = {**(RETRIES if remote(uri) else {}), **(storage_options or {})}
         self.upkeep = Upkeep(self.storage_options, version_retention, orphan_age,
                              index_threshold)
         self.schema = partition_schema(dim)
@@ -64,10 +71,14 @@ class Store:
                                read_consistency=read_consistency, max_tables=cache_size,
                                cache_bytes=cache_bytes)
         self.snapshots = Snapshots(dim, model_id, self.storage_options, cache_size, cache_items,
-                                   index_threshold)
+                                   index_threshold, cache_bytes, tail_rows, write_loads)
+        self.snapshots.check_latest = read_consistency == timedelta(0)
         self._views = self.snapshots.cache
         self.writer = Writer(model_id, self.schema, self.snapshots.write_view,
-                              self.snapshots.following)
+                             self.snapshots.following, self.snapshots.known,
+                             self.upkeep.discard_files, self.snapshots.latest,
+                             tail_rows=self.snapshots.tail_rows,
+                             refresh=read_consistency != timedelta(0))
 
     @property
     def version_retention(self) -> timedelta:
@@ -144,7 +155,7 @@ class Store:
             return empty
         for attempt in range(3):
             try:
-                version = await tbl.version()  # ~0.1 ms locally: caches are keyed by version
+                version = await self.snapshots.latest(partition, tbl)  # caches are by version
             except Exception as exc:
                 self.conn.forget_handle(partition)
                 raise Unavailable(f"cannot read partition: {exc}") from exc
@@ -179,7 +190,8 @@ class Store:
             cached = self._views.get(name, version)
             if cached is not None:
                 return cached
-            if await tbl.count_rows() <= self.index_threshold:
+            if isinstance(self._views.latest(name), PartitionSnapshot) or await asyncio.to_thread(
+                    self._rows_at, name, await tbl.uri(), version) <= self.index_threshold:
                 return await self._snapshot_at(partition, tbl, version)
             view = await asyncio.to_thread(self._indexed_view, await tbl.uri(), partition,
                                            version)
@@ -193,6 +205,10 @@ class Store:
         """The partition's cached read view, of whatever version this process last saw (no
         table read: for what may lag, such as a write's hints)."""
         return self._views.latest(table_name(partition))
+
+    def _rows_at(self, name: str, uri: str, version: int) -> int:
+        # From the manifest (the dataset is kept for the snapshot's read): no data read.
+        return int(self.snapshots.dataset(name, uri, version).count_rows())
 
     def _indexed_view(self, uri: str, partition: str, version: int) -> IndexedView:
         ds = open_dataset(uri, self.storage_options, version)

@@ -35,6 +35,10 @@ VECTOR_INDEX = "vector_idx"
 # Fragments this size or larger are left alone by routine compaction (which merges the small
 # fragments writes add), and purging a forgotten text rewrites at most one of them.
 FRAGMENT_ROWS = 8_192
+# A routine pass compacts once writes have sealed this many small fragments besides the tail:
+# a cold read costs a request per fragment, and merging K costs about K + 9 requests (measured
+# on object storage: docs/scaling.md), so 6 pays for itself after three cold reads.
+COMPACT_FRAGMENTS = 6
 FILE_CACHE_TABLES = 256  # tables whose per-version file lists ``Upkeep`` keeps
 
 
@@ -89,8 +93,7 @@ class Upkeep:
             pruned = retry_conflicts(lambda: self._delete(uri, expired))
             ds = self._open(uri)
         compacted = False
-        fragments = ds.get_fragments()
-        if len(fragments) > 1 or any(f.metadata.num_deletions for f in fragments):
+        if due(ds.get_fragments(), purge):
             options: CompactionOptions = {
                 "target_rows_per_fragment": FRAGMENT_ROWS, "materialize_deletions": purge,
                 "materialize_deletions_threshold": 0.0 if purge else 0.5,
@@ -189,6 +192,15 @@ class Upkeep:
         except Exception:  # the sweep of unreferenced files will get them later
             log.warning("could not remove the files of an uncommitted compaction", exc_info=True)
 
+    def discard_files(self, uri: str, names: list[str]) -> None:
+        """Delete data files of the table that are known to be unreferenced (a write that lost
+        its commit); best effort: the orphan sweep gets what is left."""
+        try:
+            fs, table = filesystem(uri, self.storage_options)
+            remove_data_files(fs, table, (file_name(n) for n in names))
+        except Exception:
+            log.warning("could not remove the files of an uncommitted write", exc_info=True)
+
     def referenced(self, uri: str) -> set[str]:
         """Names of the data files any version of the table references."""
         ds = self._open(uri)
@@ -254,6 +266,18 @@ class Upkeep:
 
         retry_conflicts(build)
         return "built"
+
+
+def due(fragments: list[Any], purge: bool) -> bool:
+    """Whether a pass compacts: a purge whenever a fragment has deleted rows or small ones can
+    merge; a routine pass once ``COMPACT_FRAGMENTS`` small fragments wait beside the tail, or a
+    fragment is half deleted."""
+    metas = [f.metadata for f in fragments]
+    if purge:
+        return len(metas) > 1 or any(m.num_deletions for m in metas)
+    small = sum(1 for m in metas if m.physical_rows < FRAGMENT_ROWS)
+    return small > COMPACT_FRAGMENTS or any(2 * m.num_deletions >= m.physical_rows > 0
+                                            for m in metas)
 
 
 def head_fragment(ds: Any) -> list[int]:

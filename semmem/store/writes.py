@@ -2,15 +2,19 @@
 
 Writes to one partition queue behind the commit in flight and go together in the next one:
 each decides in turn on one write view (a later one sees what the earlier ones decided), and
-their rows commit as one ``merge_insert`` against the version the view was read at, with no
-retries of Lance's own. A lost race (another process or replica committed first) plans the
-whole group again on the latest version. Each write keeps its own result or refusal.
+their rows commit as one rolling-tail update (``store/tail.py``) against the version the view
+was read at, with no retries of Lance's own. A write decides on the latest version this process
+holds without asking the store for a newer one (the commit fails if there is one); a lost race
+(another process or replica committed first) plans the whole group again on the latest
+version. A group that commits nothing (replays, refusals) is answered only once that version is
+known to be the latest. Each write keeps its own result or refusal.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +27,7 @@ from semmem.items import now_ms
 from semmem.store.conflicts import backoff, is_commit_conflict, moved_on
 from semmem.store.rows import Lookup, Mutation, Plan
 from semmem.store.schema import Batch
+from semmem.store.tail import Layout, commit, tail_limit
 from semmem.store.views import WriteView
 
 MAX_WRITE_ATTEMPTS = 40
@@ -32,8 +37,11 @@ MAX_GROUP = 64  # writes per commit: bounds one commit's size and one view's loo
 # still being embedded, at most ``MAX_GATHER_S`` in all.
 GATHER_S = 0.006
 MAX_GATHER_S = 0.05
-ViewReader = Callable[[str, Any, int, Lookup], Awaitable[tuple[Any, WriteView]]]
-Committed = Callable[[str, Batch, int], Callable[[], Awaitable[None]] | None]
+ViewReader = Callable[[str, Any, int, Lookup], Awaitable[tuple[Any, WriteView, Layout]]]
+Committed = Callable[[str, Batch, Any, Layout | None], Callable[[], Awaitable[None]] | None]
+Known = Callable[[str], int | None]
+Latest = Callable[[str, Any], Awaitable[int]]  # a partition's latest version (its table given)
+Discard = Callable[[str, list[str]], None]  # a table's URI, names of its data files
 
 
 @dataclass
@@ -82,11 +90,19 @@ class Writer:
     """Commits the writes of one store, one group per partition at a time."""
 
     def __init__(self, model_id: str, schema: pa.Schema, read_view: ViewReader,
-                 committed: Committed) -> None:
+                 committed: Committed, known: Known, discard: Discard, latest: Latest, *,
+                 tail_rows: int | None = None, refresh: bool = False) -> None:
         self.model_id = model_id
         self.schema = schema
+        self.tail_rows = tail_rows or tail_limit(schema.field("vector").type.list_size)
         self.read_view = read_view
         self.committed = committed
+        self.known = known
+        self.discard = discard
+        self.latest = latest
+        # Move the table handle to each new version (a handle that checks for newer versions
+        # only now and then would not see this process's own write).
+        self.refresh = refresh
         self._queues: dict[str, _Queue] = {}
         self._coming: dict[str, int] = {}  # writes announced and not yet queued, per partition
         self._first: dict[str, float] = {}  # when the first of them arrived (monotonic)
@@ -181,14 +197,17 @@ class Writer:
                 del self._queues[partition]
 
     async def _commit(self, tbl: Any, partition: str, group: list[Pending]) -> None:
+        fresh = False  # whether ``version`` was just read from the store
         for attempt in range(MAX_WRITE_ATTEMPTS):
             group = _in_time(group)
             if not group:
                 return
-            version = await tbl.version()
+            known = self.known(partition) if attempt == 0 else None
+            fresh = known is None
+            version = await self.latest(partition, tbl) if known is None else known
             try:
-                ds, view = await self.read_view(partition, tbl, version,
-                                                joined([p.lookup for p in group]))
+                ds, view, layout = await self.read_view(partition, tbl, version,
+                                                        joined([p.lookup for p in group]))
             except SemmemError:
                 raise
             except Exception as exc:
@@ -201,6 +220,8 @@ class Writer:
                     f"partition was embedded with {view.model!r}; run `semmem reindex`")
             outcomes, mutations = self._decide(group, view)
             if not mutations:
+                if not fresh and await self.latest(partition, tbl) != version:
+                    continue  # decided on a version that is no longer the latest
                 _settle(outcomes)
                 return
             if any(p.deadline_ms is not None and now_ms() >= p.deadline_ms
@@ -208,17 +229,20 @@ class Writer:
                 continue  # refused by the next round's deadline check; decide again without it
             batch = Batch.of(view.head, [m for _, m in mutations])
             rows = batch.rows(self.model_id).table(self.schema)
+            uri = await tbl.uri()
             try:
-                await asyncio.to_thread(_cas_merge, ds, rows)
+                new, layout_now = await asyncio.to_thread(
+                    commit, ds, layout, rows, self.schema, self.tail_rows, view.hwm,
+                    functools.partial(self.discard, uri))
             except OSError as exc:
                 if not is_commit_conflict(exc) and not await moved_on(tbl, version):
                     raise Unavailable(f"write failed: {exc}") from exc
                 await backoff(attempt)
-                await tbl.checkout_latest()
                 continue
             self.groups += 1
-            await tbl.checkout_latest()  # before any answer: a read after it sees the write
-            follow = self.committed(partition, batch, int(ds.version))
+            if self.refresh:
+                await tbl.checkout_latest()  # before any answer: a read after it sees the write
+            follow = self.committed(partition, batch, new, layout_now)
             _settle(outcomes)
             if follow is not None:
                 await follow()
@@ -266,16 +290,3 @@ def _settle(outcomes: list[tuple[Pending, Any]]) -> None:
             p.future.set_exception(outcome)
         else:
             p.future.set_result(outcome)
-
-
-def _cas_merge(ds: Any, rows: pa.Table) -> None:
-    # ``ds`` is opened at the version the decision was computed on. Lance's own retries would
-    # re-run the merge on top of a concurrent commit and silently overwrite it; with none, a
-    # concurrent head update makes this commit fail instead.
-    (
-        ds.merge_insert("key")
-        .when_matched_update_all()
-        .when_not_matched_insert_all()
-        .conflict_retries(0)
-        .execute(rows)
-    )

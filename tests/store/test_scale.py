@@ -23,7 +23,7 @@ async def _memory(path: Path, **kw: int) -> Memory:
 
 
 async def test_writes_never_load_the_partition(tmp_path: Path) -> None:
-    memory = await _memory(tmp_path)
+    memory = await _memory(tmp_path, write_loads=0)
     await memory.import_("p", [{"text": f"fact {i}"} for i in range(300)], batch_size=64)
     await memory.remember("p", "one more fact")
     await memory.update("p", 3, "fact three, edited")

@@ -7,6 +7,7 @@ import logging
 import multiprocessing
 import shutil
 import threading
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,18 @@ def _writer(path: str, worker: int, count: int, results: list[int] | None = None
 
 def _process_writer(path: str, worker: int, count: int, queue: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
     queue.put(_writer(path, worker, count))
+
+
+@pytest.fixture
+async def sealed(tmp_path: Path, fake_embedder: HashingEmbedder) -> AsyncIterator[Memory]:
+    """A memory whose writes each seal their rows into a fragment of their own (a tail of one
+    row): the many small fragments compaction merges, without writing hundreds of facts."""
+    store = Store(str(tmp_path / "db"), dim=fake_embedder.dim,
+                  model_id=fake_embedder.model_id, tail_rows=1)
+    await store.open()
+    mem = Memory(store, fake_embedder)
+    yield mem
+    await mem.close()
 
 
 async def test_concurrent_remembers_in_one_process_get_distinct_numbers(memory: Memory) -> None:
@@ -104,38 +117,38 @@ async def test_partition_table_names_stay_inside_store(memory: Memory) -> None:
     assert not (root.parent / "etc").exists()
 
 
-async def test_forget_is_durably_gone_after_maintenance(memory: Memory) -> None:
+async def test_forget_is_durably_gone_after_maintenance(sealed: Memory) -> None:
     marker = "zq-marker-7f3a9c-unique"
     for i in range(5):
-        await memory.remember("p", f"ordinary fact {i}")
-    await memory.remember("p", f"the secret is {marker}")
-    await memory.update("p", 6, f"the secret is still {marker}")
+        await sealed.remember("p", f"ordinary fact {i}")
+    await sealed.remember("p", f"the secret is {marker}")
+    await sealed.update("p", 6, f"the secret is still {marker}")
     for i in range(3):
-        await memory.remember("p", f"later fact {i}")
-    root = Path(memory.uri)
+        await sealed.remember("p", f"later fact {i}")
+    root = Path(sealed.uri)
     assert files_with(root, marker.encode())
-    await memory.forget("p", 6)
-    report = await memory.store.maintain("p", retention=timedelta(0))
+    await sealed.forget("p", 6)
+    report = await sealed.store.maintain("p", retention=timedelta(0))
     assert report is not None and report.compacted
     assert files_with(root, marker.encode()) == []
-    assert len(await memory.list("p")) == 8
-    assert (await memory.remember("p", "after purge"))["n"] == 10
+    assert len(await sealed.list("p")) == 8
+    assert (await sealed.remember("p", "after purge"))["n"] == 10
 
 
 async def test_forgetting_the_newest_fact_purges_it_though_the_head_was_beside_it(
-        memory: Memory) -> None:
+        sealed: Memory) -> None:
     """The newest fact shares its fragment with the head until the forget moves the head out;
     the purge leaves out only the head's new fragment, and rewrites the one with the text."""
     marker = "zq-newest-marker-5b1e"
     for i in range(3):
-        await memory.remember("p", f"ordinary fact {i}")
-    await memory.remember("p", f"the newest is {marker}")
-    root = Path(memory.uri)
-    await memory.forget("p", 4)
-    report = await memory.store.maintain("p", retention=timedelta(0))
+        await sealed.remember("p", f"ordinary fact {i}")
+    await sealed.remember("p", f"the newest is {marker}")
+    root = Path(sealed.uri)
+    await sealed.forget("p", 4)
+    report = await sealed.store.maintain("p", retention=timedelta(0))
     assert report is not None and report.compacted
     assert files_with(root, marker) == []
-    assert [it.n for it in await memory.list("p")] == [1, 2, 3]
+    assert [it.n for it in await sealed.list("p")] == [1, 2, 3]
 
 
 async def test_forget_purge_respects_retention_window(memory: Memory) -> None:
@@ -166,49 +179,49 @@ async def test_delete_partition_name_leaves_registry_after_maintenance(memory: M
     assert await memory.partitions() == ["kept"]
 
 
-async def test_maintenance_removes_old_unreferenced_files_only(memory: Memory) -> None:
+async def test_maintenance_removes_old_unreferenced_files_only(sealed: Memory) -> None:
     """A data file no version references (what a write killed before its commit leaves) goes
     once older than ``orphan_age``; every referenced file stays."""
     marker = "orphan-marker-2b7d"
-    await memory.remember("p", f"the secret is {marker}")
+    await sealed.remember("p", f"the secret is {marker}")
     for i in range(3):
-        await memory.remember("p", f"fact {i}")
-    data = Path(memory.uri) / f"{table_name('p')}.lance" / "data"
+        await sealed.remember("p", f"fact {i}")
+    data = Path(sealed.uri) / f"{table_name('p')}.lance" / "data"
     (holder,) = files_with(data, marker.encode())
     leftover = data / f"0{holder.name}"
     shutil.copyfile(holder, leftover)
-    await memory.forget("p", 1)
-    await memory.store.maintain("p", retention=timedelta(0))
-    assert files_with(Path(memory.uri), marker) == [leftover]  # young: may be a write
-    memory.store.orphan_age = timedelta(0)
-    report = await memory.store.maintain("p", retention=timedelta(0))
+    await sealed.forget("p", 1)
+    await sealed.store.maintain("p", retention=timedelta(0))
+    assert files_with(Path(sealed.uri), marker) == [leftover]  # young: may be a write
+    sealed.store.orphan_age = timedelta(0)
+    report = await sealed.store.maintain("p", retention=timedelta(0))
     assert report is not None and report.orphans_removed == 1
-    assert files_with(Path(memory.uri), marker.encode()) == []
-    await memory.remember("p", "fact 3")
-    await memory.maintain("p")  # versions within retention keep their files
-    assert [it.text for it in await memory.list("p")] == [f"fact {i}" for i in range(4)]
-    fresh = await open_memory(Path(memory.uri), memory.embedder)  # reads every file anew
+    assert files_with(Path(sealed.uri), marker.encode()) == []
+    await sealed.remember("p", "fact 3")
+    await sealed.maintain("p")  # versions within retention keep their files
+    assert [it.text for it in await sealed.list("p")] == [f"fact {i}" for i in range(4)]
+    fresh = await open_memory(Path(sealed.uri), sealed.embedder)  # reads every file anew
     assert len(await fresh.list("p")) == 4
     await fresh.store.close()
 
 
 async def test_compaction_slower_than_half_the_orphan_age_does_not_commit(
-    memory: Memory
+    sealed: Memory
 ) -> None:
     """A compaction whose first files are older than half the orphan age by commit time could
     meet another replica's sweep: it discards its files instead of committing them."""
     for i in range(4):
-        await memory.remember("p", f"fact {i}")
-    data = Path(memory.uri) / f"{table_name('p')}.lance" / "data"
+        await sealed.remember("p", f"fact {i}")
+    data = Path(sealed.uri) / f"{table_name('p')}.lance" / "data"
     before = sorted(f.name for f in data.iterdir())
-    memory.store.orphan_age = timedelta(microseconds=2)  # every compaction is too slow
-    report = await memory.store.maintain("p")
+    sealed.store.orphan_age = timedelta(microseconds=2)  # every compaction is too slow
+    report = await sealed.store.maintain("p")
     assert report is not None and not report.compacted
     assert sorted(f.name for f in data.iterdir()) == before  # its rewritten files are gone
-    memory.store.orphan_age = timedelta(minutes=10)
-    report = await memory.store.maintain("p")
+    sealed.store.orphan_age = timedelta(minutes=10)
+    report = await sealed.store.maintain("p")
     assert report is not None and report.compacted
-    assert [it.text for it in await memory.list("p")] == [f"fact {i}" for i in range(4)]
+    assert [it.text for it in await sealed.list("p")] == [f"fact {i}" for i in range(4)]
 
 
 async def test_write_restarts_when_another_replica_cleans_its_version(tmp_path: Path) -> None:
@@ -217,7 +230,7 @@ async def test_write_restarts_when_another_replica_cleans_its_version(tmp_path: 
     and commits, instead of failing on the removed files."""
     emb = HashingEmbedder()
     mine, other = (Store(str(tmp_path), dim=emb.dim, model_id=emb.model_id,
-                         version_retention=timedelta(0)) for _ in range(2))
+                         version_retention=timedelta(0), tail_rows=1) for _ in range(2))
     await mine.open()
     await other.open()
     memory = Memory(mine, emb)
@@ -237,39 +250,40 @@ async def test_write_restarts_when_another_replica_cleans_its_version(tmp_path: 
                                        ts, ts, 1)], hwm=view.hwm + 1, result={"n": view.hwm + 1})
 
     assert await mine.write("p", plan) == {"n": 4}
-    assert len(seen) == 2 and seen[1] > seen[0]
+    # Lance rebases the write over a compaction that left its tail alone, or it starts again.
+    assert len(seen) in (1, 2) and seen[-1] >= seen[0]
     assert [it.text for it in await memory.list("p")] == ["fact 1", "fact 2", "fact new"]
     await other.close()
     await mine.close()
 
 
-async def test_many_small_writes_stay_compact_with_maintenance(memory: Memory) -> None:
+async def test_many_small_writes_stay_compact_with_maintenance(sealed: Memory) -> None:
     for i in range(40):
-        await memory.remember("p", f"fact number {i}")
-    await memory.store.maintain("p", retention=timedelta(0))
-    table_dir = Path(memory.uri) / f"{table_name('p')}.lance"
+        await sealed.remember("p", f"fact number {i}")
+    await sealed.store.maintain("p", retention=timedelta(0))
+    table_dir = Path(sealed.uri) / f"{table_name('p')}.lance"
     data_files = list((table_dir / "data").glob("*"))
     assert len(data_files) == 2  # the 39 first writes in one; the last, with the head, alone
-    assert len(await memory.list("p")) == 40
+    assert len(await sealed.list("p")) == 40
 
 
 async def test_a_compaction_without_the_heads_fragment_survives_the_next_write(
-        memory: Memory) -> None:
+        sealed: Memory) -> None:
     """Planned without the fragment that holds the head, a compaction commits after a write
     that landed between its plan and its commit (with it, Lance refuses the commit)."""
     for i in range(10):
-        await memory.remember("p", f"fact number {i}")
-    uri = str(Path(memory.uri) / f"{table_name('p')}.lance")
+        await sealed.remember("p", f"fact number {i}")
+    uri = str(Path(sealed.uri) / f"{table_name('p')}.lance")
     ds = lance.dataset(uri)
     (head,) = head_fragment(ds)
     plan = Compaction.plan(ds, {"target_rows_per_fragment": FRAGMENT_ROWS,
                                 "excluded_fragment_ids": [head]})
     assert plan.num_tasks() == 1
     rewrites = [task.execute(ds) for task in plan.tasks]
-    await memory.remember("p", "a write between plan and commit")
+    await sealed.remember("p", "a write between plan and commit")
     Compaction.commit(ds, rewrites)
     assert len(lance.dataset(uri).get_fragments()) == 3  # the ten's, the old head's, the new
-    assert [it.n for it in await memory.list("p")] == list(range(1, 12))
+    assert [it.n for it in await sealed.list("p")] == list(range(1, 12))
 
 
 async def _compact_beside_writes(memory: Memory, start: int) -> tuple[Any, int]:
@@ -294,16 +308,16 @@ async def _compact_beside_writes(memory: Memory, start: int) -> tuple[Any, int]:
 
 
 async def test_routine_compaction_commits_beside_a_stream_of_writes(
-        memory: Memory, caplog: pytest.LogCaptureFixture) -> None:
+        sealed: Memory, caplog: pytest.LogCaptureFixture) -> None:
     """Every write moves the head row; compaction leaves the head's fragment alone, so it
     commits while writes go on instead of losing to each of them."""
     written, landed = 0, 0
     caplog.set_level(logging.INFO, logger="semmem.store")
     for _ in range(10):  # until writes landed during a compaction (a busy machine may be slow)
         for _ in range(40):
-            await memory.remember("p", f"fact number {written}")
+            await sealed.remember("p", f"fact number {written}")
             written += 1
-        report, during = await _compact_beside_writes(memory, written)
+        report, during = await _compact_beside_writes(sealed, written)
         written += during
         assert report is not None and report.compacted
         assert "did not commit" not in caplog.text
@@ -311,7 +325,7 @@ async def test_routine_compaction_commits_beside_a_stream_of_writes(
         if during >= 2:
             break
     assert landed >= 2, "no write landed while a compaction ran, in ten rounds"
-    assert len(await memory.list("p")) == written
+    assert len(await sealed.list("p")) == written
 
 
 async def test_maintenance_prunes_expired_operation_records(memory: Memory) -> None:
