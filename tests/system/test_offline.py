@@ -36,7 +36,7 @@ _STRIPPED_PREFIXES = ("HF_", "HUGGINGFACE_", "TRANSFORMERS_", "SENTENCE_TRANSFOR
 
 # Installed in the server process through PYTHONPATH: records attempts to reach another host.
 _AUDIT_HOOK = '''
-import atexit, json, os, sys
+import json, os, sys
 
 _LOG = os.environ["SEMMEM_TEST_AUDIT_LOG"]
 _LOCAL = {None, "", "localhost", "127.0.0.1", "::1", "0.0.0.0", "::"}
@@ -69,13 +69,21 @@ def _hook(event, args):
 sys.addaudithook(_hook)
 
 
-def _heavy_modules():  # at exit: did this process (server, MCP, driver) load the torch stack?
-    heavy = [m for m in ("torch", "sentence_transformers", "transformers") if m in sys.modules]
+_HEAVY = ("torch", "sentence_transformers", "transformers")
+
+
+def _modules(heavy):  # which process (server, MCP, driver) ran the hook, and any torch import
     with open(os.environ["SEMMEM_TEST_MODULES_LOG"], "a") as fh:
         fh.write(json.dumps({"argv": sys.argv, "heavy": heavy}) + "\\n")
 
 
-atexit.register(_heavy_modules)
+def _on_import(event, args):
+    if event == "import" and args[0].split(".")[0] in _HEAVY:
+        _modules([args[0]])
+
+
+_modules([])
+sys.addaudithook(_on_import)
 '''
 
 
