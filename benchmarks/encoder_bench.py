@@ -1,6 +1,8 @@
 """The two encoders of the bundled model, side by side in one process: torch vs ONNX Runtime.
 
     .venv/bin/python benchmarks/encoder_bench.py --rounds 5
+    .venv/bin/python benchmarks/encoder_bench.py --torch-threads '' --onnx-threads 1 \
+        --file old=/path/to/other/model.onnx     # the installed ONNX file against another one
 
 Every figure is measured for each encoder configuration in the same run, the configurations
 interleaved round by round (the machine is shared: quote the ratios). Every model call runs on
@@ -34,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.factgen import facts
 from benchmarks.recall_bench import pct, queries
 from semmem.embedding.embedder import Embedder
-from semmem.embedding.files import default_model_dir
+from semmem.embedding.files import check_onnx, default_model_dir, verify
 from semmem.embedding.onnx import OnnxEmbedder
 from semmem.embedding.reference import SentenceTransformerEmbedder
 from semmem.memory import Memory
@@ -64,18 +66,23 @@ class Config:
         return self.executor.submit(timed).result()
 
 
-def configs(torch_threads: list[int], onnx_threads: list[int | None]) -> list[Config]:
-    """torch at each thread count (one model, threads set per block) and ONNX sessions."""
-    import torch
-
+def configs(torch_threads: list[int], onnx_threads: list[int | None],
+            files: dict[str, Path] | None = None) -> list[Config]:
+    """torch at each thread count (one model, threads set per block) and ONNX sessions: of the
+    installed file, and of each of ``files`` (label → another ONNX file of the same model)."""
     folder = default_model_dir()
-    torch_model = SentenceTransformerEmbedder(folder)
     out = []
-    for n in torch_threads:
-        out.append(Config(f"torch t{n}", torch_model, lambda n=n: torch.set_num_threads(n)))
-    for t in onnx_threads:  # None: the default (1 thread, one per core past 32 texts)
-        name = f"onnx t{t}" if t else "onnx default"
-        out.append(Config(name, OnnxEmbedder.load(folder, threads=t), lambda: None))
+    if torch_threads:
+        import torch
+
+        torch_model = SentenceTransformerEmbedder(folder)
+        for n in torch_threads:
+            out.append(Config(f"torch t{n}", torch_model, lambda n=n: torch.set_num_threads(n)))
+    spec = verify(folder, weights=False)
+    for label, path in {"onnx": check_onnx(spec), **(files or {})}.items():
+        for t in onnx_threads:  # None: the default (1 thread, one per core past 32 texts)
+            name = f"{label} t{t}" if t else f"{label} default"
+            out.append(Config(name, OnnxEmbedder(spec, path, threads=t), lambda: None))
     return out
 
 
@@ -103,9 +110,10 @@ async def clients_round(config: Config, memory: Memory, clients: int, texts: lis
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     limit_blas_threads()  # as the server does (semmem.wiring.open_memory)
-    all_configs = configs([int(t) for t in args.torch_threads.split(",")],
+    files = {label: Path(path) for label, path in (f.split("=", 1) for f in args.file)}
+    all_configs = configs([int(t) for t in args.torch_threads.split(",") if t],
                           [None if t == "default" else int(t)
-                           for t in args.onnx_threads.split(",")])
+                           for t in args.onnx_threads.split(",")], files)
     docs = facts(64 * args.rounds * len(all_configs) + 64, seed=5)
     offset = 0
     levels = [int(c) for c in args.clients.split(",")]
@@ -161,6 +169,8 @@ def main() -> None:
     parser.add_argument("--torch-threads", default="2,1")
     parser.add_argument("--onnx-threads", default="default,1,2")
     parser.add_argument("--two-threads", action="store_true")
+    parser.add_argument("--file", action="append", default=[], metavar="LABEL=PATH",
+                        help="also run this ONNX file of the same model (repeatable)")
     parser.add_argument("--import-facts", type=int, default=0)
     args = parser.parse_args()
     result = asyncio.run(run(args))

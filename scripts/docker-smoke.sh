@@ -12,7 +12,7 @@
 # containers' logs must hold no warning, error or traceback (after a maintenance cycle). Prints the
 # image size, the start-up time to ready and the first-recall latency. Exits non-zero on any
 # failure. Environment: SEMMEM_SMOKE_IMAGE (default semmem:smoke), SEMMEM_SMOKE_BUILD (1),
-# SEMMEM_SMOKE_BUILD_ARGS (extra `docker build` arguments, e.g. --build-arg TORCH_INDEX_URL=…),
+# SEMMEM_SMOKE_BUILD_ARGS (extra `docker build` arguments, e.g. --build-arg PYTHON_IMAGE=…),
 # SEMMEM_SMOKE_KEEP=1 keeps the volume and prints its name.
 set -euo pipefail
 cd "$(dirname "$0")/.."

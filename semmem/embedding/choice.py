@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from semmem.embedding.embedder import Embedder
-from semmem.embedding.files import resolve_encoder
-from semmem.embedding.reference import SentenceTransformerEmbedder
+from semmem.embedding.files import ModelSpec, check_onnx, resolve_encoder, torch_installed, verify
+from semmem.embedding.reference import MISSING, SentenceTransformerEmbedder
+from semmem.errors import ModelError
 
 
 def open_model(folder: Path, encoder: str = "auto", threads: int | None = None) -> Embedder:
@@ -21,3 +22,19 @@ def open_model(folder: Path, encoder: str = "auto", threads: int | None = None) 
 
         return OnnxEmbedder.load(folder, threads=threads)
     return SentenceTransformerEmbedder(folder, threads=threads)
+
+
+def check_model(folder: Path, encoder: str = "auto") -> ModelSpec:
+    """Check, without loading it, that the chosen encoder can run the model: its files (the
+    ONNX encoder needs no weights) and its ONNX record, or the reference extra for torch.
+
+    Raises:
+        ModelError: as :func:`open_model` would, with the fix in the message.
+    """
+    if resolve_encoder(folder, encoder) == "onnx":
+        spec = verify(folder, weights=False)
+        check_onnx(spec)
+        return spec
+    if not torch_installed():
+        raise ModelError(MISSING)
+    return verify(folder)

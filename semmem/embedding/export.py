@@ -1,16 +1,17 @@
-"""Set-up of the ONNX encoder: export the graph from the pinned weights, verify it by its
-outputs, and record the result.
+"""Set-up of the ONNX encoder: build the graph from the pinned weights, verify it by its
+outputs, and record the result. No torch: :mod:`semmem.embedding.graph` writes the graph with
+``onnx`` and ``safetensors``, and the probe compares it with committed reference vectors.
 
-The exported file is trusted by its outputs: :func:`build_onnx` embeds :data:`PROBES` with
-the reference encoder and with the new file and refuses it unless every cosine is at least
-``PROBE_MIN_COSINE``; the record it writes beside the file is what
-:func:`semmem.embedding.files.check_onnx` checks at every start. The model id is unchanged:
-the vectors are the same, so stores written with either encoder stay valid.
+The built file is trusted by its outputs: :func:`build_onnx` embeds :data:`PROBES` with the
+new file, one by one and as one batch, and refuses it unless every cosine to the reference
+vectors (:mod:`semmem.embedding.probes`) is at least ``PROBE_MIN_COSINE``; the record it
+writes beside the file is what :func:`semmem.embedding.files.check_onnx` checks at every
+start. The model id is unchanged: the vectors are the same, so stores written with either
+encoder stay valid.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -21,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from semmem.embedding.embedder import Embedder
 from semmem.embedding.files import (
     ONNX_NAME,
     PROBE_MIN_COSINE,
@@ -29,93 +31,60 @@ from semmem.embedding.files import (
     sha256_file,
     verify,
 )
-from semmem.embedding.onnx import INPUTS, OnnxEmbedder, tokenizer_of
-from semmem.errors import ModelError
-from semmem.items import Vectors
-
-OPSET = 17
-
-# What the probe covers: short queries, typical facts, the empty and blank text, whitespace
-# sentence-transformers strips, accents, emoji, CJK, digits, code and URLs, and texts past
-# tokenizer.json's own 128-token cut and past the model's 256-token limit.
-PROBES: tuple[str, ...] = (
-    "",
-    "   ",
-    "hi",
-    "x",
-    "which units do I prefer?",
-    "Prefers metric units",
-    "  Lives in Lyon with two cats  ",
-    "\tTabs\nand newlines\r\n",
-    "Is vegetarian since 2019",
-    "What did we decide about the deployment schedule last Tuesday?",
-    "The team deploys every Thursday at 16:00 UTC after the integration suite passes.",
-    "Alice's cat is called Miso and is afraid of the vacuum cleaner.",
-    "Émile a mangé trois crêpes à la fraise 🍓 à 12 h 30.",
-    "東京に住んでいて、毎朝コーヒーを飲みます。",
-    "Мой любимый цвет — зелёный.",
-    "Allergic to peanuts; carries an EpiPen (2 × 0.3 mg).",
-    "Phone: +44 20 7946 0958, postcode SW1A 1AA",
-    "def f(x): return x ** 2  # squares its input",
-    "See https://example.org/docs?page=2&lang=en#install for the steps.",
-    "ALL CAPS SHOUTING ABOUT THE BUDGET!!!",
-    "naïve café résumé coöperate",
-    "🙂🙂🙂",
-    "Birthday: 1990-04-17. Favourite number: 3.14159.",
-    "Asked for a recipe without meat, dairy or gluten, under 30 minutes, for four people.",
-    " ".join(f"word{i}" for i in range(60)),
-    " ".join(["the quick brown fox jumps over the lazy dog"] * 14),
-    " ".join(["memory"] * 130),
-    " ".join(["Remember that the quarterly report is due on the first Monday."] * 30),
-    "a " * 600,
+from semmem.embedding.onnx import OnnxEmbedder
+from semmem.embedding.probes import (
+    PROBES,
+    cosines,
+    load_reference,
+    reference_path,
+    reference_record,
+    texts_sha256,
 )
+from semmem.errors import ModelError
+
+__all__ = ["PROBES", "build_onnx", "install_onnx", "probe", "write_reference"]
 
 
+def _build(folder: Path, target: Path) -> dict[str, int]:
+    """Write the model's fused ONNX graph to ``target``; returns the fused-operator counts."""
+    from semmem.embedding.graph import build_graph, optimize
 
-def _export(folder: Path, target: Path) -> None:
-    """Trace the reference model (BERT + mean pooling) into an ONNX graph at ``target``."""
-    from semmem.embedding.reference import SentenceTransformerEmbedder
-
-    # Two texts of different lengths, so the traced graph takes the padded (masked) path.
-    sample = tokenizer_of(verify(folder)).encode_batch(
-        ["a short one", "and a somewhat longer text"])
-    width = max(len(e.ids) for e in sample)
-    rows = {name: [getattr(e, attr) + [0] * (width - len(e.ids)) for e in sample]
-            for name, attr in zip(INPUTS, ("ids", "attention_mask", "type_ids"), strict=True)}
-    SentenceTransformerEmbedder(folder).export_onnx(target, rows, OPSET)
+    try:
+        return optimize(build_graph(folder), target)
+    except ValueError as exc:  # an architecture the builder does not write
+        raise ModelError(f"cannot build the ONNX file for {folder}: {exc}") from exc
 
 
-def _cosines(a: Vectors, b: Vectors) -> list[float]:
-    return [float(x) for x in np.einsum("ij,ij->i", a.astype(np.float64), b.astype(np.float64))]
-
-
-def probe(folder: Path, onnx: Path) -> dict[str, Any]:
-    """Embed :data:`PROBES` with torch and with ``onnx``, one by one and as one batch."""
-    from semmem.embedding.reference import SentenceTransformerEmbedder
-
-    spec = verify(folder)
-    reference = SentenceTransformerEmbedder(folder, threads=1)
+def probe(folder: Path, onnx: Path, reference: Embedder | None = None) -> dict[str, Any]:
+    """Embed :data:`PROBES` with ``onnx``, one by one and as one batch, and compare them with
+    the committed reference vectors, or with ``reference`` embedding them likewise."""
+    spec = verify(folder, weights=False)
     candidate = OnnxEmbedder(spec, onnx, threads=1)
     texts = list(PROBES)
-    single = _cosines(
-        np.vstack([reference.embed_batch([t]) for t in texts]),
-        np.vstack([candidate.embed_batch([t]) for t in texts]),
-    )
-    batch = _cosines(reference.embed_batch(texts), candidate.embed_batch(texts))
-    worst = min(range(len(texts)), key=lambda i: min(single[i], batch[i]))
+    single = np.vstack([candidate.embed_batch([t]) for t in texts])
+    batch = candidate.embed_batch(texts)
+    if reference is None:
+        expected = load_reference(spec)
+        by_single, by_batch = cosines(expected, single), cosines(expected, batch)
+    else:
+        by_single = cosines(np.vstack([reference.embed_batch([t]) for t in texts]), single)
+        by_batch = cosines(reference.embed_batch(texts), batch)
+    worst = min(range(len(texts)), key=lambda i: min(by_single[i], by_batch[i]))
     return {
         "texts": len(texts),
-        "texts_sha256": hashlib.sha256(json.dumps(texts).encode()).hexdigest(),
+        "texts_sha256": texts_sha256(texts),
+        "against": (reference_path(spec).name if reference is None
+                    else f"{getattr(reference, 'encoder', 'reference')} encoder"),
         "threshold": PROBE_MIN_COSINE,
-        "min_cosine": min(single + batch),
+        "min_cosine": min(by_single + by_batch),
         "worst_text": texts[worst][:60],
-        "cosine_single": [round(c, 9) for c in single],
-        "cosine_batch": [round(c, 9) for c in batch],
+        "cosine_single": [round(c, 9) for c in by_single],
+        "cosine_batch": [round(c, 9) for c in by_batch],
     }
 
 
 def build_onnx(folder: Path, *, force: bool = False) -> dict[str, Any]:
-    """Export the ONNX file from the pinned weights, probe it and record the result.
+    """Build the ONNX file from the pinned weights, probe it and record the result.
 
     Set-up time only (``semmem model fetch``); no download. A file that already verifies is
     left alone unless ``force``.
@@ -123,7 +92,7 @@ def build_onnx(folder: Path, *, force: bool = False) -> dict[str, Any]:
     Returns:
         The probe record written to ``onnx-probe.json``.
     Raises:
-        ModelError: the export's vectors differ from torch's (nothing is installed then).
+        ModelError: the file's vectors differ from the reference (nothing is installed then).
     """
     spec = verify(folder)
     if not force:
@@ -135,14 +104,15 @@ def build_onnx(folder: Path, *, force: bool = False) -> dict[str, Any]:
             pass
     staging = spec.folder / f".{ONNX_NAME}.{os.getpid()}.tmp"
     try:
-        _export(spec.folder, staging)
-        return install_onnx(spec.folder, staging)
+        fused = _build(spec.folder, staging)
+        return install_onnx(spec.folder, staging, fused=fused)
     finally:
         staging.unlink(missing_ok=True)
 
 
-def install_onnx(folder: Path, candidate: Path) -> dict[str, Any]:
-    """Install ``candidate`` as the model's ONNX file if its outputs match torch's.
+def install_onnx(folder: Path, candidate: Path, *,
+                 fused: dict[str, int] | None = None) -> dict[str, Any]:
+    """Install ``candidate`` as the model's ONNX file if its outputs match the reference's.
 
     Returns:
         The probe record written to ``onnx-probe.json``.
@@ -154,7 +124,7 @@ def install_onnx(folder: Path, candidate: Path) -> dict[str, Any]:
     result = probe(spec.folder, candidate)
     if result["min_cosine"] < PROBE_MIN_COSINE:
         raise ModelError(
-            f"the ONNX model {candidate.name} differs from torch (cosine "
+            f"the ONNX model {candidate.name} differs from the reference (cosine "
             f"{result['min_cosine']:.7f} < {PROBE_MIN_COSINE} on {result['worst_text']!r}); "
             "it was not installed"
         )
@@ -165,9 +135,9 @@ def install_onnx(folder: Path, candidate: Path) -> dict[str, Any]:
         "onnx_bytes": candidate.stat().st_size,
         "min_cosine": result["min_cosine"],
         "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "exported_with": {"torch": version("torch"), "onnx": version("onnx"), "opset": OPSET},
-        "probed_with": {"onnxruntime": version("onnxruntime"),
-                        "sentence-transformers": version("sentence-transformers")},
+        "built_with": {"builder": "semmem.embedding.graph", "onnx": version("onnx"),
+                       "onnxruntime": version("onnxruntime"), "fused": fused},
+        "probed_with": {"onnxruntime": version("onnxruntime"), "against": result["against"]},
         "probe": result,
     }
     # Record removed first and written last: in between, no record vouches for any file.
@@ -178,4 +148,23 @@ def install_onnx(folder: Path, candidate: Path) -> dict[str, Any]:
     staging = record_path.with_suffix(".tmp")
     staging.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
     os.replace(staging, record_path)
+    return record
+
+
+def write_reference(folder: Path, target: Path | None = None) -> dict[str, Any]:
+    """Embed :data:`PROBES` one by one with the reference encoder (torch) and write the
+    reference file (``models/probe-reference.json`` unless ``target``).
+
+    Raises:
+        ModelError: the reference extra (torch, sentence-transformers) is not installed.
+    """
+    from semmem.embedding.reference import SentenceTransformerEmbedder
+
+    spec = verify(folder)
+    model = SentenceTransformerEmbedder(spec.folder, threads=1)
+    vectors = np.vstack([model.embed_batch([t]) for t in PROBES])
+    made_with = {p: version(p) for p in ("sentence-transformers", "torch", "transformers")}
+    record = reference_record(spec, vectors, made_with)
+    path = target or reference_path(spec)
+    path.write_text(json.dumps(record, ensure_ascii=False, indent=1) + "\n")
     return record

@@ -1,10 +1,11 @@
 """The bundled model's files: the SHA-256 manifest, verification and the fetch step.
 
 A model folder ``<root>/<name>/`` is valid when ``<root>/manifest.json`` lists ``<name>`` and
-every listed file exists with the listed hash. Its ONNX file (``model.onnx``, exported from the
-pinned weights at set-up) is not pinned by hash, since exports are not byte-reproducible: it is
-trusted only when the probe record beside it (``onnx-probe.json``, written after comparing its
-outputs with torch's) names the same model id and the file's hash. Nothing here imports torch.
+every listed file exists with the listed hash; the ONNX encoder needs every file but the
+weights (``model.safetensors``), so a serving-only folder (the image's) may leave them out. Its
+ONNX file (``model.onnx``, built from the pinned weights at set-up) is trusted only when the
+probe record beside it (``onnx-probe.json``, written after comparing its outputs with the
+reference vectors) names the same model id and the file's hash. Nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
 MANIFEST_NAME = "manifest.json"
 ONNX_NAME = "model.onnx"
 PROBE_NAME = "onnx-probe.json"
+WEIGHTS_NAME = "model.safetensors"
 # Every probe text's ONNX vector must be at least this close to torch's (cosine).
 PROBE_MIN_COSINE = 0.99999
 ENCODERS = ("auto", "onnx", "torch")
@@ -91,8 +93,9 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def verify(folder: Path) -> ModelSpec:
-    """Check every file of the model against the manifest.
+def verify(folder: Path, *, weights: bool = True) -> ModelSpec:
+    """Check every file of the model against the manifest (``weights=False``: the weights
+    may be absent, as the ONNX encoder never reads them; present, they are checked too).
 
     Returns:
         The model's spec, whose ``model_id`` names these exact files.
@@ -103,6 +106,8 @@ def verify(folder: Path) -> ModelSpec:
     fix = f"run `semmem model fetch --model {spec.folder}` (or `make model`) to restore it"
     for rel, expected in spec.files.items():
         path = spec.folder / rel
+        if not weights and rel == WEIGHTS_NAME and not path.exists():
+            continue
         if not path.is_file():
             raise ModelError(f"model file {path} is missing; {fix}")
         actual = sha256_file(path)
@@ -160,7 +165,7 @@ def check_onnx(spec: ModelSpec) -> Path:
             a failed probe; the message says how to fix it.
     """
     onnx, record_path = spec.folder / ONNX_NAME, spec.folder / PROBE_NAME
-    fix = f"run `semmem model fetch --model {spec.folder}` to export and verify it"
+    fix = f"run `semmem model fetch --model {spec.folder}` to build and verify it"
     if not onnx.is_file() or not record_path.is_file():
         raise ModelError(f"no verified ONNX file in {spec.folder}; {fix}")
     try:
@@ -178,7 +183,8 @@ def check_onnx(spec: ModelSpec) -> Path:
 
 
 def resolve_encoder(folder: Path, choice: str = "auto") -> str:
-    """``onnx`` or ``torch``: ``auto`` is ONNX when set-up has exported and probed it.
+    """``onnx`` or ``torch``: ``auto`` is ONNX when set-up has built and probed it, or when
+    torch is not installed (then the start fails with "run `semmem model fetch`").
 
     Under ``auto`` a folder with a probe record means ONNX, so an altered or stale ONNX file
     stops the start (as an altered weight file does) instead of quietly changing encoder.
@@ -190,4 +196,13 @@ def resolve_encoder(folder: Path, choice: str = "auto") -> str:
         raise ModelError(f"unknown encoder {choice!r}; use one of {', '.join(ENCODERS)}")
     if choice != "auto":
         return choice
-    return "onnx" if (folder / PROBE_NAME).is_file() else "torch"
+    if (folder / PROBE_NAME).is_file() or not torch_installed():
+        return "onnx"
+    return "torch"
+
+
+def torch_installed() -> bool:
+    """Whether the reference extra (torch and sentence-transformers) can be imported."""
+    from importlib.util import find_spec
+
+    return all(find_spec(name) is not None for name in ("torch", "sentence_transformers"))

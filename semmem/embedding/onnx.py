@@ -1,15 +1,9 @@
-"""The bundled model on ONNX Runtime, and the set-up step that exports and verifies it.
+"""The bundled model on ONNX Runtime: the serving encoder.
 
-The only module that imports ``onnxruntime``; torch stays in ``semmem.embedding.embedder``, whose
-reference encoder traces itself for the export. At run time the ONNX encoder needs no torch at
-all: the model's own ``tokenizer.json`` through ``tokenizers``, the exported graph (BERT plus the
-mean pooling of sentence-transformers) through ``onnxruntime``, and an L2 norm in numpy.
-
-The exported file is trusted by its outputs: :func:`build_onnx` embeds :data:`PROBES` with
-torch and with the new file and refuses it unless every cosine is at least
-``PROBE_MIN_COSINE``; the record it writes beside the file is what
-:func:`semmem.embedding.files.check_onnx` checks at every start. The model id is unchanged: the
-vectors are the same, so stores written with either encoder stay valid.
+It needs no torch and no ``onnx``: the model's own ``tokenizer.json`` through ``tokenizers``,
+the graph built at set-up (BERT plus the mean pooling of sentence-transformers, see
+``semmem.embedding.graph``) through ``onnxruntime``, and an L2 norm in numpy. The file is
+trusted by its probe record (``semmem.embedding.export``), checked at every load.
 """
 
 from __future__ import annotations
@@ -92,7 +86,7 @@ class OnnxEmbedder:
         Raises:
             ModelError: a model file is missing or altered, or the ONNX file is unverified.
         """
-        spec = verify(folder)
+        spec = verify(folder, weights=False)
         return cls(spec, check_onnx(spec), threads=threads)
 
     def embed_batch(self, texts: list[str]) -> Vectors:

@@ -1,7 +1,9 @@
 """The reference encoder: the bundled model on sentence-transformers and torch.
 
-The one module that imports ``torch`` and ``sentence_transformers``. Serving runs the ONNX
-encoder; this one is the yardstick its file is verified against and the tracer that exports it.
+The one module that imports ``torch`` and ``sentence_transformers``, both from the
+``reference`` extra (``pip install 'semmem[reference]'``). Serving runs the ONNX encoder; this
+one is the yardstick: it made the committed probe reference vectors, and the tests (and
+``semmem model verify --probe``, where installed) compare the ONNX file with it.
 """
 
 from __future__ import annotations
@@ -9,13 +11,16 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from semmem.embedding.embedder import normalise
-from semmem.embedding.files import verify
+from semmem.embedding.files import torch_installed, verify
+from semmem.errors import ModelError
 from semmem.items import Vectors
+
+MISSING = ("the torch encoder needs the reference extra: pip install 'semmem[reference]' "
+           "(serving needs only the ONNX encoder: SEMMEM_ENCODER=onnx, after `semmem model fetch`)")
 
 _OFFLINE_ENV = {
     "HF_HUB_OFFLINE": "1",
@@ -34,6 +39,8 @@ class SentenceTransformerEmbedder:
     encoder = "torch"
 
     def __init__(self, folder: Path, batch_size: int = 64, threads: int | None = None) -> None:
+        if not torch_installed():
+            raise ModelError(MISSING)
         spec = verify(folder)  # raises ModelError with the fix when files are missing/altered
         for key, value in _OFFLINE_ENV.items():
             os.environ.setdefault(key, value)
@@ -71,40 +78,3 @@ class SentenceTransformerEmbedder:
                 show_progress_bar=False,
             )
         return normalise(out)
-
-    def export_onnx(self, target: Path, sample: dict[str, list[list[int]]], opset: int) -> None:
-        """Trace the model (BERT + mean pooling, the vectors before the L2 norm) into an ONNX
-        graph at ``target``, from ``sample``'s token rows (input name → padded rows; two texts
-        of different lengths, so the traced graph takes the padded, masked path). The set-up
-        of the ONNX encoder calls this: torch is imported here and nowhere else."""
-        import warnings
-
-        import torch
-
-        bert: Any = self._model[0].auto_model
-
-        class Pooled(torch.nn.Module):
-            """BERT's last hidden state averaged over the real tokens, as Pooling does."""
-
-            def __init__(self) -> None:
-                super().__init__()
-                self.bert = bert
-
-            def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-                hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask,
-                                   token_type_ids=token_type_ids).last_hidden_state
-                mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-                return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-
-        names = list(sample)
-        args = tuple(torch.tensor(sample[name]) for name in names)
-        axes = {name: {0: "batch", 1: "tokens"} for name in names}
-        # The tracer warns about branches it fixes at trace time (padding, causal masks); the
-        # caller's probe checks what matters, that the graph gives these vectors on any input.
-        with torch.inference_mode(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            torch.onnx.export(
-                Pooled().eval(), args, str(target), input_names=names,
-                output_names=["embedding"], dynamic_axes={**axes, "embedding": {0: "batch"}},
-                opset_version=opset, dynamo=False,
-            )

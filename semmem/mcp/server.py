@@ -139,9 +139,10 @@ def run_stdio(settings: Settings, *, partition: str | None = None, writable: boo
     """``semmem mcp``: checks the model, logs to stderr (stdout carries the protocol), serves."""
     quiet_engine_logs()  # before the store loads the engine
     if embedder is None:
-        from semmem.embedding.files import verify
+        from semmem.embedding.choice import check_model
 
-        verify(settings.model)  # fail now, with one line, rather than at the first call
+        # fail now, with one line, rather than at the first call
+        check_model(settings.model, settings.encoder)
     logging.basicConfig(level=settings.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     asyncio.run(serve_stdio(settings, partition=partition or default_partition(settings),

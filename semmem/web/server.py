@@ -54,9 +54,10 @@ def serve(settings: Settings, *, embedder: Embedder | None = None,
     quiet_engine_logs()  # before the store loads the engine
     settings = prepare(settings, out or sys.stdout)
     if embedder is None:
-        from semmem.embedding.files import verify
+        from semmem.embedding.choice import check_model
 
-        verify(settings.model)  # fail now, not after the port opened, if the model is broken
+        # fail now, not after the port opened, if the model is broken
+        check_model(settings.model, settings.encoder)
     logging.basicConfig(level=settings.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     app = AccessLog(create_app(settings, embedder=embedder))

@@ -1,4 +1,7 @@
-"""The ONNX encoder: torch's vectors, trusted only by its probe record, and stores stay valid."""
+"""The ONNX encoder: torch's vectors, trusted only by its probe record, and stores stay valid.
+
+These compare with torch, the reference extra (``make test`` installs it); test_graph.py checks
+the same file against the committed reference vectors with torch blocked."""
 
 from __future__ import annotations
 
@@ -57,7 +60,8 @@ def onnx_embedder(onnx_ready: None) -> object:
 
 
 def _linked_model(tmp_path: Path, *, onnx: bool = True) -> Path:
-    """A copy of the bundled model folder (hard links where possible) and its manifest."""
+    """A copy of the bundled model folder (hard links where possible), its manifest and its
+    reference vectors."""
     src = default_model_dir()
     dst = tmp_path / "models" / src.name
     skip = set() if onnx else {ONNX_NAME, PROBE_NAME}
@@ -70,7 +74,8 @@ def _linked_model(tmp_path: Path, *, onnx: bool = True) -> Path:
 
     shutil.copytree(src, dst, copy_function=link,
                     ignore=lambda _d, names: [n for n in names if n in skip or n == ".verified"])
-    shutil.copy(src.parent / "manifest.json", dst.parent / "manifest.json")
+    for name in ("manifest.json", "probe-reference.json"):
+        shutil.copy(src.parent / name, dst.parent / name)
     return dst
 
 
@@ -195,14 +200,16 @@ def test_install_refuses_a_graph_whose_vectors_differ(tmp_path: Path, onnx_ready
     target.CopyFrom(numpy_helper.from_array(weights, target.name))
     candidate = tmp_path / "nudged.onnx"
     onnx.save(graph, str(candidate))
-    with pytest.raises(ModelError, match="differs from torch"):
+    with pytest.raises(ModelError, match="differs from the reference"):
         install_onnx(folder, candidate)
     assert not (folder / ONNX_NAME).exists() and not (folder / PROBE_NAME).exists()
     assert resolve_encoder(folder) == "torch"
 
 
 @pytest.mark.slow
-def test_build_exports_from_the_pinned_weights_and_keeps_a_verified_file(tmp_path: Path) -> None:
+def test_build_makes_the_file_from_the_pinned_weights_and_keeps_a_verified_one(
+    tmp_path: Path
+) -> None:
     from semmem.embedding.export import PROBES, build_onnx
 
     folder = _linked_model(tmp_path, onnx=False)
@@ -232,7 +239,9 @@ def test_settings_encoder_selects_the_runtime_encoder(
     assert embedder.model_id == load_spec(default_model_dir()).model_id
 
 
-def test_cli_model_verify_probes_both_encoders_again(onnx_embedder: object) -> None:
+def test_cli_model_verify_probes_against_the_reference_and_torch_again(
+    onnx_embedder: object
+) -> None:
     from typer.testing import CliRunner
 
     from semmem.cli.commands import app
@@ -242,7 +251,9 @@ def test_cli_model_verify_probes_both_encoders_again(onnx_embedder: object) -> N
     lines = result.stdout.splitlines()
     assert lines[0].startswith("model all-MiniLM-L6-v2 OK")
     assert lines[1] == "ONNX file model.onnx OK (the file its probe verified)"
-    assert float(lines[2].rsplit(" ", 1)[1]) >= PROBE_MIN_COSINE
+    assert lines[2].startswith("probe again: lowest cosine to the reference vectors ")
+    assert lines[3].startswith("probe again: lowest cosine to torch ")
+    assert min(float(line.rsplit(" ", 1)[1]) for line in lines[2:4]) >= PROBE_MIN_COSINE
 
 
 def test_cli_model_fetch_keeps_a_verified_onnx_file(tmp_path: Path, onnx_ready: None) -> None:

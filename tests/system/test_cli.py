@@ -80,10 +80,10 @@ def test_cli_missing_model_is_a_clear_error(tmp_path: Path) -> None:
     model = tmp_path / "models" / "all-MiniLM-L6-v2"
     shutil.copytree(default_model_dir(), model)
     shutil.copy(default_model_dir().parent / "manifest.json", model.parent / "manifest.json")
-    (model / "model.safetensors").unlink()
+    (model / "tokenizer.json").unlink()  # the ONNX encoder reads it (it never reads the weights)
     code, _, err = _run(tmp_path, "recall", "-p", "x", "--model", str(model))
     assert code == 1
-    assert "model.safetensors is missing; run `semmem model fetch" in err
+    assert "tokenizer.json is missing; run `semmem model fetch" in err
 
 
 @pytest.mark.parametrize("args", [["model", "verify"]])

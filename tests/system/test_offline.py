@@ -36,7 +36,7 @@ _STRIPPED_PREFIXES = ("HF_", "HUGGINGFACE_", "TRANSFORMERS_", "SENTENCE_TRANSFOR
 
 # Installed in the server process through PYTHONPATH: records attempts to reach another host.
 _AUDIT_HOOK = '''
-import os, sys
+import json, os, sys
 
 _LOG = os.environ["SEMMEM_TEST_AUDIT_LOG"]
 _LOCAL = {None, "", "localhost", "127.0.0.1", "::1", "0.0.0.0", "::"}
@@ -67,6 +67,23 @@ def _hook(event, args):
 
 
 sys.addaudithook(_hook)
+
+
+_HEAVY = ("torch", "sentence_transformers", "transformers")
+
+
+def _modules(heavy):  # which process (server, MCP, driver) ran the hook, and any torch import
+    with open(os.environ["SEMMEM_TEST_MODULES_LOG"], "a") as fh:
+        fh.write(json.dumps({"argv": sys.argv, "heavy": heavy}) + "\\n")
+
+
+def _on_import(event, args):
+    if event == "import" and args[0].split(".")[0] in _HEAVY:
+        _modules([args[0]])
+
+
+_modules([])
+sys.addaudithook(_on_import)
 '''
 
 
@@ -91,6 +108,7 @@ def _server_env(work: Path) -> dict[str, str]:
         # The hook, then this checkout (ahead of whichever one the venv has installed).
         PYTHONPATH=os.pathsep.join([str(hooks), str(ROOT)]),
         SEMMEM_TEST_AUDIT_LOG=str(work / "audit.log"),
+        SEMMEM_TEST_MODULES_LOG=str(work / "modules.log"),
         SEMMEM_DATA=str(work / "data"),
         SEMMEM_MODEL=str(MODEL),
         SEMMEM_HOST="127.0.0.1",
@@ -105,7 +123,7 @@ def _server_env(work: Path) -> dict[str, str]:
 @pytest.mark.slow
 def test_roundtrip_offline_in_loopback_only_namespace(tmp_path: Path) -> None:
     """remember → recall → search → forget over HTTP, then MCP over stdio, with no network and
-    no offline env."""
+    no offline env; neither process imports torch."""
     if not (MODEL / "model.safetensors").is_file():
         pytest.skip("bundled model not fetched (run `make model`)")
     semmem = Path(sys.executable).parent / "semmem"
@@ -175,6 +193,12 @@ def test_roundtrip_offline_in_loopback_only_namespace(tmp_path: Path) -> None:
     assert recalled["content"][0]["text"].split("\n")[0] == \
         "4. Carol's dog Biscuit sleeps under the piano."
     assert mcp["stderr_has_traceback"] is False
+
+    # the server and the MCP process ran on ONNX Runtime and never imported torch
+    ran = [json.loads(line) for line in (tmp_path / "modules.log").read_text().splitlines()]
+    commands = {r["argv"][1] for r in ran if len(r["argv"]) > 1 and r["argv"][0].endswith("semmem")}
+    assert {"serve", "mcp"} <= commands, ran
+    assert [r for r in ran if r["heavy"]] == []
 
     audit = tmp_path / "audit.log"
     attempts = audit.read_text() if audit.exists() else ""
