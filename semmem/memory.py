@@ -137,8 +137,14 @@ class Memory:
             return decision
 
         try:
-            return await self.store.write(partition, planned, lookup=lookup,
-                                          deadline_ms=op.deadline_ms if op else None)
+            try:
+                return await self.store.write(partition, planned, lookup=lookup,
+                                              deadline_ms=op.deadline_ms if op else None)
+            except rules.MissingRows as missing:  # a replay's hints: read them, decide again
+                lookup = Lookup(ops=lookup.ops, numbers=[*lookup.numbers, *missing.numbers],
+                                texts=lookup.texts)
+                return await self.store.write(partition, planned, lookup=lookup,
+                                              deadline_ms=op.deadline_ms if op else None)
         finally:
             # Any attempted commit may have landed (even one that reported an error), and a
             # write that drops a text always schedules its purge (replays included).

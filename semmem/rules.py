@@ -58,6 +58,15 @@ def replay(view: WriteView, op: Operation | None) -> dict[str, Any] | None:
     return _shown(view, record.result_json())
 
 
+class MissingRows(Exception):
+    """A replay names hinted facts its write did not look up (another replica's cached view
+    found other candidates): decide again with these numbers looked up too."""
+
+    def __init__(self, numbers: list[int]) -> None:
+        super().__init__(f"look up items {numbers}")
+        self.numbers = numbers
+
+
 def _shown(view: WriteView, result: dict[str, Any]) -> dict[str, Any]:
     """A recorded result as the write answered it: each ``similar`` entry's text is read back
     from the fact it names, if that fact is still the revision it was (a record keeps no fact
@@ -65,6 +74,10 @@ def _shown(view: WriteView, result: dict[str, Any]) -> dict[str, Any]:
     refs = result.get("similar")
     if not refs:
         return result
+    missing = [ref["n"] for ref in refs
+               if view.get(ref["n"]) is None and ref["n"] not in view.tombstones]
+    if missing:
+        raise MissingRows(missing)
     shown = []
     for ref in refs:
         item = view.get(ref["n"])

@@ -315,3 +315,15 @@ async def test_exact_duplicates_answer_existing_without_hints(memory: Memory) ->
     await memory.remember("p", "Alice drinks green tea daily")
     assert await memory.remember("p", "alice drinks  green tea") == {
         "status": "stored", "n": 1, "count": 2, "existing": True}
+
+
+async def test_a_replay_finds_its_hints_beyond_the_fresh_candidates(memory: Memory) -> None:
+    """A replay's hinted facts are looked up even when newer look-alikes push them out of the
+    write's own nearest candidates (another replica's view, or a partition grown since)."""
+    await memory.remember("p", "Alice drinks green tea")
+    op = Operation.of("op-1", "remember", {"text": "Alice drinks green tea daily"}, None)
+    first = await memory.remember("p", "Alice drinks green tea daily", op=op)
+    assert [s["n"] for s in first["similar"]] == [1]
+    for i in range(8):
+        await memory.remember("p", f"Alice drinks green tea daily at {i}")
+    assert await memory.remember("p", "Alice drinks green tea daily", op=op) == first
