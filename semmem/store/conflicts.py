@@ -9,6 +9,8 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from lance.commit import CommitConflictError
+
 T = TypeVar("T")
 
 _MARKERS = ("concurrent writer", "commit conflict", "conflict", "retryable",
@@ -16,8 +18,11 @@ _MARKERS = ("concurrent writer", "commit conflict", "conflict", "retryable",
 
 
 def is_commit_conflict(exc: BaseException) -> bool:
-    """Whether Lance refused a commit because another commit landed first (its errors are not
-    a typed tree: the message is all there is)."""
+    """Whether Lance refused a commit because another commit landed first: pylance's typed
+    ``CommitConflictError``; LanceDB's own API raises untyped errors, whose message is all
+    there is."""
+    if isinstance(exc, CommitConflictError):
+        return True
     text = str(exc).lower()
     return any(marker in text for marker in _MARKERS)
 

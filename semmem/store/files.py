@@ -110,3 +110,47 @@ def remove_data_files(fs: pafs.FileSystem, table: str, names: Iterable[str]) -> 
         except FileNotFoundError:
             continue
     return removed
+
+
+def _local_root(uri: str) -> str:
+    return os.path.abspath(uri[len("file://"):] if uri.startswith("file://") else uri)
+
+
+def _fsync(path: str, directory: bool = False) -> None:
+    fd = os.open(path, os.O_RDONLY | (os.O_DIRECTORY if directory else 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def sync_files(uri: str, data: Iterable[str], deletions: Iterable[tuple[int, Any]]) -> None:
+    """Flush a local table's new data files (names under ``data/``) and deletion files (a
+    fragment id and its ``DeletionFile``) to disk, with their folders, before a manifest may
+    name them: a power loss must not leave a manifest pointing at an empty file."""
+    root = _local_root(uri)
+    folders = set()
+    for name in data:
+        _fsync(os.path.join(root, DATA, name))
+        folders.add(os.path.join(root, DATA))
+    for fragment, deletion in deletions:
+        if deletion is None:
+            continue
+        path = os.path.join(root, "_deletions", deletion.path(fragment).rsplit("/", 1)[-1])
+        _fsync(path)
+        folders.add(os.path.dirname(path))
+    for folder in folders:
+        _fsync(folder, directory=True)
+
+
+def sync_manifest(uri: str, version: int) -> None:
+    """Flush a local table's manifest of ``version`` and its folder to disk (before the write
+    is acknowledged). The transaction file is left to the page cache: after a power loss a
+    lost one only makes a later commit decided on an older version fail and decide again."""
+    versions = os.path.join(_local_root(uri), "_versions")
+    for name in (f"{(1 << 64) - 1 - version:020d}.manifest", f"{version}.manifest"):
+        path = os.path.join(versions, name)
+        if os.path.exists(path):
+            _fsync(path)
+            break
+    _fsync(versions, directory=True)

@@ -40,7 +40,14 @@ def decode(partition: str, version: int, data: pa.Table, dim: int) -> Decoded:
         if kind == KIND_HEAD:
             if py["text"][i] != partition:
                 raise Unavailable("partition table belongs to another partition (hash clash)")
-            head = Head(partition, version, py["n"][i], py["seq"][i], py["model"][i])
+            # Two heads are a defect (``semmem check`` repairs it): the highest mark wins, so
+            # no number below it is handed out again meanwhile.
+            if py["n"][i] >= head.hwm:
+                head = Head(partition, version, py["n"][i], max(py["seq"][i], head.seq),
+                            py["model"][i])
+            else:
+                head = Head(partition, version, head.hwm, max(py["seq"][i], head.seq),
+                            head.model)
         elif kind == KIND_ITEM:
             if py["forgotten"][i]:
                 tombstones[py["n"][i]] = Tombstone(py["n"][i], py["seq"][i], py["updated"][i],

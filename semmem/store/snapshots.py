@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -68,11 +69,16 @@ class Snapshots:
         # Per table: the version this process just committed and whose snapshot is being
         # brought forward, with the event set when it is (a read of it waits, not rereads).
         self._following: dict[str, tuple[int, asyncio.AbstractEventLoop, asyncio.Event]] = {}
+        # Per partition: a version confirmed the latest and when (monotonic), by a listing or
+        # this process's own commit (shared with the writer: ``store/fence.py``).
+        self.confirmed: dict[str, tuple[int, float]] = {}
         self.rebuilds = 0  # full reads of a partition (for tests and benchmarks)
         self.forwards = 0  # snapshots brought forward by a delta read
 
     def drop(self, name: str) -> None:
         """Forget what is held for table ``name``."""
+        for partition in [p for p in self.confirmed if table_name(p) == name]:
+            del self.confirmed[partition]
         self.cache.drop(name)
         self._datasets.pop(name, None)
         self._layouts.pop(name, None)
@@ -81,6 +87,7 @@ class Snapshots:
     def clear(self) -> None:
         """Forget everything."""
         self.cache.clear()
+        self.confirmed.clear()
         self._datasets.clear()
         self._layouts.clear()
         self._following.clear()
@@ -91,14 +98,18 @@ class Snapshots:
         name = table_name(partition)
         if not self.check_latest:
             return int(await tbl.version())
+        asked = time.monotonic()
         held = self._datasets.get(name)
         if held is None:  # open it at its latest version: the snapshot's read goes on from it
             uri = await tbl.uri()
             opened = await asyncio.to_thread(open_dataset, uri, self.storage_options,
                                              session=self.session, full_reads=True)
             self._keep(name, opened)
-            return int(opened.version)
-        return int(await asyncio.to_thread(lambda: held.latest_version))
+            version = int(opened.version)
+        else:
+            version = int(await asyncio.to_thread(lambda: held.latest_version))
+        self.confirmed[partition] = (version, asked)  # the latest: a write's fence (fence.py)
+        return version
 
     def known(self, partition: str) -> int | None:
         """The latest version this process holds a snapshot and layout of (a write decides on

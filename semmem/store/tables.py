@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import timedelta
@@ -23,6 +24,7 @@ from semmem.errors import DeadlineExceeded, ModelMismatch, SemmemError, Unavaila
 from semmem.items import now_ms
 from semmem.store.conflicts import moved_on
 from semmem.store.connection import Connection
+from semmem.store.fence import Fence
 from semmem.store.files import open_dataset, remote
 from semmem.store.reading import candidates, decode
 from semmem.store.rows import KIND_HEAD, KIND_ITEM, Lookup, Mutation, Plan, table_name
@@ -33,6 +35,7 @@ from semmem.store.views import Candidates, Head, IndexedView, PartitionSnapshot,
 from semmem.store.writes import Writer
 
 V = TypeVar("V")
+log = logging.getLogger("semmem.store")
 
 # Object-store retries (the store's own options override them): a few quick retries of a
 # failed request (503 SlowDown, a reset connection, a cut body), bounded in time, so a store
@@ -59,13 +62,17 @@ class Store:
         cache_bytes: int = 1 << 30,
         tail_rows: int | None = None,
         write_loads: int = WRITE_LOADS,
+        fence: Fence | None = None,
     ) -> None:
         self.uri = uri
         self.dim = dim
         self.model_id = model_id
         self.storage_options = {**(RETRIES if remote(uri) else {}), **(storage_options or {})}
-        self.upkeep = Upkeep(self.storage_options, version_retention, orphan_age,
-                             index_threshold)
+        self.fence = fence or Fence()
+        # Below the floor a cleanup could remove a version a fenced commit must be checked
+        # against (``store/fence.py``): retention is raised to it.
+        self.upkeep = Upkeep(self.storage_options, self.fence.retention(version_retention),
+                             orphan_age, index_threshold, fence=self.fence)
         self.schema = partition_schema(dim)
         self.conn = Connection(uri, self.schema, model_id, self.upkeep,
                                read_consistency=read_consistency, max_tables=cache_size,
@@ -78,7 +85,11 @@ class Store:
                              self.snapshots.following, self.snapshots.known,
                              self.upkeep.discard_files, self.snapshots.latest,
                              tail_rows=self.snapshots.tail_rows,
-                             refresh=read_consistency != timedelta(0))
+                             refresh=read_consistency != timedelta(0), fence=self.fence,
+                             leftover=self.upkeep.leftover, suspect=self.suspect,
+                             storage_options=self.storage_options, durable=not remote(uri),
+                             confirms=self.snapshots.check_latest,
+                             confirmed=self.snapshots.confirmed)
 
     @property
     def version_retention(self) -> timedelta:
@@ -348,6 +359,20 @@ class Store:
                 raise DeadlineExceeded("deadline passed before the write was committed")
             tbl = await self.conn.table(partition, create=True)
         return await self.writer.write(tbl, partition, plan, lookup or Lookup(), deadline_ms)
+
+    async def suspect(self, partition: str) -> None:
+        """Check a partition a commit may have reached blind, and repair what it finds (see
+        ``store/check.py``); never raises (the write that asked reports itself uncertain)."""
+        from semmem.store.check import check_partition  # a rare path
+
+        try:
+            found = await check_partition(self, partition, repair=True)
+        except Exception:
+            log.exception("could not check partition table %s", table_name(partition))
+            return
+        if found.problems:
+            log.error("partition table %s: %s (repaired: %s)", table_name(partition),
+                      "; ".join(found.problems), found.repaired)
 
     # ----- upkeep ----------------------------------------------------------------------------
     async def maintain(self, partition: str, *, retention: timedelta | None = None,

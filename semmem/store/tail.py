@@ -27,6 +27,7 @@ from lance.commit import CommitConflictError
 from lance.dataset import LanceOperation
 from lance.fragment import write_fragments
 
+from semmem.store.files import sync_files, sync_manifest
 from semmem.store.rows import HEAD_KEY
 
 ADDR = "_rowaddr"
@@ -113,13 +114,22 @@ def _placed(ds: Any, layout: Layout, keys: list[str], hwm: int) -> Layout:
 
 
 def commit(ds: Any, layout: Layout, rows: pa.Table, schema: pa.Schema, limit: int,
-           hwm: int, discard: Callable[[list[str]], None]) -> tuple[Any, Layout | None]:
+           hwm: int, discard: Callable[[list[str]], None], *,
+           gate: Callable[[], None] = lambda: None,
+           leftover: Callable[[list[str]], None] | None = None,
+           durable: bool = False) -> tuple[Any, Layout | None]:
     """Commit ``rows`` (the new head and every changed row) against ``ds``'s version; returns
     the new dataset and its layout (``None`` when Lance rebased the commit over a compaction,
     or the layout was partial: read it again). ``hwm`` is the high-water mark the rows were
-    decided on (items above it are new). ``discard`` deletes the data files of a commit that
-    lost its race: they copy the tail's live rows, and a text forgotten later must not wait for
-    the orphan sweep to leave the disk.
+    decided on (items above it are new).
+
+    ``gate`` runs once the files are written, right before the commit (the deadline and the
+    write fence: ``store/fence.py``); what it raises stops the commit. ``discard`` deletes the
+    data files of a commit that did not happen (stopped, or lost its race): they copy the
+    tail's live rows, and a text forgotten later must not wait for the orphan sweep to leave
+    the disk; ``leftover`` is given them when the commit failed otherwise (its outcome unknown:
+    they are deleted only if no version references them). ``durable``: a local store, whose
+    files are synced before the commit and the manifest after it.
 
     Raises:
         OSError: ``lance.commit.CommitConflictError`` when another write committed first
@@ -162,14 +172,28 @@ def commit(ds: Any, layout: Layout, rows: pa.Table, schema: pa.Schema, limit: in
             updated.append(meta)
     op = LanceOperation.Update(removed_fragment_ids=removed, updated_fragments=updated,
                                new_fragments=[m for _, ms in written for m in ms])
+    paths = [m.files[0].path for _, ms in written for m in ms]
+    try:
+        if durable:
+            sync_files(ds.uri, paths, [(m.id, m.deletion_file) for m in updated])
+        gate()
+    except BaseException:
+        discard(paths)
+        raise
     # A LIST (transactions since the version), the transaction, the manifest's conditional PUT.
     try:
         new = lance.LanceDataset.commit(ds, op, read_version=ds.version, max_retries=0)
     except CommitConflictError:
         # Lance reports a conflict only once it knows the manifest is not ours (it checks an
         # ambiguous conditional PUT itself): no version references these files.
-        discard([m.files[0].path for _, ms in written for m in ms])
+        discard(paths)
         raise
+    except BaseException:
+        if leftover is not None:
+            leftover(paths)
+        raise
+    if durable:
+        sync_manifest(ds.uri, new.version)
     if new.version != ds.version + 1 or not layout.complete:
         return new, None
     by_path = {f.metadata.files[0].path: f.fragment_id for f in new.get_fragments()}

@@ -18,6 +18,7 @@ from lance.optimize import Compaction, CompactionOptions
 
 from semmem.items import now_ms
 from semmem.store.conflicts import is_commit_conflict, retry_conflicts
+from semmem.store.fence import Fence, age_s, gaps, listed_versions
 from semmem.store.files import (
     data_files,
     file_name,
@@ -73,6 +74,10 @@ class Upkeep:
     _files: dict[str, dict[tuple[int, Any], frozenset[str]]] = field(default_factory=dict,
                                                                      repr=False)
     _files_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    fence: Fence = field(default_factory=Fence)
+    # Per table: data files of commits that failed with an unknown outcome and could not be
+    # checked and removed then (the store was failing); the next pass tries again.
+    _leftovers: dict[str, set[str]] = field(default_factory=dict, repr=False)
 
     def _open(self, uri: str) -> Any:
         return open_dataset(uri, self.storage_options)
@@ -88,21 +93,37 @@ class Upkeep:
         ds = self._open(uri)
         before = ds.version
         pruned = 0
-        expired = f"kind = {KIND_OP} AND op_expires < {now_ms()}"
-        if ds.count_rows(filter=expired):
-            pruned = retry_conflicts(lambda: self._delete(uri, expired))
-            ds = self._open(uri)
         compacted = False
-        if due(ds.get_fragments(), purge):
-            options: CompactionOptions = {
-                "target_rows_per_fragment": FRAGMENT_ROWS, "materialize_deletions": purge,
-                "materialize_deletions_threshold": 0.0 if purge else 0.5,
-            }
-            compacted = retry_conflicts(lambda: self.compact(uri, options, leave_head=True))
-        indexed = self.build_index(uri)
-        stats = self._open(uri).cleanup_old_versions(older_than=keep,
+        indexed = ""
+        failed: Exception | None = None
+        # What fails here (a full disk, a failing store) must not stand between a forget and
+        # the cleanup that removes its text: cleanup and the sweep run whatever happened,
+        # then the failure is reported (the scheduler tries again).
+        try:
+            expired = f"kind = {KIND_OP} AND op_expires < {now_ms()}"
+            if ds.count_rows(filter=expired):
+                pruned = retry_conflicts(lambda: self._delete(uri, expired))
+                ds = self._open(uri)
+            if due(ds.get_fragments(), purge):
+                options: CompactionOptions = {
+                    "target_rows_per_fragment": FRAGMENT_ROWS, "materialize_deletions": purge,
+                    "materialize_deletions_threshold": 0.0 if purge else 0.5,
+                }
+                compacted = retry_conflicts(lambda: self.compact(uri, options, leave_head=True))
+            indexed = self.build_index(uri)
+        except Exception as exc:
+            failed = exc
+            log.warning("maintenance of %s failed (%s); cleaning up all the same",
+                        file_name(uri.rstrip("/")), exc)
+        if keep < timedelta(seconds=self.fence.floor):
+            self._wait_out(uri)  # asked for sooner than the fence allows: wait until it allows
+        stats = self._open(uri).cleanup_old_versions(older_than=self.fence.retention(keep),
                                                      error_if_tagged_old_versions=False)
         removed = int(getattr(stats, "old_versions", 0)) + self._drop_own_versions(uri, before)
+        self._remove_leftovers(uri)
+        orphans = self.sweep_orphans(uri)
+        if failed is not None:
+            raise failed
         return MaintenanceReport(
             partition_table=file_name(uri.rstrip("/")),
             ops_pruned=pruned,
@@ -110,8 +131,19 @@ class Upkeep:
             versions_removed=removed,
             seconds=time.perf_counter() - started,
             indexed=indexed,
-            orphans_removed=self.sweep_orphans(uri),
+            orphans_removed=orphans,
         )
+
+    def _wait_out(self, uri: str) -> None:
+        """Wait until every version but the latest is as old as the fence's floor, so that a
+        cleanup now removes them all without removing one a fenced commit still needs."""
+        versions = self._open(uri).versions()
+        if len(versions) < 2:
+            return
+        youngest = min(age_s(v) for v in versions[:-1])
+        wait = self.fence.floor - youngest
+        if wait > 0:
+            time.sleep(min(wait, self.fence.floor))
 
     def _drop_own_versions(self, uri: str, before: int) -> int:
         """Remove the intermediate versions this pass made (a prune, the fragment reservation
@@ -124,7 +156,10 @@ class Upkeep:
         versions = ds.versions()
         if any(v["version"] == before for v in versions):
             return 0  # the starting version is within the window: the next pass purges
-        ours = [v["version"] for v in versions if before < v["version"] < ds.version]
+        # Only once the fence's budget old (by this clock, which made them): a writer that
+        # confirmed the version before one of them has committed or given up by then.
+        ours = [v["version"] for v in versions if before < v["version"] < ds.version
+                and age_s(v) > self.fence.budget]
         if not ours:
             return 0
         stats = ds.cleanup_old_versions(versions=ours, error_if_tagged_old_versions=False)
@@ -135,13 +170,20 @@ class Upkeep:
         retry_conflicts(lambda: self.compact(uri, {
             "materialize_deletions": True, "materialize_deletions_threshold": 0.0}))
         keep = self.version_retention if retention is None else retention
-        self._open(uri).cleanup_old_versions(older_than=keep, error_if_tagged_old_versions=False)
+        if keep < timedelta(seconds=self.fence.floor):
+            self._wait_out(uri)
+        self._open(uri).cleanup_old_versions(older_than=self.fence.retention(keep),
+                                             error_if_tagged_old_versions=False)
         self.sweep_orphans(uri)
 
     def _delete(self, uri: str, where: str) -> int:
+        started = time.monotonic()
         ds = self._open(uri)
+        base = ds.version
         before = ds.count_rows(filter=where)
-        ds.delete(where)
+        ds.delete(where)  # the engine's own commit: checked after the fact when it ran late
+        if self.fence.late(started):
+            self._check_landed(uri, base)
         return int(before)
 
     def compact(self, uri: str, options: CompactionOptions, leave_head: bool = False) -> bool:
@@ -159,7 +201,7 @@ class Upkeep:
         plan = Compaction.plan(ds, options)
         if not plan.num_tasks():
             return False
-        started = time.monotonic()
+        started = time.monotonic()  # ``ds`` was the latest before this: its confirmation
         fence = self.orphan_age.total_seconds() / 2
         rewrites: list[Any] = []
         try:
@@ -170,12 +212,39 @@ class Upkeep:
                 # leftovers and delete them: committing them now could lose the partition.
                 self._discard(uri, rewrites, "it took longer than half the orphan age")
                 return False
+            if time.monotonic() - started > self.fence.fresh and not self._fenced(uri, ds):
+                self._discard(uri, rewrites, "versions it must be checked against may go")
+                return False
+            confirmed = time.monotonic() if time.monotonic() - started > self.fence.fresh \
+                else started
             Compaction.commit(ds, rewrites)
         except BaseException as exc:
             if len(rewrites) < plan.num_tasks() or is_commit_conflict(exc):
                 self._discard(uri, rewrites, type(exc).__name__)
             raise
+        if self.fence.late(confirmed):
+            self._check_landed(uri, ds.version)
         return True
+
+    def _fenced(self, uri: str, ds: Any) -> bool:
+        """Whether a commit on ``ds``'s version made now is fenced though time passed since it
+        was read: every version above it is still there and young enough that no cleanup can
+        remove it within the fence's budget (``store/fence.py``)."""
+        versions = {int(v["version"]): v for v in self._open(uri).versions()}
+        above = [v for n, v in versions.items() if n > ds.version]
+        if gaps(set(versions), ds.version, max(versions) + 1):
+            return False
+        limit = self.version_retention.total_seconds() - 2 * self.fence.skew - self.fence.budget
+        return all(age_s(v) < limit for v in above)
+
+    def _check_landed(self, uri: str, base: int) -> None:
+        """After a commit that ended past the fence's budget: every version between its read
+        version and the latest must still be there, or it may have landed blind."""
+        latest = self._open(uri).version
+        missing = gaps(listed_versions(uri, self.storage_options), base, latest)
+        if missing:
+            log.error("a maintenance commit of %s landed over removed versions %s; run "
+                      "`semmem check --repair`", file_name(uri.rstrip("/")), missing)
 
     def _discard(self, uri: str, rewrites: list[Any], why: str) -> None:
         """Delete the files of compaction rewrites that did not commit, once verified that no
@@ -191,6 +260,32 @@ class Upkeep:
             log.info("compaction did not commit (%s); removed its %d file(s)", why, removed)
         except Exception:  # the sweep of unreferenced files will get them later
             log.warning("could not remove the files of an uncommitted compaction", exc_info=True)
+
+    def leftover(self, uri: str, names: list[str]) -> None:
+        """The data files of a commit that failed with an unknown outcome: deleted unless a
+        version references them (it landed); when that cannot be told now, the next pass
+        tries again — they copy live rows, which a later forget must not leave on disk."""
+        if not names:
+            return
+        with self._files_lock:
+            self._leftovers.setdefault(uri, set()).update(file_name(n) for n in names)
+        self._remove_leftovers(uri)
+
+    def _remove_leftovers(self, uri: str) -> None:
+        with self._files_lock:
+            names = self._leftovers.pop(uri, set())
+        if not names:
+            return
+        try:
+            unreferenced = names - self.referenced(uri)
+            fs, table = filesystem(uri, self.storage_options)
+            removed = remove_data_files(fs, table, unreferenced)
+            if removed:
+                log.info("removed %d file(s) of a write that did not commit", removed)
+        except Exception:
+            with self._files_lock:
+                self._leftovers.setdefault(uri, set()).update(names)
+            log.warning("could not remove the files of a failed write yet; will retry")
 
     def discard_files(self, uri: str, names: list[str]) -> None:
         """Delete data files of the table that are known to be unreferenced (a write that lost
@@ -228,7 +323,9 @@ class Upkeep:
         store whose files cannot be listed here keeps them for Lance's own 7-day cleanup."""
         try:
             fs, table = filesystem(uri, self.storage_options)
-            stale = stale_data_files(fs, table, self.orphan_age)
+            # The files' times are the storage's clock: a skewed one must not make them old.
+            stale = stale_data_files(fs, table,
+                                     self.orphan_age + timedelta(seconds=self.fence.skew))
             if not stale:
                 return 0
             stale -= self.referenced(uri)

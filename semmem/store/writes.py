@@ -4,10 +4,11 @@ Writes to one partition queue behind the commit in flight and go together in the
 each decides in turn on one write view (a later one sees what the earlier ones decided), and
 their rows commit as one rolling-tail update (``store/tail.py``) against the version the view
 was read at, with no retries of Lance's own. A write decides on the latest version this process
-holds without asking the store for a newer one (the commit fails if there is one); a lost race
-(another process or replica committed first) plans the whole group again on the latest
-version. A group that commits nothing (replays, refusals) is answered only once that version is
-known to be the latest. Each write keeps its own result or refusal.
+holds, and commits on it only while it is *fenced* (``store/fence.py``): confirmed the latest
+recently — by this process's own commit or a listing — or confirmed again just before the
+commit; a lost race (another process or replica committed first) plans the whole group again on
+the latest version. A group that commits nothing (replays, refusals) is answered only once that
+version is known to be the latest. Each write keeps its own result or refusal.
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,10 +29,13 @@ import pyarrow as pa
 from semmem.errors import DeadlineExceeded, ModelMismatch, SemmemError, Unavailable
 from semmem.items import now_ms
 from semmem.store.conflicts import backoff, is_commit_conflict, moved_on
-from semmem.store.rows import Lookup, Mutation, Plan
+from semmem.store.fence import Fence, Stale, gaps, listed_versions
+from semmem.store.rows import Lookup, Mutation, Plan, table_name
 from semmem.store.schema import Batch
 from semmem.store.tail import Layout, commit, tail_limit
 from semmem.store.views import WriteView
+
+log = logging.getLogger("semmem.store")
 
 MAX_WRITE_ATTEMPTS = 40
 MAX_GROUP = 64  # writes per commit: bounds one commit's size and one view's lookups
@@ -91,7 +98,12 @@ class Writer:
 
     def __init__(self, model_id: str, schema: pa.Schema, read_view: ViewReader,
                  committed: Committed, known: Known, discard: Discard, latest: Latest, *,
-                 tail_rows: int | None = None, refresh: bool = False) -> None:
+                 tail_rows: int | None = None, refresh: bool = False,
+                 fence: Fence | None = None, leftover: Discard | None = None,
+                 suspect: Callable[[str], Awaitable[None]] | None = None,
+                 storage_options: dict[str, str] | None = None, durable: bool = False,
+                 confirms: bool = True,
+                 confirmed: dict[str, tuple[int, float]] | None = None) -> None:
         self.model_id = model_id
         self.schema = schema
         self.tail_rows = tail_rows or tail_limit(schema.field("vector").type.list_size)
@@ -103,6 +115,15 @@ class Writer:
         # Move the table handle to each new version (a handle that checks for newer versions
         # only now and then would not see this process's own write).
         self.refresh = refresh
+        self.fence = fence or Fence()
+        self.leftover = leftover or discard
+        self.suspect = suspect or _no_check
+        self.storage_options = storage_options or {}
+        self.durable = durable  # a local store: sync files before acknowledging
+        self.confirms = confirms  # ``latest`` lists the versions (else it may lag)
+        # Per partition: the version this process last confirmed the latest, and when
+        # (monotonic): a write decided on it commits without asking while that is recent.
+        self._confirmed: dict[str, tuple[int, float]] = {} if confirmed is None else confirmed
         self._queues: dict[str, _Queue] = {}
         self._coming: dict[str, int] = {}  # writes announced and not yet queued, per partition
         self._first: dict[str, float] = {}  # when the first of them arrived (monotonic)
@@ -198,13 +219,19 @@ class Writer:
 
     async def _commit(self, tbl: Any, partition: str, group: list[Pending]) -> None:
         fresh = False  # whether ``version`` was just read from the store
+        uncertain = False  # whether an earlier attempt's commit may have landed
         for attempt in range(MAX_WRITE_ATTEMPTS):
-            group = _in_time(group)
+            group = _in_time(group, uncertain)
             if not group:
                 return
             known = self.known(partition) if attempt == 0 else None
             fresh = known is None
+            held = self._confirmed.get(partition)
+            confirmed = held[1] if held is not None and held[0] == known else None
+            asked = time.monotonic()
             version = await self.latest(partition, tbl) if known is None else known
+            if known is None and self.confirms:
+                confirmed = asked  # listed: nothing above ``version`` existed before ``asked``
             try:
                 ds, view, layout = await self.read_view(partition, tbl, version,
                                                         joined([p.lookup for p in group]))
@@ -224,22 +251,40 @@ class Writer:
                     continue  # decided on a version that is no longer the latest
                 _settle(outcomes)
                 return
-            if any(p.deadline_ms is not None and now_ms() >= p.deadline_ms
-                   for p, _ in mutations):
+            if _past(p for p, _ in mutations):
                 continue  # refused by the next round's deadline check; decide again without it
             batch = Batch.of(view.head, [m for _, m in mutations])
             rows = batch.rows(self.model_id).table(self.schema)
             uri = await tbl.uri()
+            gate = _Gate(self.fence, ds, confirmed, [p for p, _ in mutations])
             try:
                 new, layout_now = await asyncio.to_thread(
                     commit, ds, layout, rows, self.schema, self.tail_rows, view.hwm,
-                    functools.partial(self.discard, uri))
-            except OSError as exc:
-                if not is_commit_conflict(exc) and not await moved_on(tbl, version):
-                    raise Unavailable(f"write failed: {exc}") from exc
+                    functools.partial(self.discard, uri), gate=gate,
+                    leftover=functools.partial(self.leftover, uri), durable=self.durable)
+            except (Stale, DeadlineExceeded):
+                continue  # decide again on the latest version (or refuse, past the deadline)
+            except SemmemError:
+                raise
+            except Exception as exc:  # the engine's errors: OSError mostly, not only
+                if not is_commit_conflict(exc):
+                    uncertain = True  # it may have landed: a retry must replay, never 400
+                    if not await moved_on(tbl, version):
+                        raise Unavailable(f"write failed: {exc}") from exc
                 await backoff(attempt)
                 continue
             self.groups += 1
+            if new.version != version + 1 or self.fence.late(gate.at):
+                # Rebased, or ended past the budget: every version in between must still be
+                # there (Lance checked the commit against them), or it may have landed blind.
+                present = await asyncio.to_thread(listed_versions, uri, self.storage_options)
+                missing = gaps(present, version, int(new.version))
+                if missing:
+                    log.error("a commit to %s landed over removed versions %s; checking the "
+                              "partition", table_name(partition), missing)
+                    await self.suspect(partition)
+                    raise Unavailable("the write's outcome is uncertain; retry it")
+            self._confirmed[partition] = (int(new.version), gate.at)
             if self.refresh:
                 await tbl.checkout_latest()  # before any answer: a read after it sees the write
             follow = self.committed(partition, batch, new, layout_now)
@@ -269,17 +314,50 @@ class Writer:
         return outcomes, mutations
 
 
-def _in_time(group: list[Pending]) -> list[Pending]:
-    """The writes whose deadline has not passed; the others are refused now."""
+def _past(pending: Iterable[Pending]) -> bool:
+    now = now_ms()
+    return any(p.deadline_ms is not None and now >= p.deadline_ms for p in pending)
+
+
+def _in_time(group: list[Pending], uncertain: bool = False) -> list[Pending]:
+    """The writes whose deadline has not passed; the others are refused now: with 400 when
+    nothing of theirs was committed, with 503 (retry: the retry replays) when an earlier
+    attempt's commit may have landed."""
     now, kept = now_ms(), []
     for p in group:
         if p.deadline_ms is not None and now >= p.deadline_ms:
             if not p.future.done():
                 p.future.set_exception(
-                    DeadlineExceeded("deadline passed before the write was committed"))
+                    Unavailable("the write's outcome is uncertain; retry it") if uncertain
+                    else DeadlineExceeded("deadline passed before the write was committed"))
         else:
             kept.append(p)
     return kept
+
+
+class _Gate:
+    """What a write checks once its files are written, right before it commits: no deadline
+    has passed, and its read version is confirmed the latest recently enough (the fence,
+    ``store/fence.py``; an old confirmation is renewed by listing the versions)."""
+
+    def __init__(self, fence: Fence, ds: Any, confirmed: float | None,
+                 pending: list[Pending]) -> None:
+        self.fence, self.ds, self.pending = fence, ds, pending
+        self.at = confirmed if confirmed is not None else -math.inf
+
+    def __call__(self) -> None:
+        if _past(self.pending):
+            raise DeadlineExceeded("deadline passed before the write was committed")
+        if time.monotonic() - self.at <= self.fence.fresh:
+            return
+        asked = time.monotonic()
+        if int(self.ds.latest_version) != int(self.ds.version):
+            raise Stale("a newer version exists")
+        self.at = asked
+
+
+async def _no_check(partition: str) -> None:
+    return None
 
 
 def _settle(outcomes: list[tuple[Pending, Any]]) -> None:
