@@ -34,6 +34,10 @@ class Settings(BaseSettings):
         600.0, ge=0, description="unreferenced data files (a killed write's) deleted this old; "
         "keep far above the longest write (0 only with no other writer)"
     )
+    max_clock_skew_s: float = Field(
+        1.0, ge=0, le=60, description="the most the clocks of the store's processes (and its "
+        "storage) may differ; version retention is at least 3 s + twice this"
+    )
     maintenance_delay_s: float = Field(
         2.0, ge=0, description="coalescing delay before maintenance after writes"
     )

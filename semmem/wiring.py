@@ -45,6 +45,7 @@ def load_ranking(settings: Settings) -> RankingConfig:
 
 def make_store(settings: Settings, embedder: Embedder) -> Store:
     """A store for ``settings.data``, not yet opened (this loads the storage engine)."""
+    from semmem.store.fence import Fence
     from semmem.store.tables import Store
 
     return Store(
@@ -59,6 +60,7 @@ def make_store(settings: Settings, embedder: Embedder) -> Store:
         index_threshold=settings.index_threshold,
         cache_items=settings.cache_items,
         cache_bytes=settings.cache_bytes,
+        fence=Fence(skew=settings.max_clock_skew_s),
     )
 
 

@@ -299,6 +299,38 @@ def maintain(
 
 
 @app.command()
+def check(
+    partition: Annotated[str | None, typer.Option("--partition", "-p")] = None,
+    repair: Annotated[bool, typer.Option(
+        "--repair", help="fix what is found (keeps every acknowledged, unforgotten text), "
+        "then purge")] = False,
+    data: DataOpt = None,
+    model: ModelOpt = None,
+) -> None:
+    """Check partitions' invariants: one head, one row per key, the high-water mark above every
+    number, tombstones without text, every referenced file present. Exits 1 if any is broken
+    (after --repair: if any is still broken)."""
+    from semmem.store.check import check_partition
+
+    async def go(m: Memory) -> list[dict[str, Any]]:
+        names = [partition] if partition is not None else await m.partitions()
+        reports = []
+        for name in names:
+            found = await check_partition(m.store, name, repair=repair)
+            if found.repaired:
+                await m.maintain(name)  # a forget that won leaves the old versions then
+                again = await check_partition(m.store, name)
+                found.problems = again.problems
+            reports.append(found.as_dict() | {"ok": not found.problems})
+        return reports
+
+    reports = run(data, model, go, check_model=False)
+    show(reports)
+    if any(not r["ok"] for r in reports):
+        raise typer.Exit(1)
+
+
+@app.command()
 def reindex(data: DataOpt = None, model: ModelOpt = None) -> None:
     """Re-embed every partition with the configured model (after changing models)."""
     from tqdm import tqdm
