@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -32,3 +32,24 @@ async def memory(tmp_path: Path, fake_embedder: HashingEmbedder) -> AsyncIterato
     mem = await open_memory(tmp_path / "db", fake_embedder)
     yield mem
     await mem.close()
+
+
+@pytest.fixture(autouse=True)
+def store_invariants(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After every test, each partition table it left under its ``tmp_path`` passes
+    ``semmem check`` (one head, one row per key, numbers under the mark, tombstones without
+    text, every referenced file there). ``@pytest.mark.broken_store`` opts a test out."""
+    if "tmp_path" not in request.fixturenames or request.node.get_closest_marker("broken_store"):
+        yield
+        return
+    root: Path = request.getfixturevalue("tmp_path")
+    yield
+    from semmem.store.check import check_table
+
+    broken = {}
+    for table in root.rglob("p_*.lance"):
+        if (table / "_versions").is_dir():
+            problems = check_table(str(table))
+            if problems:
+                broken[str(table.relative_to(root))] = problems
+    assert not broken, f"store invariants broken: {broken}"

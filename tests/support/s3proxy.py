@@ -17,7 +17,10 @@ Every request is classified as ``METHOD kind`` where kind is the Lance directory
 - ``status``: answer with an S3 error (default 503 SlowDown) without forwarding;
 - ``reset_before``: close the connection (RST) without forwarding;
 - ``reset_mid_body``: forward, send the status, headers and half the body, then RST;
-- ``drop_after_success``: forward (the request takes effect upstream), then RST with no reply.
+- ``drop_after_success``: forward (the request takes effect upstream), then RST with no reply;
+- ``hold``: forward, then hold the reply until ``release()`` (a writer paused right after the
+  request took effect: ``held`` is set while one waits); ``hold_drop``: the same, then RST
+  with no reply (a commit that landed, its outcome unknown to the writer).
 
 Out of process, ``GET /__proxy/stats``, ``POST /__proxy/reset``, ``POST /__proxy/config``
 (JSON: ``delay_ms``, ``faults``) drive the same state. Only loopback is meant to be used.
@@ -76,7 +79,7 @@ def _dir(path: str, trailing: bool = False) -> str:
 class Fault:
     """One fault rule: which requests (``method``, regex on the path) and what happens."""
 
-    action: str  # status | reset_before | reset_mid_body | drop_after_success
+    action: str  # status | reset_before | reset_mid_body | drop_after_success | hold[_drop]
     method: str | None = None
     path: str | None = None  # regex searched in the request target
     times: int = 1
@@ -127,6 +130,8 @@ class State:
     faults: list[Fault] = field(default_factory=list)
     log: list[Entry] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    held: threading.Event = field(default_factory=threading.Event)  # a reply is being held
+    release: threading.Event = field(default_factory=threading.Event)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -247,6 +252,12 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None and fault.action == "drop_after_success":
             self._rst()
             return
+        if fault is not None and fault.action in ("hold", "hold_drop"):
+            self.server.state.held.set()
+            self.server.state.release.wait(120)
+            if fault.action == "hold_drop":
+                self._rst()
+                return
         self.send_response(resp.status, resp.reason)
         for k, v in resp.getheaders():
             if k.lower() in HOP or k.lower() == "content-length":
@@ -330,6 +341,10 @@ class S3Proxy:
     @delay_ms.setter
     def delay_ms(self, value: float) -> None:
         self.state.delay_ms = value
+
+    def release(self) -> None:
+        """Let held replies go (and every later ``hold`` pass at once)."""
+        self.state.release.set()
 
     def faults(self, *rules: Fault) -> None:
         with self.state.lock:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -75,6 +76,8 @@ class Figures:
     leftover_orphans: list[str] = field(default_factory=list)  # markers in unreferenced files
     leftover_live: list[str] = field(default_factory=list)  # markers in files a version uses
     violations: list[str] = field(default_factory=list)
+    idle_writes: int = 0  # writes through the replica held idle past the retention
+    idle_waits_s: list[float] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         """The figures as one JSON-ready dict."""
@@ -89,6 +92,9 @@ class Figures:
             "dropped_texts_purged_after_s": self.purge_s,
             "dropped_markers_left_in_referenced_files": len(self.leftover_live),
             "dropped_markers_left_in_orphaned_files": len(self.leftover_orphans),
+            "idle_replica_writes": self.idle_writes,
+            "idle_replica_wait_s": {"median": sorted(self.idle_waits_s)[
+                len(self.idle_waits_s) // 2] if self.idle_waits_s else None},
             "violations": len(self.violations), "first_violations": self.violations[:10],
         }
 
@@ -261,6 +267,27 @@ class Soak:
             if back:
                 self._violation(f"{p.name}: forgotten or replaced texts came back: {back}")
 
+    def idle_write(self, idle: ServerProcess, p: Partition) -> None:
+        """A remember through the idle replica (it decides on what it last saw of ``p``)."""
+        body = self._body(p, "tool", tool="remember", arguments={"text": self._text(p)})
+        with httpx.Client(base_url=idle.url, timeout=60) as c:
+            r = c.post("/memory", content=json.dumps(body), headers=HEADERS)
+        self.figures.statuses[r.status_code] += 1
+        self.figures.idle_writes += 1
+        if r.status_code != 200:
+            self._violation(f"{p.name}: idle replica's remember answered {r.status_code}: "
+                            f"{r.text[:200]}")
+            return
+        self._apply(p, body, r.json())
+
+    def check(self) -> None:
+        """``semmem check`` on every partition table: a violation per broken invariant."""
+        from semmem.store.check import check_table
+
+        for table in self.server.data.glob("p_*.lance"):
+            for problem in check_table(str(table)):
+                self._violation(f"{table.name}: {problem}")
+
     def scan(self) -> tuple[list[str], list[str]]:
         """Markers of dropped texts still in a file of the store: (in files some version
         references, in orphaned files no version references)."""
@@ -291,25 +318,75 @@ class Soak:
         return sorted(live), sorted(orphaned)
 
 
+def _versions(table: Path) -> set[int]:
+    from semmem.store.fence import listed_versions
+
+    return listed_versions(str(table), {})
+
+
+def _hold_idle(soak: Soak, idle: ServerProcess, timeout_s: float = 60.0) -> None:
+    """The idle replica writes to one partition, then stays idle on it until the other
+    server's cleanup removed the version above the one it decided on, and writes again."""
+    from semmem.store.rows import table_name
+
+    p = soak.rng.choice(soak.partitions)
+    soak.idle_write(idle, p)
+    table = soak.server.data / f"{table_name(p.name)}.lance"
+    held = max(_versions(table))
+    started = time.monotonic()
+    while held + 1 not in _versions(table):  # the other server must write on top first
+        if time.monotonic() - started > timeout_s:
+            return
+        time.sleep(0.1)
+    while held + 1 in _versions(table):
+        if time.monotonic() - started > timeout_s:
+            soak._violation(f"{p.name}: version {held + 1} never cleaned up")
+            return
+        time.sleep(0.1)
+    soak.figures.idle_waits_s.append(round(time.monotonic() - started, 1))
+    soak.idle_write(idle, p)
+
+
 def run(kills: int, *, data: Path, fake_model: bool, partitions: int = 12, clients: int = 4,
         seed: int = 1, min_load_s: float = 0.3, max_load_s: float = 2.5,
-        purge_timeout_s: float = 60.0, log: Path | None = None) -> Figures:
+        purge_timeout_s: float = 60.0, log: Path | None = None,
+        idle_replica: bool = False) -> Figures:
     """The whole soak: ``kills`` cycles of load and SIGKILL, checks after each restart, and a
-    final byte scan for dropped texts."""
+    final byte scan for dropped texts. ``idle_replica``: a second server on the same store
+    writes to a partition, stays idle on it while the first writes, forgets and cleans up past
+    the retention (the cycle's load runs meanwhile), then writes again."""
     env = {"SEMMEM_COMPACT_EVERY": "4", "SEMMEM_VERSION_RETENTION_S": "1",
            "SEMMEM_MAINTENANCE_DELAY_S": "0.1", "SEMMEM_MAX_CONCURRENCY": "64",
            "SEMMEM_ORPHAN_AGE_S": "5"}
     server = ServerProcess(data, model=not fake_model, log=log, maintenance_delay_s=None,
                            env=env if fake_model else {**ONE_THREAD, **env})
+    idle = ServerProcess(data, model=not fake_model, maintenance_delay_s=None,
+                         log=None if log is None else log.with_name("idle-" + log.name),
+                         env=env if fake_model else {**ONE_THREAD, **env})
     soak = Soak(server, partitions=partitions, clients=clients, seed=seed)
     try:
+        if idle_replica:
+            idle.start().wait_ready()
         for _ in range(kills):
             server.start()
             soak.figures.ready_s.append(server.wait_ready().ready_s)
             with httpx.Client(base_url=server.url, timeout=60) as c:
                 soak.settle_pending(c)
                 soak.verify(c)
-            asyncio.run(soak.load_then_kill(soak.rng.uniform(min_load_s, max_load_s)))
+            load = soak.rng.uniform(min_load_s, max_load_s)
+            if idle_replica:
+                holding = threading.Thread(target=_hold_idle, args=(soak, idle))
+                holding.start()
+                asyncio.run(soak.load_then_kill(load))
+                server.start()
+                server.wait_ready()
+                holding.join()
+                with httpx.Client(base_url=server.url, timeout=60) as c:
+                    soak.settle_pending(c)
+                    soak.verify(c)
+                asyncio.run(soak.load_then_kill(soak.rng.uniform(min_load_s, max_load_s)))
+            else:
+                asyncio.run(soak.load_then_kill(load))
         server.start()
         soak.figures.ready_s.append(server.wait_ready().ready_s)
         with httpx.Client(base_url=server.url, timeout=60) as c:
@@ -327,7 +404,11 @@ def run(kills: int, *, data: Path, fake_model: bool, partitions: int = 12, clien
                 break
             time.sleep(0.5)
         soak.figures.leftover_live, soak.figures.leftover_orphans = soak.scan()
+        server.stop()
+        idle.stop()
+        soak.check()
     finally:
         server.stop()
+        idle.stop()
     return soak.figures
 

@@ -125,3 +125,28 @@ def test_cli_similar_groups_a_10k_partition(tmp_path: Path) -> None:
     assert sorted(found) == sorted([max(a, b) + 1, min(a, b) + 1] for a, b in planted.items())
     code, out, _ = _run(tmp_path, "similar", "-p", "big", "--threshold", "0.9")
     assert code == 0 and "9001. fact number 9001\n6. fact number 6  (1.00)\n" in out
+
+
+def test_cli_check_finds_a_number_held_twice_and_repair_renumbers_it(tmp_path: Path) -> None:
+    import lance
+    import pyarrow as pa
+
+    from semmem.store import table_name
+
+    _run(tmp_path, "remember", "Prefers metric units", "-p", "alice")
+    _run(tmp_path, "remember", "Has a cat named Tom", "-p", "alice")
+    code, out, _ = _run(tmp_path, "check")
+    assert code == 0 and json.loads(out)[0]["ok"] is True
+    uri = str(tmp_path / "db" / f"{table_name('alice')}.lance")
+    ds = lance.dataset(uri)
+    two = next(r for r in ds.to_table().to_pylist() if r["key"] == "i:2")
+    lance.write_dataset(pa.Table.from_pylist(  # what a blind commit left: #2 handed out twice
+        [{**two, "text": "Lives in Lyon", "ts": two["ts"] + 1, "seq": 9}], schema=ds.schema),
+        uri, mode="append")
+    code, out, _ = _run(tmp_path, "check", "-p", "alice")
+    assert code == 1 and json.loads(out)[0]["problems"] == ["2 rows for number 2"]
+    code, out, _ = _run(tmp_path, "check", "--repair")
+    report = json.loads(out)[0]
+    assert code == 0 and report["ok"] and report["renumbered"] == {"2": 3}
+    code, out, _ = _run(tmp_path, "list", "-p", "alice")
+    assert out == "1. Prefers metric units\n2. Has a cat named Tom\n3. Lives in Lyon\n"

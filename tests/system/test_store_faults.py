@@ -118,16 +118,21 @@ def test_writes_through_two_replicas_survive_store_faults(
 
     import asyncio
 
-    async def stored() -> dict[str, dict[int, str]]:
+    from semmem.store.check import check_partition
+
+    async def stored() -> tuple[dict[str, dict[int, str]], list[str]]:
         memory = await Memory.open(f"s3://{BUCKET}/store", HashingEmbedder(),
                                    storage_options=direct)
         try:
-            return {p: {it.n: it.text for it in await memory.list(p)}
-                    for p in ("part-0", "part-1", "part-2")}
+            parts = ("part-0", "part-1", "part-2")
+            problems = [f"{p}: {x}" for p in parts
+                        for x in (await check_partition(memory.store, p)).problems]
+            return {p: {it.n: it.text for it in await memory.list(p)} for p in parts}, problems
         finally:
             await memory.close()
 
-    items = asyncio.run(stored())
+    items, problems = asyncio.run(stored())
+    assert problems == []  # `semmem check` on every partition
     numbers: dict[str, set[int]] = {}
     for seen in acknowledged.values():
         partition, text = seen["body"]["partition"], seen["body"]["arguments"]["text"]

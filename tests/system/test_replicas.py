@@ -1,0 +1,102 @@
+"""Two real ``semmem serve`` replicas on one local store with the shipped defaults (version
+retention, maintenance delay, fence): one holds a partition idle on an old version while the
+other writes and its purge pass cleans the old versions up; then the idle one writes."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from semmem.embedding.fakes import HashingEmbedder
+from semmem.store import Store, table_name
+from semmem.store.check import check_partition
+from semmem.store.fence import listed_versions
+from tests.support.files import decoded_with
+from tests.support.server import ServerProcess
+from tests.support.web import remember, send, tool
+
+SECRET = "the secret is MARKER-replicas-4b2e"
+
+
+# B's clock: as A's, or ahead or behind by nearly the bound the shipped defaults tolerate
+# (``SEMMEM_MAX_CLOCK_SKEW_S`` = 1 s; libfaketime shifts the wall clock, not the monotonic one).
+SKEWS = ["", "+0.9s", "-0.9s"]
+
+
+@pytest.fixture(params=SKEWS, ids=["same-clock", "b-ahead", "b-behind"])
+def pair(tmp_path: Path, request: pytest.FixtureRequest
+         ) -> Iterator[tuple[ServerProcess, ServerProcess]]:
+    data = tmp_path / "data"
+    skewed: dict[str, str] = {}
+    if request.param:
+        libs = sorted(Path("/usr/lib").glob("*/faketime/libfaketime.so.1"))
+        if not libs:
+            pytest.skip("libfaketime is not installed (scripts/ensure-browser.sh installs it)")
+        # Preloaded into the server itself (the ``faketime`` wrapper forks: stopping it would
+        # leave the server running).
+        skewed = {"LD_PRELOAD": str(libs[0]), "FAKETIME": request.param,
+                  "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+    a = ServerProcess(data, maintenance_delay_s=None, log=tmp_path / "a.log").start()
+    b = ServerProcess(data, maintenance_delay_s=None, log=tmp_path / "b.log",
+                      env=skewed).start()
+    try:
+        a.wait_ready()
+        b.wait_ready()
+        yield a, b
+    finally:
+        a.stop()
+        b.stop()
+
+
+def _gone(uri: str, version: int, timeout: float = 90.0) -> None:
+    """Wait until cleanup removed ``version`` (the condition the defect needed)."""
+    until = time.monotonic() + timeout
+    while version in listed_versions(uri, {}):
+        if time.monotonic() > until:
+            pytest.fail(f"version {version} was never cleaned up")
+        time.sleep(0.2)
+
+
+@pytest.mark.timeout(240)
+def test_an_idle_replica_writes_after_the_others_purge_without_reusing_numbers_or_texts(
+        pair: tuple[ServerProcess, ServerProcess]) -> None:
+    a, b = pair
+    uri = str(a.data / f"{table_name('p')}.lance")
+    with a.client() as ca, b.client() as cb:
+        assert remember(ca, "p", "fact one from A")["n"] == 1
+        assert remember(ca, "p", SECRET)["n"] == 2
+        held = max(listed_versions(uri, {}))  # what A decided on last
+        assert decoded_with(a.data, SECRET)
+        assert remember(cb, "p", "fact three from B")["n"] == 3
+        assert remember(cb, "p", "fact four from B")["n"] == 4
+        r = send(cb, tool("update", {"n": 3, "text": "fact three from B, updated"}))
+        assert r.status_code == 200, r.text
+        r = send(cb, tool("forget", {"n": 2}))
+        assert r.status_code == 200, r.text
+        _gone(uri, held + 1)  # B's purge pass removed the versions above A's
+        deadline = time.monotonic() + 90
+        while decoded_with(a.data, SECRET):  # and the forgotten text with them
+            assert time.monotonic() < deadline, "the forgotten text was never purged"
+            time.sleep(0.2)
+        assert remember(ca, "p", "fact five from A")["n"] == 5
+    assert decoded_with(a.data, SECRET) == []
+
+    async def inspect() -> tuple[list[tuple[int, str]], list[str]]:
+        emb = HashingEmbedder()
+        store = Store(str(a.data), dim=emb.dim, model_id=emb.model_id)
+        await store.open()
+        snap = await store.snapshot("p")
+        found = await check_partition(store, "p")
+        await store.close()
+        return [(it.n, it.text) for it in snap.items], found.problems
+
+    items, problems = asyncio.run(inspect())
+    assert items == [(1, "fact one from A"), (3, "fact three from B, updated"),
+                     (4, "fact four from B"), (5, "fact five from A")]
+    assert problems == []
+    for server in (a, b):
+        assert "Traceback" not in server.output() and "ERROR" not in server.output()
