@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/soak.py --kills 20            # the bundled model
     .venv/bin/python benchmarks/soak.py --kills 20 --fake-model
+    .venv/bin/python benchmarks/soak.py --kills 10 --idle-replica   # a second, idle replica
 
 The load, the checks after each restart and the final byte scan are ``tests/support/soak.py``
 (``tests/system/test_crash.py`` runs a short version of the same code). Prints the figures as
@@ -31,6 +32,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--fake-model", action="store_true",
                     help="the deterministic fake embedder instead of the bundled model")
+    ap.add_argument("--idle-replica", action="store_true",
+                    help="a second server that stays idle on a partition past the retention "
+                         "while the first writes, forgets and cleans up, then writes")
     ap.add_argument("--data", type=Path, default=None, help="store directory (default: a temp)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="semmem-soak-") as tmp:
@@ -38,9 +42,10 @@ def main() -> None:
         started = time.monotonic()
         figures = run(args.kills, data=data, fake_model=args.fake_model,
                       partitions=args.partitions, clients=args.clients, seed=args.seed,
-                      log=Path(tmp) / "server.log")
+                      log=Path(tmp) / "server.log", idle_replica=args.idle_replica)
         out = {"model": "fake" if args.fake_model else "all-MiniLM-L6-v2",
                "partitions": args.partitions, "clients": args.clients, "seed": args.seed,
+               "idle_replica": args.idle_replica,
                "seconds": round(time.monotonic() - started, 1), **figures.summary()}
     print(json.dumps(out, indent=2))
     sys.exit(1 if figures.violations else 0)
