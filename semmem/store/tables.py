@@ -347,7 +347,12 @@ class Store:
             DeadlineExceeded: the deadline passed before the commit could start.
             Unavailable: the write kept losing races or the store failed.
         """
-        tbl = await self.conn.writable(partition)
+        try:
+            tbl = await self.conn.writable(partition)
+        except SemmemError:
+            raise
+        except Exception as exc:  # the store failed opening the table: retry
+            raise Unavailable(f"cannot open the partition: {exc}") from exc
         if tbl is None:
             # A partition without a table: decide on its empty state first, so that a write
             # that commits nothing (a refusal, a replay-free no-op) leaves no table behind.
@@ -357,7 +362,12 @@ class Store:
                 return decision
             if deadline_ms is not None and now_ms() >= deadline_ms:
                 raise DeadlineExceeded("deadline passed before the write was committed")
-            tbl = await self.conn.table(partition, create=True)
+            try:
+                tbl = await self.conn.table(partition, create=True)
+            except SemmemError:
+                raise
+            except Exception as exc:  # the store failed making the table or its name: retry
+                raise Unavailable(f"cannot create the partition: {exc}") from exc
         return await self.writer.write(tbl, partition, plan, lookup or Lookup(), deadline_ms)
 
     async def suspect(self, partition: str) -> None:
