@@ -17,8 +17,11 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from semmem.items import now_ms
 
 if TYPE_CHECKING:
     from semmem.store.tables import Store
@@ -28,6 +31,7 @@ log = logging.getLogger(__name__)
 purge_log = logging.getLogger("semmem.web")
 
 REGISTRY_DUE = None  # the key under which the registry, not a partition, is due
+FOLLOW_S = 2.0  # how often a server looks for purges other processes asked for
 
 
 @dataclass
@@ -49,6 +53,7 @@ class Maintainer:
     _task: asyncio.Task[None] | None = None
     passes: int = 0  # partition passes done
     registry_passes: int = 0
+    pruned: Callable[[str], None] | None = None  # told of a pass that pruned records
 
     def touched(self, partition: str | None, forgot: bool) -> None:
         """Record a committed write (called by the memory core); ``REGISTRY_DUE``: the registry."""
@@ -61,6 +66,13 @@ class Maintainer:
             due.at = min(due.at, purge_at)
         if due.writes >= self.compact_every:
             due.at = min(due.at, now + self.delay_s)
+        self._wake.set()
+
+    def due_at(self, partition: str, seconds: float) -> None:
+        """Have ``partition`` maintained in ``seconds`` at the latest (an idempotency record
+        expires then: its pass prunes it, and a purge follows)."""
+        due = self._due.setdefault(partition, _Due(at=float("inf")))
+        due.at = min(due.at, time.monotonic() + max(seconds, 0.0))
         self._wake.set()
 
     def start(self) -> None:
@@ -90,6 +102,10 @@ class Maintainer:
                     continue
                 report = await self.store.maintain(partition, purge=due.purge)
                 self.passes += report is not None
+                if report is not None and report.ops_pruned and self.pruned is not None:
+                    self.pruned(partition)  # their versions must go too: purge
+                if report is not None and report.next_expiry_ms is not None:
+                    self.due_at(partition, (report.next_expiry_ms - now_ms()) / 1000 + 0.5)
                 log.info("maintained partition table %s in %.3fs",
                          report.partition_table if report else "-",
                          report.seconds if report else 0.0)
@@ -154,6 +170,11 @@ class Purger:
             loop = asyncio.get_running_loop()
             self._timers[partition] = loop.call_later(self.lag, self._fire, partition, now)
 
+    def follow_up_at(self, partition: str) -> float | None:
+        """When (monotonic) ``partition``'s follow-up purge fires, if one is pending."""
+        timer = self._timers.get(partition)
+        return None if timer is None else float(timer.when())  # the loop's clock: monotonic
+
     def _fire(self, partition: str | None, scheduled_at: float) -> None:
         del self._timers[partition]
         self.maintainer.touched(partition, True)
@@ -190,10 +211,17 @@ class Purger:
 class Maintenance:
     """The memory core's write observer in a server: maintenance and purges on one loop."""
 
-    def __init__(self, store: Store, delay_s: float, compact_every: int) -> None:
+    def __init__(self, store: Store, delay_s: float, compact_every: int,
+                 record_ttl_s: float = 86_400.0, follow_s: float = FOLLOW_S) -> None:
+        self.store = store
         self.maintainer = Maintainer(store, delay_s, compact_every)
         self.purger = Purger(self.maintainer, store.version_retention.total_seconds(), delay_s)
+        self.maintainer.pruned = self.purger.purge
         self.orphan_age_s = store.orphan_age.total_seconds()
+        self.record_ttl_s = record_ttl_s
+        self.follow_s = follow_s
+        self._follow: asyncio.Task[None] | None = None
+        self.asked = 0  # purges other processes asked for and this one scheduled
 
     @property
     def passes(self) -> int:
@@ -201,8 +229,22 @@ class Maintenance:
         return self.maintainer.passes
 
     def written(self, partition: str, dropped: bool) -> None:
-        """A write was attempted; ``dropped``: it may have dropped a text."""
+        """A write was attempted; ``dropped``: it may have dropped a text. Its idempotency
+        record (if any) expires a record TTL from now: a pass is due then at the latest."""
         self.purger.written(partition, dropped)
+        self.maintainer.due_at(partition, self.record_ttl_s + 1.0)
+
+    def purge_pending(self, partition: str) -> float | None:
+        """Seconds until the last pass of ``partition``'s pending purge: its follow-up, else
+        its first pass; ``None`` when none is pending."""
+        now = time.monotonic()
+        follow = self.purger.follow_up_at(partition)
+        if follow is not None:
+            return round(max(0.0, follow - now), 1)
+        due = self.maintainer._due.get(partition)
+        if due is not None and due.purge and due.at != float("inf"):
+            return round(max(0.0, due.at - now), 1)
+        return None
 
     def partition_deleted(self, partition: str) -> None:
         """Purge a deleted partition's name from the registry."""
@@ -213,8 +255,33 @@ class Maintenance:
         lost) and again once the files its last writes may have left are old enough."""
         self.maintainer.start()
         self.purger.sweep(partitions, self.orphan_age_s)
+        if self._follow is None and self.follow_s > 0:
+            self._follow = asyncio.create_task(self._follow_requests(), name="semmem-follow")
+
+    async def _follow_requests(self) -> None:
+        """Purge what other processes without maintenance of their own (the CLI) dropped:
+        they leave a request in the registry, which is read when its version moves (a
+        listing every ``follow_s``). Requests older than the start are the start-up purge's."""
+        seen: dict[str, int] | None = None
+        while True:
+            try:
+                asked = await self.store.purge_requests()
+                if seen is not None:
+                    for partition, at in asked.items():
+                        if seen.get(partition) != at:
+                            self.purger.purge(partition)
+                            self.asked += 1
+                seen = asked
+            except Exception:  # the store may be failing now: the next round tries again
+                log.warning("could not read the store's purge requests", exc_info=True)
+            await asyncio.sleep(self.follow_s)
 
     async def stop(self) -> None:
         """Cancel follow-ups and stop the scheduler."""
+        if self._follow is not None:
+            self._follow.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._follow
+            self._follow = None
         self.purger.stop()
         await self.maintainer.stop()

@@ -56,6 +56,7 @@ class PartitionStats(TypedDict):
     version: int
     seq: int
     model: str | None
+    purge_pending_s: float | None  # a dropped text's purge: seconds to its last pass, or None
 
 
 class Memory:
@@ -150,6 +151,8 @@ class Memory:
             # write that drops a text always schedules its purge (replays included).
             if self.observer is not None and (attempted or dropped):
                 self.observer.written(partition, dropped)
+            elif self.observer is None and attempted and dropped:  # the servers purge it
+                await self.store.request_purge(partition)
 
     async def remember(
         self, partition: str, text: str, *, op: Operation | None = None,
@@ -165,6 +168,7 @@ class Memory:
             InvalidArguments: text empty, blank or over 2,000 characters.
             IdempotencyMismatch, DeadlineExceeded, Unavailable.
         """
+        op = op and op.keyed(self.store.secret)  # records keep a keyed fingerprint
         text = clean_text(text)
         fields = {k: v for k, v in clean_attrs(attrs or {}).items() if v is not None}
         with self.store.coming(partition):  # its group waits for it (the rest of the turn)
@@ -186,6 +190,7 @@ class Memory:
             Conflict: the item existed at ``cursor``'s state and changed since.
             Forbidden: not ``owner``, and the item is hidden or from a map import.
         """
+        op = op and op.keyed(self.store.secret)
         new_text = clean_text(text) if text is not None else None
         changes = clean_attrs(attrs or {})
         cursor_seq = parse_cursor(partition, cursor) if cursor else None
@@ -229,13 +234,14 @@ class Memory:
         self, partition: str, n: int, *, cursor: str | None = None, op: Operation | None = None,
         owner: bool = True,
     ) -> dict[str, Any]:
-        """Forget item ``n``: its text goes now from recall and, after maintenance, from disk.
+        """Forget item ``n``: gone from recall now, from every file within the forget window.
 
         Its number is never reused.
 
         Raises:
             NotFound, Conflict, Forbidden: as for ``update``.
         """
+        op = op and op.keyed(self.store.secret)
         cursor_seq = parse_cursor(partition, cursor) if cursor else None
         plan = rules.forget(n, cursor_seq, op, self.idempotency_ttl_ms, owner)
         return await self._write(partition, plan, op, dropped=True, numbers=[n])
@@ -350,9 +356,10 @@ class Memory:
         view = await self.store.read_view(partition)
         forgotten = (await self.store.count_forgotten(partition)
                      if isinstance(view, IndexedView) else len(view.tombstones))
+        pending = self.observer.purge_pending(partition) if self.observer else None
         return {"partition": partition, "count": view.count, "highest": view.hwm,
                 "forgotten": forgotten, "version": view.version, "seq": view.seq,
-                "model": view.model}
+                "model": view.model, "purge_pending_s": pending}
 
     async def similar(self, partition: str, threshold: float | None = None) -> builtins.list[Group]:
         """Groups of recallable facts that probably restate or supersede each other, newest

@@ -14,6 +14,10 @@ class WriteObserver(Protocol):
     def partition_deleted(self, partition: str) -> None:
         """A partition was deleted (its name must leave the registry's files)."""
 
+    def purge_pending(self, partition: str) -> float | None:
+        """Seconds until the last pass of a pending purge of ``partition`` (a dropped text is
+        in no file after it), or ``None`` when none is pending."""
+
     def start(self, partitions: list[str]) -> None:
         """Begin background work on the running event loop."""
 
@@ -29,6 +33,10 @@ class QuietObserver:
 
     def partition_deleted(self, partition: str) -> None:
         """A partition was deleted."""
+
+    def purge_pending(self, partition: str) -> float | None:
+        """None pending."""
+        return None
 
     def start(self, partitions: list[str]) -> None:
         """Nothing to start."""

@@ -4,6 +4,8 @@ calls them again on the latest version after a lost race."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,6 +30,9 @@ class Operation:
     operation_id: str
     fingerprint: str
     deadline_ms: int | None = None
+    # Before keying: what a record written before records were keyed holds (a retry across
+    # the upgrade still replays).
+    unkeyed: str | None = None
 
     @classmethod
     def of(
@@ -37,6 +42,12 @@ class Operation:
         """Fingerprint a tool call: same tool, arguments and cursor give the same fingerprint."""
         body = json.dumps([tool, arguments, cursor], sort_keys=True, ensure_ascii=False)
         return cls(operation_id, sha256_hex(body), deadline_ms)
+
+    def keyed(self, key: bytes) -> Operation:
+        """The operation with its fingerprint keyed by the store's secret (HMAC-SHA256): what
+        its record keeps, so a record confirms no guessed text to someone without the key."""
+        mac = hmac.new(key, self.fingerprint.encode(), hashlib.sha256).hexdigest()
+        return Operation(self.operation_id, "k" + mac, self.deadline_ms, self.fingerprint)
 
 
 def replay(view: WriteView, op: Operation | None) -> dict[str, Any] | None:
@@ -50,7 +61,7 @@ def replay(view: WriteView, op: Operation | None) -> dict[str, Any] | None:
     record = view.ops.get(op_key(op.operation_id))
     if record is None:
         return None
-    if record.fingerprint != op.fingerprint:
+    if record.fingerprint not in (op.fingerprint, op.unkeyed):
         raise IdempotencyMismatch(
             "operationId was already used with a different tool, arguments or cursor",
             {"operationId": op.operation_id},

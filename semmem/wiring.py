@@ -74,7 +74,8 @@ async def open_memory(
     embedder = embedder or load_embedder(settings)
     store = make_store(settings, embedder)
     await store.open(check_model=check_model)
-    observer = (Maintenance(store, settings.maintenance_delay_s, settings.compact_every)
+    observer = (Maintenance(store, settings.maintenance_delay_s, settings.compact_every,
+                            record_ttl_s=settings.idempotency_ttl_s)
                 if maintain else None)
     return Memory(
         store, embedder, Ranker(load_ranking(settings)),

@@ -1,8 +1,8 @@
 """Durable deletion: forgotten, replaced and deleted texts leave every file of the store.
 
 Each text carries a unique marker; after the forget window the whole store directory is
-scanned byte by byte. The window with the settings here (retention 1 s, delay 0.1 s) is
-``Purger.window_s`` = 3.2 s plus the maintenance passes.
+scanned byte by byte. The window with the settings here (retention 1 s, raised to the fence's
+5 s floor; delay 0.1 s) is ``Purger.window_s`` = 11.2 s plus the maintenance passes.
 """
 
 from __future__ import annotations
@@ -21,12 +21,13 @@ import pytest
 from semmem.embedding.fakes import HashingEmbedder
 from semmem.memory import Memory
 from semmem.store import Store
-from tests.support.files import files_with
+from tests.support.files import decoded_with, files_with
 from tests.support.server import ADMIN, ServerProcess
 from tests.support.web import Client, app_client, send, tool
 
 RETENTION, DELAY = 1.0, 0.1
-WINDOW = RETENTION + DELAY + max(DELAY, 1.0) + RETENTION + DELAY  # Purger.window_s
+KEPT = max(RETENTION, 5.0)  # the retention asked for, raised to the write fence's floor
+WINDOW = KEPT + DELAY + max(DELAY, 1.0) + KEPT + DELAY  # Purger.window_s
 FAST = {"version_retention_s": RETENTION, "maintenance_delay_s": DELAY}
 
 
@@ -215,3 +216,64 @@ async def test_forget_after_compaction_lost_race_leaves_no_orphan(
     await store.maintain("p")  # compact: the forgotten rows leave the live data file
     await store.maintain("p", retention=timedelta(0))  # nobody else reads: drop old versions
     assert [m for m in markers if files_with(root, m)] == []
+
+
+@pytest.mark.timeout(120)
+def test_a_forget_made_by_another_process_is_purged_by_the_running_server(
+        tmp_path: Path) -> None:
+    """``semmem forget`` (or a library user) runs no maintenance: it leaves a purge request
+    in the registry, and the server serving the store purges the text within the window plus
+    its polling interval (2 s); without it the text stayed on disk until a restart."""
+    data, m = tmp_path / "db", marker()
+    env = {"SEMMEM_VERSION_RETENTION_S": str(RETENTION),
+           "SEMMEM_MAINTENANCE_DELAY_S": str(DELAY)}
+    server = ServerProcess(data, env=env).start().wait_ready()
+    try:
+        with server.client() as c:
+            n = remember(c, "p", f"Secret {m} forgotten from the command line")
+            remember(c, "p", "an ordinary fact")
+
+        async def forget_elsewhere() -> None:
+            memory = await Memory.open(str(data), HashingEmbedder())
+            try:
+                await memory.forget("p", n)
+            finally:
+                await memory.close()
+
+        assert files_with(data, m)  # the scan sees it first
+        asyncio.run(forget_elsewhere())
+        took = wait_gone(data, [m], WINDOW + 20)
+        assert took <= WINDOW + 10
+        with server.client() as c:
+            r = c.get("/admin/stats", params={"partition": "p"}, headers=ADMIN)
+            assert r.status_code == 200 and r.json()["count"] == 1
+    finally:
+        server.stop()
+    assert "Traceback" not in server.output()
+
+
+@pytest.mark.timeout(120)
+def test_expired_idempotency_records_leave_every_file_of_an_idle_partition(
+        tmp_path: Path) -> None:
+    """A record's expiry schedules its own pass (and the purge after it): in a partition
+    nobody writes to again, the record and its keyed fingerprint leave every file within
+    the TTL plus the window, instead of waiting for a later write."""
+    data = tmp_path / "db"
+    env = {"SEMMEM_VERSION_RETENTION_S": str(RETENTION),
+           "SEMMEM_MAINTENANCE_DELAY_S": str(DELAY), "SEMMEM_IDEMPOTENCY_TTL_S": "1"}
+    server = ServerProcess(data, env=env).start().wait_ready()
+    try:
+        with server.client() as c:
+            body = tool("remember", {"text": "a fact written with an operation id"},
+                        partition="idle", operation_id="op-that-expires", deadline=1.0)
+            assert send(c, body).status_code == 200
+        from semmem.store.rows import op_key
+
+        key = op_key("op-that-expires")
+        assert decoded_with(data, text=key)  # the scan sees the record first
+        deadline = time.monotonic() + 1 + WINDOW + 20
+        while decoded_with(data, text=key):
+            assert time.monotonic() < deadline, "the expired record stayed on disk"
+            time.sleep(0.2)
+    finally:
+        server.stop()

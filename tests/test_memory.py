@@ -276,6 +276,9 @@ async def test_maintain_builds_the_index_only_past_the_threshold(tmp_path: Path)
     view = await memory.store.read_view("p")
     assert view.indexed and view.count == 60 and view.items == []
     report = await memory.store.maintain("p")
+    assert report is not None and report.indexed == ""  # no unindexed vector: nothing to fold
+    await memory.remember("p", "one more fact with a vector")
+    report = await memory.store.maintain("p", purge=False)
     assert report is not None and report.indexed == "updated"
 
 

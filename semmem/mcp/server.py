@@ -28,6 +28,7 @@ from semmem.protocol.status import PUBLIC_5XX, status_of
 from semmem.serving.runtime import Runtime
 from semmem.settings import Settings
 from semmem.store import quiet_engine_logs
+from semmem.store.scratch import use_private_temp
 
 log = logging.getLogger("semmem.mcp")
 
@@ -138,6 +139,7 @@ def run_stdio(settings: Settings, *, partition: str | None = None, writable: boo
               embedder: Embedder | None = None) -> None:
     """``semmem mcp``: checks the model, logs to stderr (stdout carries the protocol), serves."""
     quiet_engine_logs()  # before the store loads the engine
+    use_private_temp(settings.data)
     if embedder is None:
         from semmem.embedding.choice import check_model
 

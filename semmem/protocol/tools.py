@@ -180,8 +180,10 @@ _TEMPLATES: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="forget",
         description=(
-            "Delete fact number n for good; its number is never reused. Use a number you have "
-            "seen in recalled memory or search results. {written} If that fact changed since "
+            "Delete fact number n for good: it leaves recall at once and every file of the store "
+            "within the forget window (about half a minute by default); its number is never "
+            "reused. Use a number you have seen in recalled memory or search results. {written} "
+            "If that fact changed since "
             "your memory was recalled, the call fails with a conflict: read memory again before "
             "retrying. Facts the owner curates (hidden from recall, or imported as records) "
             "cannot be changed here."

@@ -153,12 +153,15 @@ class Connection:
     async def drop(self, partition: str) -> bool:
         """Delete a partition's table and its registry entry. Returns whether it existed."""
         name = table_name(partition)
+        uri = await self.uri_of(partition)
         self._tables.pop(name, None)
         self._current.discard(name)
         try:
             await self.db.drop_table(name)
         except (ValueError, FileNotFoundError):
             return False
+        if uri is not None:  # on S3, an unfinished upload outlives the table's objects
+            await asyncio.to_thread(self.upkeep.abort_uploads, uri, timedelta(0))
         await self.registry.remove_table(name)
         return True
 

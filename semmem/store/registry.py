@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 from datetime import timedelta
 from typing import Any
 
@@ -23,6 +24,7 @@ REGISTRY_SCHEMA = pa.schema(
 # later registry read and write would scan thousands of fragments.
 COMPACT_EVERY = 64
 META = "meta"
+SECRET = "secret"
 MAX_ATTEMPTS = 10
 
 
@@ -32,6 +34,7 @@ class Registry:
     def __init__(self, db: lancedb.AsyncConnection, upkeep: Upkeep) -> None:
         self.db = db
         self.upkeep = upkeep
+        self._asked: tuple[int, dict[str, int]] | None = None  # the last read, by version
 
     async def _table(self, create: bool) -> Any:
         try:
@@ -70,6 +73,45 @@ class Registry:
         if await reg.version() % COMPACT_EVERY == 0:
             await asyncio.to_thread(self.upkeep.maintain_small, await reg.uri())
             await reg.checkout_latest()
+
+    async def secret(self) -> bytes:
+        """The store's secret (made on first use; the first writer's wins): it keys the
+        fingerprints of idempotency records, so a guessed text cannot be confirmed from the
+        partition tables alone. Kept here, out of them."""
+        data = pa.table({"key": [SECRET], "value": [json.dumps(secrets.token_hex(32))]},
+                        schema=REGISTRY_SCHEMA)
+        for attempt in range(MAX_ATTEMPTS):
+            found = (await self.rows()).get(SECRET)
+            if found is not None:
+                return bytes.fromhex(str(found))
+            try:
+                reg = await self._table(create=True)
+                await reg.merge_insert("key").when_not_matched_insert_all().execute(data)
+            except Exception as exc:  # the engine's errors are not a typed tree
+                if attempt == MAX_ATTEMPTS - 1 or not is_commit_conflict(exc):
+                    raise
+                await backoff(attempt)
+        raise OSError("the store's secret could not be read back")
+
+    async def request_purge(self, name: str) -> None:
+        """Ask the servers of this store to purge table ``name`` (a text was dropped by a
+        process that runs no maintenance of its own: the CLI, a library user)."""
+        await self.put(f"u:{name}", {"at": now_ms()})
+
+    async def purge_requests(self) -> dict[str, int]:
+        """Tables whose purge was asked for, with when; read again only once the registry's
+        version moved (else one listing)."""
+        reg = await self._table(create=False)
+        if reg is None:
+            return {}
+        await reg.checkout_latest()
+        version = await reg.version()
+        if self._asked is not None and self._asked[0] == version:
+            return self._asked[1]
+        rows = (await reg.query().where("key LIKE 'u:%'").to_arrow()).to_pylist()
+        asked = {str(r["key"])[2:]: int(json.loads(r["value"])["at"]) for r in rows}
+        self._asked = (version, asked)
+        return asked
 
     async def meta(self) -> dict[str, Any] | None:
         """The store's metadata (schema version, model), or ``None`` for a new store."""

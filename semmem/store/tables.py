@@ -69,6 +69,7 @@ class Store:
         self.model_id = model_id
         self.storage_options = {**(RETRIES if remote(uri) else {}), **(storage_options or {})}
         self.fence = fence or Fence()
+        self.secret = b""  # the store's (read at ``open``): keys idempotency fingerprints
         # Below the floor a cleanup could remove a version a fenced commit must be checked
         # against (``store/fence.py``): retention is raised to it.
         self.upkeep = Upkeep(self.storage_options, self.fence.retention(version_retention),
@@ -123,6 +124,10 @@ class Store:
             meta = await self.meta()
         except Exception as exc:  # the engine's errors are not a documented tree
             raise Unavailable(f"cannot open store {self.uri}: {exc}") from exc
+        try:
+            self.secret = await self.conn.registry.secret()
+        except Exception as exc:
+            raise Unavailable(f"cannot open store {self.uri}: {exc}") from exc
         if meta is None:
             await self.set_meta({"schema": SCHEMA_VERSION, "model": self.model_id, "dim": self.dim})
         elif check_model and meta.get("model") != self.model_id:
@@ -136,6 +141,23 @@ class Store:
         """Drop cached handles."""
         self.conn.close()
         self.snapshots.clear()
+
+    async def request_purge(self, partition: str) -> None:
+        """Ask the servers of this store to purge ``partition`` (this process runs no
+        maintenance of its own); best effort: the servers' start-up purge is the fallback."""
+        try:
+            await self.conn.registry.request_purge(table_name(partition))
+        except Exception:
+            log.warning("could not ask the servers to purge partition table %s",
+                        table_name(partition), exc_info=True)
+
+    async def purge_requests(self) -> dict[str, int]:
+        """Partitions whose purge another process asked for, with when it asked (its clock)."""
+        asked = await self.conn.registry.purge_requests()
+        if not asked:
+            return {}
+        names = {table_name(p): p for p in await self.partitions()}
+        return {names[t]: at for t, at in asked.items() if t in names}
 
     async def meta(self) -> dict[str, Any] | None:
         """The store's metadata (schema version, model), or ``None`` for a new store."""

@@ -28,6 +28,7 @@ from semmem.store.files import (
     stale_data_files,
 )
 from semmem.store.rows import KIND_HEAD, KIND_OP
+from semmem.store.uploads import abort_unfinished
 
 log = logging.getLogger("semmem.store")
 
@@ -55,6 +56,7 @@ class MaintenanceReport:
     indexed: str = ""  # "built" / "updated" when the partition is past the index threshold
     orphans_removed: int = 0  # data files no version references, older than ``orphan_age``
     partition: str = ""  # the partition's name, when the store knows it
+    next_expiry_ms: int | None = None  # when the earliest idempotency record left expires
 
 
 @dataclass
@@ -78,6 +80,8 @@ class Upkeep:
     # Per table: data files of commits that failed with an unknown outcome and could not be
     # checked and removed then (the store was failing); the next pass tries again.
     _leftovers: dict[str, set[str]] = field(default_factory=dict, repr=False)
+    # Per table: fragment ids gone from the dataset whose rows an index merge already dropped.
+    _merged: dict[str, set[int]] = field(default_factory=dict, repr=False)
 
     def _open(self, uri: str) -> Any:
         return open_dataset(uri, self.storage_options)
@@ -110,7 +114,7 @@ class Upkeep:
                     "materialize_deletions_threshold": 0.0 if purge else 0.5,
                 }
                 compacted = retry_conflicts(lambda: self.compact(uri, options, leave_head=True))
-            indexed = self.build_index(uri)
+            indexed = self.build_index(uri, purge)
         except Exception as exc:
             failed = exc
             log.warning("maintenance of %s failed (%s); cleaning up all the same",
@@ -124,6 +128,8 @@ class Upkeep:
         orphans = self.sweep_orphans(uri)
         if failed is not None:
             raise failed
+        left = self._open(uri).to_table(columns=["op_expires"], filter=f"kind = {KIND_OP}")
+        expiries = [e for e in left.column("op_expires").to_pylist() if e is not None]
         return MaintenanceReport(
             partition_table=file_name(uri.rstrip("/")),
             ops_pruned=pruned,
@@ -132,6 +138,7 @@ class Upkeep:
             seconds=time.perf_counter() - started,
             indexed=indexed,
             orphans_removed=orphans,
+            next_expiry_ms=min(expiries) if expiries else None,
         )
 
     def _wait_out(self, uri: str) -> None:
@@ -320,7 +327,9 @@ class Upkeep:
     def sweep_orphans(self, uri: str) -> int:
         """Delete data files that no version of the table references and that are older than
         ``orphan_age`` (left by a process killed mid-write or mid-compaction). Best effort: a
-        store whose files cannot be listed here keeps them for Lance's own 7-day cleanup."""
+        store whose files cannot be listed here keeps them for Lance's own 7-day cleanup.
+        On S3 it also aborts the table's unfinished multipart uploads as old."""
+        self.abort_uploads(uri, self.orphan_age + timedelta(seconds=self.fence.skew))
         try:
             fs, table = filesystem(uri, self.storage_options)
             # The files' times are the storage's clock: a skewed one must not make them old.
@@ -339,14 +348,50 @@ class Upkeep:
                      file_name(table))
         return removed
 
-    def build_index(self, uri: str) -> str:
+    def abort_uploads(self, uri: str, older_than: timedelta) -> int:
+        """Abort the table's unfinished multipart uploads on S3 older than ``older_than``
+        (they hold rows a killed upload sent: ``store/uploads.py``); best effort."""
+        try:
+            aborted = abort_unfinished(uri, self.storage_options, older_than)
+        except Exception:
+            log.warning("cannot abort unfinished uploads of %s", file_name(uri.rstrip("/")),
+                        exc_info=True)
+            return 0
+        if aborted:
+            log.info("aborted %d unfinished upload(s) of table %s", aborted,
+                     file_name(uri.rstrip("/")))
+        return aborted or 0
+
+    def build_index(self, uri: str, purge: bool = False) -> str:
         """Past the threshold: a cosine IVF-flat index on vectors and B-trees on ``key`` and
-        ``dkey`` (the write views' lookups); later passes fold new rows into them."""
+        ``dkey`` (the write views' lookups); later passes fold new rows into them, when any
+        unindexed row has a vector (else there is nothing to fold: the engine fails on it).
+
+        A ``purge`` whose indexes have a segment over a fragment that is gone (a tail a write
+        replaced: its rows moved on, but the segment keeps their vectors and keys, forgotten
+        ones too) merges every segment into one over the live rows ("merged")."""
         ds = self._open(uri)
         if ds.count_rows() <= self.index_threshold:
             return ""
-        have = {idx.name for idx in ds.describe_indices()}
+        indices = ds.describe_indices()
+        have = {idx.name for idx in indices}
         if VECTOR_INDEX in have:
+            present = {f.fragment_id for f in ds.get_fragments()}
+            gone = {f for idx in indices for seg in idx.segments
+                    for f in seg.fragment_ids if f not in present}
+            # A merge drops the gone fragments' rows but keeps their ids in its coverage: the
+            # ids merged away already are remembered (a restart merges once more).
+            with self._files_lock:
+                merged = self._merged.get(uri, set())
+            if purge and gone - merged:
+                self._merge_indices(uri, max(len(idx.segments) for idx in indices))
+                with self._files_lock:
+                    self._merged[uri] = gone
+                    while len(self._merged) > FILE_CACHE_TABLES:
+                        del self._merged[next(iter(self._merged))]
+                return "merged"
+            if not unindexed_vectors(ds, indices):
+                return ""
             retry_conflicts(lambda: self._open(uri).optimize.optimize_indices())
             return "updated"
 
@@ -363,6 +408,40 @@ class Upkeep:
 
         retry_conflicts(build)
         return "built"
+
+    def _merge_indices(self, uri: str, segments: int) -> None:
+        """Merge every segment of every index into one (only live rows are read into it);
+        where the engine cannot merge, build the indexes again."""
+        try:
+            retry_conflicts(lambda: self._open(uri).optimize.optimize_indices(
+                num_indices_to_merge=segments))
+            return
+        except Exception as exc:
+            if is_commit_conflict(exc):
+                raise
+            log.info("merging the indexes of %s failed (%s); building them again",
+                     file_name(uri.rstrip("/")), exc)
+
+        def rebuild() -> None:
+            d = self._open(uri)
+            for column in ("key", "dkey"):
+                d.create_scalar_index(column, "BTREE", name=f"{column}_idx", replace=True)
+            d = self._open(uri)
+            d.create_index("vector", "IVF_FLAT", name=VECTOR_INDEX, metric="cosine",
+                           num_partitions=index_lists(d.count_rows()), replace=True)
+
+        retry_conflicts(rebuild)
+
+
+def unindexed_vectors(ds: Any, indices: list[Any]) -> bool:
+    """Whether a row with a vector sits in a fragment the vector index does not cover."""
+    covered = {f for idx in indices if idx.name == VECTOR_INDEX
+               for seg in idx.segments for f in seg.fragment_ids}
+    loose = [f for f in ds.get_fragments() if f.fragment_id not in covered]
+    if not loose:
+        return False
+    return bool(ds.scanner(fragments=loose, filter="vector IS NOT NULL", columns=["n"],
+                           with_row_id=False).count_rows())
 
 
 def due(fragments: list[Any], purge: bool) -> bool:

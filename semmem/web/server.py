@@ -12,6 +12,7 @@ from semmem.protocol.declaration import check_path
 from semmem.serving.auth import generate_token, load_tokens
 from semmem.settings import Settings
 from semmem.store import quiet_engine_logs
+from semmem.store.scratch import use_private_temp
 from semmem.web.net import is_loopback
 
 
@@ -53,6 +54,7 @@ def serve(settings: Settings, *, embedder: Embedder | None = None,
 
     quiet_engine_logs()  # before the store loads the engine
     settings = prepare(settings, out or sys.stdout)
+    use_private_temp(settings.data)  # the engine's spill files: emptied when left by a kill
     if embedder is None:
         from semmem.embedding.choice import check_model
 

@@ -9,7 +9,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import lance
-import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -82,7 +81,7 @@ async def test_a_forgotten_text_stays_gone_when_an_idle_replica_writes_after_the
         replicas: tuple[Memory, Memory]) -> None:
     a, b = replicas
     emb = HashingEmbedder()
-    vector = emb.embed_batch([SECRET])[0].astype(np.float32).tobytes()  # sparse: all of it
+    vector = emb.embed_batch([SECRET])[0]
     root = Path(a.uri)
     await a.remember("p", "an ordinary fact")
     await a.remember("p", SECRET)

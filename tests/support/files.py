@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 
 def read_if_there(path: Path) -> bytes:
@@ -19,49 +20,70 @@ def files_with(root: Path, needle: str | bytes) -> list[Path]:
     return [p for p in root.rglob("*") if p.is_file() and raw in read_if_there(p)]
 
 
-def _decoded(path: Path) -> list[bytes]:
-    """What Lance's own file reader decodes from a data or index file: each column's values as
-    bytes (strings as UTF-8, numbers and vectors as their raw little-endian buffers)."""
+def _decoded(path: Path) -> tuple[list[bytes], list[Any]]:
+    """What Lance's own file reader decodes from a data or index file: each string column's
+    values as UTF-8 bytes, and each float vector column as a matrix (an index keeps vectors
+    normalised, so their bytes differ from the row's by rounding)."""
+    import numpy as np
     import pyarrow as pa
     from lance.file import LanceFileReader
 
     try:
         table = LanceFileReader(str(path)).read_all().to_table()
     except Exception:  # not a Lance file (a manifest, a deletion file) or gone meanwhile
-        return []
-    out: list[bytes] = []
+        return [], []
+    texts: list[bytes] = []
+    vectors: list[Any] = []
 
     def walk(array: pa.Array) -> None:
         t = array.type
         if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t):
-            out.append(b"\n".join(v.encode() if isinstance(v, str) else v
-                                  for v in array.to_pylist() if v is not None))
-        elif pa.types.is_fixed_size_list(t) or pa.types.is_list(t) \
-                or pa.types.is_large_list(t):
+            texts.append(b"\n".join(v.encode() if isinstance(v, str) else v
+                                     for v in array.to_pylist() if v is not None))
+        elif pa.types.is_fixed_size_list(t) and pa.types.is_floating(t.value_type):
+            flat = array.flatten().to_numpy(zero_copy_only=False).astype(np.float32)
+            vectors.append(flat.reshape(-1, t.list_size))
+        elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
             walk(array.flatten())
         elif pa.types.is_struct(t):
             for i in range(t.num_fields):
                 walk(array.field(i))
-        elif pa.types.is_floating(t) or pa.types.is_integer(t):
-            out.append(array.to_numpy(zero_copy_only=False).tobytes())
 
     for column in table.columns:
         walk(column.combine_chunks())
-    return out
+    return texts, vectors
 
 
-def decoded_with(root: Path, text: str | None = None, vector: bytes | None = None
-                 ) -> list[Path]:
-    """Every file under ``root`` that holds ``text`` or ``vector`` (bytes of a float32 vector,
-    16 are enough with a dense embedder) raw or once decoded by Lance's file reader: compressed
-    string pages hide a text from a byte scan, and a vector is as telling as its text."""
-    needles = [n for n in (text.encode() if text else None, vector) if n]
+def decoded_texts(path: Path) -> list[bytes]:
+    """The string columns of a Lance data or index file, decoded (none for other files)."""
+    return _decoded(path)[0]
+
+
+def decoded_with(root: Path, text: str | None = None, vector: Any = None) -> list[Path]:
+    """Every file under ``root`` that holds ``text`` (raw, or once Lance's file reader decoded
+    it: compressed string pages hide a text from a byte scan) or ``vector`` (a float32 array:
+    its raw bytes, or a decoded vector at cosine ≥ 0.9999 — a vector is as telling as its
+    text)."""
+    import numpy as np
+
+    needle = text.encode() if text else None
+    unit = None
+    if vector is not None:
+        unit = np.asarray(vector, np.float32)
+        unit = unit / (np.linalg.norm(unit) or 1.0)
     found = []
     for p in root.rglob("*"):
         if not p.is_file():
             continue
         raw = read_if_there(p)
-        if any(n in raw for n in needles) or any(
-                n in blob for blob in _decoded(p) for n in needles):
+        if (needle and needle in raw) or (vector is not None and
+                                          np.asarray(vector, np.float32).tobytes() in raw):
+            found.append(p)
+            continue
+        texts, matrices = _decoded(p)
+        if (needle and any(needle in blob for blob in texts)) or (unit is not None and any(
+                m.shape[1] == unit.shape[0] and len(m) and float(np.max(
+                    m @ unit / np.maximum(np.linalg.norm(m, axis=1), 1e-12))) >= 0.9999
+                for m in matrices)):
             found.append(p)
     return found

@@ -10,10 +10,11 @@ the process with SIGKILL mid-load. After each restart:
 - every partition, read back through the admin API, must hold exactly the acknowledged items
   (number and text), no number twice, no forgotten item.
 
-After the last cycle the store is left running for the forget window and then scanned byte by
-byte for every forgotten or replaced text (each carries a unique marker): none may remain, not
-even in the files a killed write or compaction left (deleted once ``SEMMEM_ORPHAN_AGE_S`` old,
-5 s here, by the restarted server's second purge).
+After the last cycle the store is left running for the forget window and then every file is
+scanned, raw and as Lance's file reader decodes it, for every forgotten or replaced text (each
+carries a unique marker): none may remain, not even in the files a killed write or compaction
+left (deleted once ``SEMMEM_ORPHAN_AGE_S`` old, 5 s here, by the restarted server's second
+purge).
 
 Maintenance is made aggressive (``SEMMEM_COMPACT_EVERY=4``, retention 1 s) so kills also land
 in compactions and cleanups. ``benchmarks/soak.py`` runs it from the command line;
@@ -34,7 +35,7 @@ from typing import Any
 
 import httpx
 
-from tests.support.files import read_if_there
+from tests.support.files import decoded_texts, read_if_there
 from tests.support.server import ADMIN, AUTH, JSON, ONE_THREAD, ServerProcess, iso_in
 
 HEADERS = {**AUTH, **JSON}
@@ -311,7 +312,8 @@ class Soak:
                     time.sleep(0.05)
             for path in table.rglob("*"):
                 if path.is_file():
-                    blob = read_if_there(path)
+                    # raw bytes and what Lance's reader decodes (compressed pages hide text)
+                    blob = read_if_there(path) + b"\n".join(decoded_texts(path))
                     hits = {m.decode() for m in markers if m in blob}
                     orphan = path.parent.name == "data" and path.name not in used
                     (orphaned if orphan else live).update(hits)

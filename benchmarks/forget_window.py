@@ -1,0 +1,73 @@
+"""The forget window as measured: how long after a forget its text and vector are in no file.
+
+    .venv/bin/python benchmarks/forget_window.py                 # shipped defaults
+    .venv/bin/python benchmarks/forget_window.py --cli           # the forget made by the CLI
+
+A real ``semmem serve`` (fake embedder: the model is beside the point) with the shipped
+maintenance settings on a temp store; a fact is remembered, a few more written, then it is
+forgotten — through the server, or by another process with no maintenance of its own — and
+every file is scanned, raw and decoded by Lance's reader, until neither the text nor its
+vector is found. Prints the seconds and the documented bound.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from semmem.embedding.fakes import HashingEmbedder
+from semmem.memory import Memory
+from tests.support.files import decoded_with
+from tests.support.server import ServerProcess
+from tests.support.web import remember, send, tool
+
+SECRET = "the secret of the window benchmark quartz"
+
+
+def main() -> None:
+    """Command line: print the measured window as JSON."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cli", action="store_true", help="forget from another process")
+    ap.add_argument("--timeout", type=float, default=120.0)
+    args = ap.parse_args()
+    vector = HashingEmbedder().embed_batch([SECRET])[0]
+    with tempfile.TemporaryDirectory(prefix="semmem-window-") as tmp:
+        data = Path(tmp) / "db"
+        server = ServerProcess(data, maintenance_delay_s=None).start().wait_ready()
+        try:
+            with server.client() as c:
+                n = remember(c, "p", SECRET)
+                for i in range(3):
+                    remember(c, "p", f"an ordinary fact {i}")
+                assert decoded_with(data, SECRET, vector)
+                started = time.monotonic()
+                if args.cli:
+                    async def forget() -> None:
+                        memory = await Memory.open(str(data), HashingEmbedder())
+                        await memory.forget("p", n)
+                        await memory.close()
+                    asyncio.run(forget())
+                else:
+                    assert send(c, tool("forget", {"n": n})).status_code == 200
+            while decoded_with(data, SECRET, vector):
+                if time.monotonic() - started > args.timeout:
+                    print(json.dumps({"gone_after_s": None, "timeout_s": args.timeout}))
+                    sys.exit(1)
+                time.sleep(0.2)
+            took = time.monotonic() - started
+        finally:
+            server.stop()
+    print(json.dumps({"forget_by": "cli" if args.cli else "server",
+                      "gone_after_s": round(took, 1),
+                      "documented_bound_s": "26 + two passes (+ 2 s polling from the CLI)"}))
+
+
+if __name__ == "__main__":
+    main()
