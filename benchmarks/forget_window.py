@@ -43,7 +43,7 @@ def main() -> None:
         server = ServerProcess(data, maintenance_delay_s=None).start().wait_ready()
         try:
             with server.client() as c:
-                n = remember(c, "p", SECRET)
+                n = remember(c, "p", SECRET)["n"]
                 for i in range(3):
                     remember(c, "p", f"an ordinary fact {i}")
                 assert decoded_with(data, SECRET, vector)
