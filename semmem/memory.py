@@ -356,7 +356,7 @@ class Memory:
         view = await self.store.read_view(partition)
         forgotten = (await self.store.count_forgotten(partition)
                      if isinstance(view, IndexedView) else len(view.tombstones))
-        pending = self.observer.purge_pending(partition) if self.observer else None
+        pending = getattr(self.observer, "purge_pending", lambda _: None)(partition)
         return {"partition": partition, "count": view.count, "highest": view.hwm,
                 "forgotten": forgotten, "version": view.version, "seq": view.seq,
                 "model": view.model, "purge_pending_s": pending}

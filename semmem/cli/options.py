@@ -56,12 +56,10 @@ def errors() -> Iterator[None]:
 def run(data: str | None, model: Path | None, fn: Callable[[Memory], Awaitable[T]],
         check_model: bool = True) -> T:
     """Open the memory, run ``fn`` on it, close it; domain errors exit with one line."""
-    from semmem.store.scratch import use_private_temp
+    from semmem.store.scratch import private_temp
     from semmem.wiring import open_memory
 
     async def go() -> T:
-        chosen = settings(data, model)
-        use_private_temp(chosen.data)  # an index build's spill files: see store/scratch.py
         memory = await open_memory(chosen, check_model=check_model)
         try:
             return await fn(memory)
@@ -69,7 +67,9 @@ def run(data: str | None, model: Path | None, fn: Callable[[Memory], Awaitable[T
             await memory.close()
 
     with errors():
-        return asyncio.run(go())
+        chosen = settings(data, model)
+        with private_temp(chosen.data):  # an index build's spill files: see store/scratch.py
+            return asyncio.run(go())
 
 
 def show(value: Any) -> None:

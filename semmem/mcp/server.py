@@ -28,7 +28,7 @@ from semmem.protocol.status import PUBLIC_5XX, status_of
 from semmem.serving.runtime import Runtime
 from semmem.settings import Settings
 from semmem.store import quiet_engine_logs
-from semmem.store.scratch import use_private_temp
+from semmem.store.scratch import private_temp
 
 log = logging.getLogger("semmem.mcp")
 
@@ -139,7 +139,6 @@ def run_stdio(settings: Settings, *, partition: str | None = None, writable: boo
               embedder: Embedder | None = None) -> None:
     """``semmem mcp``: checks the model, logs to stderr (stdout carries the protocol), serves."""
     quiet_engine_logs()  # before the store loads the engine
-    use_private_temp(settings.data)
     if embedder is None:
         from semmem.embedding.choice import check_model
 
@@ -147,5 +146,6 @@ def run_stdio(settings: Settings, *, partition: str | None = None, writable: boo
         check_model(settings.model, settings.encoder)
     logging.basicConfig(level=settings.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    asyncio.run(serve_stdio(settings, partition=partition or default_partition(settings),
-                            writable=writable, embedder=embedder))
+    with private_temp(settings.data):  # the engine's spill files: see store/scratch.py
+        asyncio.run(serve_stdio(settings, partition=partition or default_partition(settings),
+                                writable=writable, embedder=embedder))

@@ -35,6 +35,7 @@ class Registry:
         self.db = db
         self.upkeep = upkeep
         self._asked: tuple[int, dict[str, int]] | None = None  # the last read, by version
+        self._followed: Any = None  # the handle the purge requests are read through
 
     async def _table(self, create: bool) -> Any:
         try:
@@ -98,20 +99,21 @@ class Registry:
         process that runs no maintenance of its own: the CLI, a library user)."""
         await self.put(f"u:{name}", {"at": now_ms()})
 
-    async def purge_requests(self) -> dict[str, int]:
-        """Tables whose purge was asked for, with when; read again only once the registry's
-        version moved (else one listing)."""
-        reg = await self._table(create=False)
+    async def purge_requests(self) -> tuple[int, dict[str, int]]:
+        """The registry's version, and the tables whose purge was asked for with when; read
+        again only once the version moved (else one listing)."""
+        reg = self._followed or await self._table(create=False)
         if reg is None:
-            return {}
+            return 0, {}
+        self._followed = reg
         await reg.checkout_latest()
-        version = await reg.version()
+        version = int(await reg.version())
         if self._asked is not None and self._asked[0] == version:
-            return self._asked[1]
+            return self._asked
         rows = (await reg.query().where("key LIKE 'u:%'").to_arrow()).to_pylist()
         asked = {str(r["key"])[2:]: int(json.loads(r["value"])["at"]) for r in rows}
         self._asked = (version, asked)
-        return asked
+        return self._asked
 
     async def meta(self) -> dict[str, Any] | None:
         """The store's metadata (schema version, model), or ``None`` for a new store."""

@@ -16,6 +16,7 @@ import os
 import shutil
 import socket
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 SCRATCH = "_tmp"
@@ -40,9 +41,12 @@ def scratch_root(uri: str) -> Path:
     return Path(base) / "semmem" / hashlib.sha256(uri.encode()).hexdigest()[:16]
 
 
-def use_private_temp(uri: str) -> Path:
-    """Make this process's temporary folder for the store at ``uri``, remove the ones dead
-    processes of this host left, and point ``TMPDIR`` (and ``tempfile``) at it."""
+@contextlib.contextmanager
+def private_temp(uri: str) -> Iterator[Path]:
+    """Within: this process's temporary folder for the store at ``uri`` is ``TMPDIR`` (and
+    ``tempfile``'s), the folders dead processes of this host left are removed; after: the
+    folder is removed and the previous values come back (a command run in-process, as the
+    tests run the CLI, leaves its caller's environment as it was)."""
     root = scratch_root(uri)
     root.mkdir(parents=True, exist_ok=True, mode=0o700)
     host = socket.gethostname()
@@ -51,9 +55,17 @@ def use_private_temp(uri: str) -> Path:
         if name == host and pid.isascii() and pid.isdigit() and not _alive(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
     mine = root / f"{host}-{os.getpid()}"
-    with contextlib.suppress(FileExistsError):
-        shutil.rmtree(mine, ignore_errors=True)
+    shutil.rmtree(mine, ignore_errors=True)
     mine.mkdir(mode=0o700)
+    before_env, before_dir = os.environ.get("TMPDIR"), tempfile.tempdir
     os.environ["TMPDIR"] = str(mine)
     tempfile.tempdir = str(mine)
-    return mine
+    try:
+        yield mine
+    finally:
+        if before_env is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = before_env
+        tempfile.tempdir = before_dir
+        shutil.rmtree(mine, ignore_errors=True)

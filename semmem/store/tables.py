@@ -70,6 +70,7 @@ class Store:
         self.storage_options = {**(RETRIES if remote(uri) else {}), **(storage_options or {})}
         self.fence = fence or Fence()
         self.secret = b""  # the store's (read at ``open``): keys idempotency fingerprints
+        self._asked: tuple[int, dict[str, int]] | None = None  # purge requests, by version
         # Below the floor a cleanup could remove a version a fenced commit must be checked
         # against (``store/fence.py``): retention is raised to it.
         self.upkeep = Upkeep(self.storage_options, self.fence.retention(version_retention),
@@ -152,12 +153,16 @@ class Store:
                         table_name(partition), exc_info=True)
 
     async def purge_requests(self) -> dict[str, int]:
-        """Partitions whose purge another process asked for, with when it asked (its clock)."""
-        asked = await self.conn.registry.purge_requests()
-        if not asked:
-            return {}
-        names = {table_name(p): p for p in await self.partitions()}
-        return {names[t]: at for t, at in asked.items() if t in names}
+        """Partitions whose purge another process asked for, with when it asked (its clock);
+        the registry is read again only when its version moved."""
+        version, asked = await self.conn.registry.purge_requests()
+        if self._asked is not None and self._asked[0] == version:
+            return self._asked[1]
+        rows = await self.conn.registry.rows() if asked else {}  # no listing of the tables
+        names = {k[2:]: str(v["partition"]) for k, v in rows.items() if k.startswith("t:")}
+        mapped = {names[t]: at for t, at in asked.items() if t in names}
+        self._asked = (version, mapped)
+        return mapped
 
     async def meta(self) -> dict[str, Any] | None:
         """The store's metadata (schema version, model), or ``None`` for a new store."""

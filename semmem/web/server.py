@@ -12,7 +12,7 @@ from semmem.protocol.declaration import check_path
 from semmem.serving.auth import generate_token, load_tokens
 from semmem.settings import Settings
 from semmem.store import quiet_engine_logs
-from semmem.store.scratch import use_private_temp
+from semmem.store.scratch import private_temp
 from semmem.web.net import is_loopback
 
 
@@ -54,7 +54,6 @@ def serve(settings: Settings, *, embedder: Embedder | None = None,
 
     quiet_engine_logs()  # before the store loads the engine
     settings = prepare(settings, out or sys.stdout)
-    use_private_temp(settings.data)  # the engine's spill files: emptied when left by a kill
     if embedder is None:
         from semmem.embedding.choice import check_model
 
@@ -64,8 +63,9 @@ def serve(settings: Settings, *, embedder: Embedder | None = None,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     app = AccessLog(create_app(settings, embedder=embedder))
     # access_log=False: uvicorn's line shows the query string (admin partitions); ours doesn't.
-    uvicorn.run(
-        app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(),
-        server_header=False, proxy_headers=False, timeout_graceful_shutdown=5,
-        access_log=False,
-    )
+    with private_temp(settings.data):  # the engine's spill files: removed if left by a kill
+        uvicorn.run(
+            app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(),
+            server_header=False, proxy_headers=False, timeout_graceful_shutdown=5,
+            access_log=False,
+        )

@@ -12,10 +12,12 @@ from pathlib import Path
 from tests.support.server import REPO
 
 SHOW = (
-    "import json, os, sys, tempfile; from semmem.store.scratch import use_private_temp; "
-    "mine = use_private_temp(sys.argv[1]); "
-    "print(json.dumps({'mine': str(mine), 'tmpdir': os.environ['TMPDIR'], "
-    "'gettempdir': tempfile.gettempdir(), 'mode': oct(mine.stat().st_mode & 0o777)}))"
+    "import json, os, sys, tempfile; from semmem.store.scratch import private_temp\n"
+    "with private_temp(sys.argv[1]) as mine:\n"
+    "    seen = {'mine': str(mine), 'tmpdir': os.environ['TMPDIR'],\n"
+    "            'gettempdir': tempfile.gettempdir(), 'mode': oct(mine.stat().st_mode & 0o777)}\n"
+    "seen['after'] = os.environ.get('TMPDIR'); seen['left'] = os.path.exists(seen['mine'])\n"
+    "print(json.dumps(seen))"
 )
 
 
@@ -34,6 +36,7 @@ def test_a_process_gets_its_own_temp_folder_and_dead_ones_are_removed(tmp_path: 
     assert Path(shown["mine"]).parent == store / "_tmp" and shown["mode"] == "0o700"
     assert not dead.exists()  # a dead process's leftovers, with their vectors, are gone
     assert other_host.exists()  # another host's process may still be using its folder
+    assert shown["after"] == os.environ.get("TMPDIR") and not shown["left"]  # put back
 
 
 def test_a_remote_store_uses_the_runtime_directory(tmp_path: Path) -> None:

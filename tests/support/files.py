@@ -28,9 +28,13 @@ def _decoded(path: Path) -> tuple[list[bytes], list[Any]]:
     import pyarrow as pa
     from lance.file import LanceFileReader
 
+    if path.suffix not in (".lance", ".idx"):  # manifests, transactions, deletion files
+        return [], []
     try:
         table = LanceFileReader(str(path)).read_all().to_table()
-    except Exception:  # not a Lance file (a manifest, a deletion file) or gone meanwhile
+    except BaseException as exc:  # the reader panics on a file still being written
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise
         return [], []
     texts: list[bytes] = []
     vectors: list[Any] = []
