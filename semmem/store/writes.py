@@ -190,7 +190,20 @@ class Writer:
         queue.pending.append(Pending(plan, lookup, deadline_ms, future))
         if queue.task is None or queue.task.done():
             queue.task = loop.create_task(self._drain(tbl, partition, queue))
+            queue.task.add_done_callback(functools.partial(self._stopped, partition, queue))
         return await future
+
+    def _stopped(self, partition: str, queue: _Queue, task: asyncio.Task[None]) -> None:
+        """A drain cancelled before it ran (a shutdown right after a write queued) never
+        reaches its own clean-up: refuse what it held, as it would have."""
+        if not task.cancelled():
+            return
+        for p in queue.pending:
+            if not p.future.done():
+                p.future.set_exception(Unavailable("the write was interrupted"))
+        queue.pending.clear()
+        if self._queues.get(partition) is queue:
+            del self._queues[partition]
 
     async def _drain(self, tbl: Any, partition: str, queue: _Queue) -> None:
         try:
