@@ -11,7 +11,11 @@
     reading.py     Arrow rows → views
     writes.py      the compare-and-swap write loop
     conflicts.py   lost race (start again) or real error
-    upkeep.py      compaction, cleanup, orphan sweep, index build (by table URI)
+    fence.py       the write fence: confirmations, the retention floor, version gaps
+    check.py       ``semmem check``: a table's invariants and their repair
+    upkeep.py      compaction, cleanup, orphan sweep, index build and merge (by table URI)
+    uploads.py     unfinished S3 multipart uploads: listed and aborted
+    scratch.py     the engine's private temp folder per process
     files.py       a table's files on its filesystem, and opening its dataset
     cache.py       the read views cache
 
