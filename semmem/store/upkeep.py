@@ -219,11 +219,12 @@ class Upkeep:
                 # leftovers and delete them: committing them now could lose the partition.
                 self._discard(uri, rewrites, "it took longer than half the orphan age")
                 return False
-            if time.monotonic() - started > self.fence.fresh and not self._fenced(uri, ds):
-                self._discard(uri, rewrites, "versions it must be checked against may go")
-                return False
-            confirmed = time.monotonic() if time.monotonic() - started > self.fence.fresh \
-                else started
+            confirmed = started
+            if time.monotonic() - started > self.fence.fresh:
+                confirmed = time.monotonic()
+                if not self._fenced(uri, ds):
+                    self._discard(uri, rewrites, "versions it must be checked against may go")
+                    return False
             Compaction.commit(ds, rewrites)
         except BaseException as exc:
             if len(rewrites) < plan.num_tasks() or is_commit_conflict(exc):
@@ -395,19 +396,21 @@ class Upkeep:
             retry_conflicts(lambda: self._open(uri).optimize.optimize_indices())
             return "updated"
 
-        def build() -> None:
-            d = self._open(uri)
-            for column in ("key", "dkey"):
-                if f"{column}_idx" not in have:
-                    d.create_scalar_index(column, "BTREE", name=f"{column}_idx", replace=True)
-            d = self._open(uri)
-            # IVF with exact (flat) distances in the probed lists keeps recall@10 ≥ 0.96 at a
-            # million rows (docs/benchmarks.md). Rows without a vector are left out.
-            d.create_index("vector", "IVF_FLAT", name=VECTOR_INDEX, metric="cosine",
-                           num_partitions=index_lists(d.count_rows()), replace=True)
-
-        retry_conflicts(build)
+        retry_conflicts(lambda: self._create_indexes(uri, have))
         return "built"
+
+    def _create_indexes(self, uri: str, keep: set[str]) -> None:
+        """Create (or replace) the B-trees on ``key`` and ``dkey`` not named in ``keep``, and
+        the vector index."""
+        d = self._open(uri)
+        for column in ("key", "dkey"):
+            if f"{column}_idx" not in keep:
+                d.create_scalar_index(column, "BTREE", name=f"{column}_idx", replace=True)
+        d = self._open(uri)
+        # IVF with exact (flat) distances in the probed lists keeps recall@10 ≥ 0.96 at a
+        # million rows (docs/benchmarks.md). Rows without a vector are left out.
+        d.create_index("vector", "IVF_FLAT", name=VECTOR_INDEX, metric="cosine",
+                       num_partitions=index_lists(d.count_rows()), replace=True)
 
     def _merge_indices(self, uri: str, segments: int) -> None:
         """Merge every segment of every index into one (only live rows are read into it);
@@ -421,16 +424,7 @@ class Upkeep:
                 raise
             log.info("merging the indexes of %s failed (%s); building them again",
                      file_name(uri.rstrip("/")), exc)
-
-        def rebuild() -> None:
-            d = self._open(uri)
-            for column in ("key", "dkey"):
-                d.create_scalar_index(column, "BTREE", name=f"{column}_idx", replace=True)
-            d = self._open(uri)
-            d.create_index("vector", "IVF_FLAT", name=VECTOR_INDEX, metric="cosine",
-                           num_partitions=index_lists(d.count_rows()), replace=True)
-
-        retry_conflicts(rebuild)
+        retry_conflicts(lambda: self._create_indexes(uri, set()))
 
 
 def unindexed_vectors(ds: Any, indices: list[Any]) -> bool:
