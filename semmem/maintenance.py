@@ -221,7 +221,6 @@ class Maintenance:
         self.record_ttl_s = record_ttl_s
         self.follow_s = follow_s
         self._follow: asyncio.Task[None] | None = None
-        self.asked = 0  # purges other processes asked for and this one scheduled
 
     @property
     def passes(self) -> int:
@@ -270,7 +269,6 @@ class Maintenance:
                     for partition, at in asked.items():
                         if seen.get(partition) != at:
                             self.purger.purge(partition)
-                            self.asked += 1
                 seen = asked
             except Exception:  # the store may be failing now: the next round tries again
                 log.warning("could not read the store's purge requests", exc_info=True)
