@@ -46,7 +46,9 @@ def private_temp(uri: str) -> Iterator[Path]:
     """Within: this process's temporary folder for the store at ``uri`` is ``TMPDIR`` (and
     ``tempfile``'s), the folders dead processes of this host left are removed; after: the
     folder is removed and the previous values come back (a command run in-process, as the
-    tests run the CLI, leaves its caller's environment as it was)."""
+    tests run the CLI, leaves its caller's environment as it was). A server stopped by a
+    signal never gets here (uvicorn re-raises it once shut down): the next start removes its
+    folder."""
     root = scratch_root(uri)
     root.mkdir(parents=True, exist_ok=True, mode=0o700)
     host = socket.gethostname()
