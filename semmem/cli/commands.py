@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
+from semmem.cli.backup import backup_app
 from semmem.cli.model import model_app
 from semmem.cli.options import DataOpt, ModelOpt, PartitionOpt, errors, run, settings, show
 from semmem.errors import InvalidArguments
@@ -22,6 +23,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(model_app, name="model")
+app.add_typer(backup_app, name="backup")
 
 
 @app.command()

@@ -16,6 +16,7 @@ from starlette.routing import Route
 from semmem import __version__
 from semmem.embedding.embedder import Embedder
 from semmem.errors import InvalidInput, SemmemError, Unavailable
+from semmem.lifecycle.backup_jobs import BackupJobs
 from semmem.memory import Memory
 from semmem.protocol.declaration import check_path
 from semmem.protocol.jsonio import dumps
@@ -64,12 +65,14 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None,
                 async with mcp.run():
                     yield
         finally:
+            await app.state.backups.stop()  # before the store closes under them
             await runtime.stop()
 
     # No slash redirects: the contract has no redirects, every path not served is a 404.
     app = FastAPI(title="semmem", version=__version__, lifespan=lifespan,
                   docs_url=None, redoc_url=None, openapi_url=None, redirect_slashes=False)
     app.state.runtime = runtime
+    app.state.backups = BackupJobs()
     app.add_api_route(settings.path, provider.handle, methods=["POST"],
                       include_in_schema=False)
     if mcp is not None:
