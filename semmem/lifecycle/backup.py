@@ -66,7 +66,7 @@ async def create_backup(store: Store, target: Objects,
         return entry
 
     entries = [e for e in await asyncio.gather(*(one(n) for n in names)) if e is not None]
-    manifest = Manifest(new_id(), started, now_ms(), store.uri, store.model_id, store.dim,
+    manifest = Manifest(new_id(started), started, now_ms(), store.uri, store.model_id, store.dim,
                         entries)
     await asyncio.to_thread(target.put, manifest_name(manifest.id), manifest.to_bytes())
     return manifest
@@ -109,7 +109,7 @@ def list_backups(target: Objects) -> list[Manifest]:
             found.append(Manifest.from_bytes(target.get(f"{MANIFESTS}/{name}")))
         except (InvalidInput, FileNotFoundError):
             continue
-    return sorted(found, key=lambda m: m.id)
+    return sorted(found, key=lambda m: (m.created, m.finished, m.id))
 
 
 def _newest(target: Objects) -> Manifest | None:

@@ -90,14 +90,15 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def new_id() -> str:
-    """A backup id that sorts by time: ``20261201T230512Z-1a2b3c``."""
-    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(3)
+def new_id(at_ms: int) -> str:
+    """A backup id that sorts by its start (ms): ``20261201T230512.345Z-1a2b3c``."""
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(at_ms // 1000))
+    return f"{stamp}.{at_ms % 1000:03d}Z-{secrets.token_hex(3)}"
 
 
 def valid_id(backup_id: str) -> bool:
     """Whether ``backup_id`` has the shape of an id (it is used in an object name)."""
-    return re.fullmatch(r"\d{8}T\d{6}Z-[0-9a-f]{6}", backup_id) is not None
+    return re.fullmatch(r"\d{8}T\d{6}\.\d{3}Z-[0-9a-f]{6}", backup_id) is not None
 
 
 @dataclass(frozen=True)

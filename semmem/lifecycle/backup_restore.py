@@ -74,6 +74,8 @@ async def restore_backup(target: Objects, backup_id: str, into: Store,
     object checked against its SHA-256 first; with ``ledger``, as described above."""
     manifest = await asyncio.to_thread(load_manifest, target, backup_id)
     report = RestoreReport(manifest.id, into.uri)
+    if await into.partitions():
+        raise InvalidInput(f"{into.uri} is not empty: a backup is restored into a new store")
     if any(e["model"] != into.model_id for e in manifest.partitions):
         raise InvalidInput(f"backup {manifest.id} holds vectors of a model other than "
                            f"{into.model_id!r}: restore into a store of its model")
