@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from semmem.errors import InvalidInput, NotFound
 from semmem.items import now_ms
 from semmem.lifecycle.backup_format import (
@@ -27,9 +29,11 @@ from semmem.lifecycle.backup_format import (
     sha256,
     valid_id,
 )
-from semmem.store.dump import created_at, read_head, read_partition
+from semmem.lifecycle.liveness import Live, still_live
+from semmem.store.dump import Dump, created_at, read_head, read_partition
 from semmem.store.objects import Objects
 from semmem.store.rows import table_name
+from semmem.store.views import Tombstone
 
 if TYPE_CHECKING:
     from semmem.store.tables import Store
@@ -42,11 +46,13 @@ UNREFERENCED_AGE_S = 3600.0
 
 
 async def create_backup(store: Store, target: Objects,
-                        progress: Callable[[int, int], None] | None = None) -> Manifest:
+                        progress: Callable[[int, int], None] | None = None, *,
+                        live: Live = still_live) -> Manifest:
     """Back ``store`` up into ``target``; the manifest, written last, is returned.
 
     Every fact acknowledged before this call is in the backup; one acknowledged meanwhile is
-    in it whole or not at all (each partition is read at one version).
+    in it whole or not at all (each partition is read at one version). A fact no longer
+    ``live`` (expired, not yet swept) is written as a tombstone.
     """
     started = now_ms()
     names = await store.partitions()
@@ -59,7 +65,8 @@ async def create_backup(store: Store, target: Objects,
     async def one(name: str) -> dict[str, Any] | None:
         nonlocal done
         async with gate:
-            entry = await _back_up(store, target, name, created.get(name, 0), before.get(name))
+            entry = await _back_up(store, target, name, created.get(name, 0), before.get(name),
+                                   live)
         done += 1
         if progress is not None:
             progress(done, len(names))
@@ -73,7 +80,7 @@ async def create_backup(store: Store, target: Objects,
 
 
 async def _back_up(store: Store, target: Objects, name: str, created: int,
-                   before: dict[str, Any] | None) -> dict[str, Any] | None:
+                   before: dict[str, Any] | None, live: Live) -> dict[str, Any] | None:
     if before is not None and before["tableCreated"] == created:
         head = await read_head(store, name)
         if head is not None and head.seq == before["seq"] and head.model == before["model"] \
@@ -82,6 +89,7 @@ async def _back_up(store: Store, target: Objects, name: str, created: int,
     dump = await read_partition(store, name)
     if dump is None:  # deleted since the listing
         return None
+    dump = _live_only(dump, now_ms(), live)
 
     def write() -> tuple[str, int]:
         data = encode(dump)
@@ -96,6 +104,21 @@ async def _back_up(store: Store, target: Objects, name: str, created: int,
             "version": head.version, "seq": head.seq, "hwm": head.hwm, "model": head.model,
             "dim": int(dump.vectors.shape[1]), "items": len(dump.items),
             "tombstones": len(dump.tombstones), "object": digest, "bytes": size, "copied": True}
+
+
+def _live_only(dump: Dump, now: int, live: Live) -> Dump:
+    """``dump`` with the facts no longer live (expired, not yet swept) as tombstones."""
+    gone = [i for i, it in enumerate(dump.items) if not live(it, now)]
+    if not gone:
+        return dump
+    dropped = set(gone)
+    keep = [i for i in range(len(dump.items)) if i not in dropped]
+    tombstones = dict(dump.tombstones)
+    for i in gone:
+        it = dump.items[i]
+        tombstones[it.n] = Tombstone(it.n, it.seq, it.updated, it.created)
+    return Dump(dump.head, [dump.items[i] for i in keep],
+                dump.vectors[np.asarray(keep, dtype=np.int64)], tombstones)
 
 
 def list_backups(target: Objects) -> list[Manifest]:

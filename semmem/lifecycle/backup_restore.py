@@ -16,7 +16,6 @@ With a ledger (the live store) the restore honours what happened after the backu
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -26,22 +25,13 @@ from semmem.errors import InvalidInput
 from semmem.items import Item, now_ms
 from semmem.lifecycle.backup import load_manifest, read_object
 from semmem.lifecycle.backup_format import decode
+from semmem.lifecycle.liveness import Live, still_live
 from semmem.store.dump import Dump, created_at, write_partition
 from semmem.store.objects import Objects
 from semmem.store.views import Head, PartitionSnapshot, Tombstone
 
 if TYPE_CHECKING:
     from semmem.store.tables import Store
-
-Live = Callable[[Item, int], bool]
-
-
-def still_live(item: Item, now: int) -> bool:
-    """Whether an item the live store's snapshot holds is live there at ``now``: the one
-    place a restore asks. A snapshot holds no forgotten item; an expired one (retention)
-    must answer ``False`` here."""
-    return True
-
 
 @dataclass
 class RestoreReport:

@@ -12,7 +12,7 @@ import pytest
 
 from semmem.embedding.fakes import HashingEmbedder
 from semmem.errors import InvalidInput
-from semmem.items import now_ms
+from semmem.items import Item, now_ms
 from semmem.lifecycle.backup import (
     create_backup,
     expire_backups,
@@ -187,3 +187,20 @@ async def test_expire_deletes_old_backups_and_the_objects_only_they_held(
     assert not files_with(root, SECRET)
     assert verify_backup(target, second.id).as_dict()["ok"] is True  # shared object kept
     assert load_manifest(target, second.id).partitions[0]["copied"] is False
+
+
+async def test_a_fact_expired_but_not_yet_swept_is_a_tombstone_in_the_backup(
+        tmp_path: Path, live: Memory, target: Objects, fake_embedder: HashingEmbedder) -> None:
+    await live.remember("p", "in Paris until Friday")
+    await live.remember("p", "speaks Portuguese")
+
+    def expired(item: Item, now: int) -> bool:  # retention's answer, as the backup reads it
+        return item.n != 1
+
+    manifest = await create_backup(live.store, target, live=expired)
+    dump = decode(target.get(object_name(manifest.partitions[0]["object"])))
+    assert [it.n for it in dump.items] == [2] and list(dump.tombstones) == [1]
+    root = tmp_path / "backups"
+    assert files_with(root, "speaks Portuguese")
+    assert not decoded_with(root, "in Paris until Friday",
+                            fake_embedder.embed_batch(["in Paris until Friday"])[0])
