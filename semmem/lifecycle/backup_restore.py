@@ -81,7 +81,7 @@ async def restore_backup(target: Objects, backup_id: str, into: Store,
                 report.deleted_partitions.append(name)
                 continue
             dump = _against(dump, await ledger.snapshot(name), live, report)
-        await write_partition(into, dump)
+        await write_partition(into, dump, entry["tableCreated"] or None)
         report.partitions += 1
         report.items += len(dump.items)
         report.tombstones += len(dump.tombstones)

@@ -88,9 +88,11 @@ async def created_at(store: Store) -> dict[str, int]:
             for k, v in rows.items() if k.startswith("t:")}
 
 
-async def write_partition(store: Store, dump: Dump) -> None:
+async def write_partition(store: Store, dump: Dump, created: int | None = None) -> None:
     """Create the partition's table holding exactly ``dump`` (head, items with their stored
-    vectors, tombstones) in one commit, with its registry entry first, as a first write would.
+    vectors, tombstones) in one commit, with its registry entry first, as a first write would;
+    ``created``: the original table's creation time, kept so that the restored store can be
+    the ledger of a restore of an older backup.
 
     Raises:
         InvalidInput: the partition already has a table.
@@ -99,7 +101,7 @@ async def write_partition(store: Store, dump: Dump) -> None:
     if await store.conn.table(partition, create=False) is not None:
         raise InvalidInput(f"partition {partition!r} already exists in {store.uri}")
     name = table_name(partition)
-    await store.conn.registry.add_table(name, partition)
+    await store.conn.registry.add_table(name, partition, created)
     data = _rows(dump, store.model_id).table(store.schema)
     await store.conn.db.create_table(name, data=data, schema=store.schema,
                                      on_bad_vectors="null")

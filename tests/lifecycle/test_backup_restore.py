@@ -153,3 +153,19 @@ def test_counting_embedder_counts() -> None:
     emb = CountingEmbedder()
     assert np.allclose(emb.embed_batch(["a b"]), HashingEmbedder().embed_batch(["a b"]))
     assert emb.calls == 1
+
+
+async def test_a_restored_store_is_the_ledger_of_a_later_restore(
+        tmp_path: Path, live: Memory, target: Objects, fake_embedder: HashingEmbedder) -> None:
+    await live.remember("p", KEPT)
+    await live.remember("p", FORGOTTEN)
+    backup = (await create_backup(live.store, target)).id
+    first = await _store(tmp_path / "first", fake_embedder)
+    await restore_backup(target, backup, first)  # the live store was lost: this one serves
+    await Memory(first, fake_embedder).forget("p", 2)
+    again = await _store(tmp_path / "again", fake_embedder)
+    report = (await restore_backup(target, backup, again, first)).as_dict()
+    assert report["withheld"]["partitionsDeletedSince"] == []  # the same tables, restored
+    assert report["withheld"]["forgottenOrExpiredSince"] == {"p": [2]}
+    await first.close()
+    await again.close()
