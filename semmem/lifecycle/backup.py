@@ -1,9 +1,10 @@
 """Backups of a store: taken online, one partition at a time at one version each; listed,
 verified and expired (restores: ``backup_restore.py``; the format: ``backup_format.py``).
 
-A partition whose table, creation and write sequence match its entry in the target's newest
-backup (with the object still there) is referenced, not read again: its content cannot have
-changed without a write, and every write moves the sequence.
+A partition whose table (by its creation) and version — or, at a new version, write sequence
+and model — match its entry in the target's newest backup (with the object still there) is
+referenced, not read again: its content cannot have changed without a write, and every write
+moves the sequence.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from semmem.lifecycle.backup_format import (
     valid_id,
 )
 from semmem.lifecycle.liveness import Live, still_live
-from semmem.store.dump import Dump, created_at, read_head, read_partition
+from semmem.store.dump import Dump, created_at, latest_version, read_head, read_partition
 from semmem.store.objects import Objects
 from semmem.store.rows import table_name
 from semmem.store.views import Tombstone
@@ -81,11 +82,10 @@ async def create_backup(store: Store, target: Objects,
 
 async def _back_up(store: Store, target: Objects, name: str, created: int,
                    before: dict[str, Any] | None, live: Live) -> dict[str, Any] | None:
-    if before is not None and before["tableCreated"] == created:
-        head = await read_head(store, name)
-        if head is not None and head.seq == before["seq"] and head.model == before["model"] \
-                and await asyncio.to_thread(target.exists, object_name(before["object"])):
-            return {**before, "copied": False}
+    if before is not None and before["tableCreated"] == created \
+            and await _unchanged(store, name, before) \
+            and await asyncio.to_thread(target.exists, object_name(before["object"])):
+        return {**before, "copied": False}
     dump = await read_partition(store, name)
     if dump is None:  # deleted since the listing
         return None
@@ -104,6 +104,16 @@ async def _back_up(store: Store, target: Objects, name: str, created: int,
             "version": head.version, "seq": head.seq, "hwm": head.hwm, "model": head.model,
             "dim": int(dump.vectors.shape[1]), "items": len(dump.items),
             "tombstones": len(dump.tombstones), "object": digest, "bytes": size, "copied": True}
+
+
+async def _unchanged(store: Store, name: str, before: dict[str, Any]) -> bool:
+    """Whether the partition holds what ``before`` recorded: the same version (a listing),
+    else the same write sequence and model (a compaction or index build made a new version of
+    the same content)."""
+    if await latest_version(store, name) == before["version"]:
+        return True
+    head = await read_head(store, name)
+    return head is not None and head.seq == before["seq"] and head.model == before["model"]
 
 
 def _live_only(dump: Dump, now: int, live: Live) -> Dump:

@@ -69,13 +69,21 @@ async def read_partition(store: Store, partition: str) -> Dump | None:
     raise AssertionError("unreachable")
 
 
-async def read_head(store: Store, partition: str) -> Head | None:
-    """The partition's head at its latest version (one small read), ``None`` without a table."""
+async def latest_version(store: Store, partition: str) -> int | None:
+    """The partition's latest version (a listing, no data read), ``None`` without a table."""
     tbl = await store.conn.table(partition, create=False)
     if tbl is None:
         return None
     await tbl.checkout_latest()
-    version = int(await tbl.version())
+    return int(await tbl.version())
+
+
+async def read_head(store: Store, partition: str) -> Head | None:
+    """The partition's head at its latest version (one small read), ``None`` without a table."""
+    version = await latest_version(store, partition)
+    tbl = await store.conn.table(partition, create=False)
+    if version is None or tbl is None:
+        return None
     data = await tbl.query().where(f"key = '{HEAD_KEY}'").select(ITEM_COLUMNS).to_arrow()
     return decode(partition, version, data, store.dim).head
 
