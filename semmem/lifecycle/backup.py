@@ -10,7 +10,6 @@ moves the sequence.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -46,9 +45,8 @@ PARALLEL = 4
 UNREFERENCED_AGE_S = 3600.0
 
 
-async def create_backup(store: Store, target: Objects,
-                        progress: Callable[[int, int], None] | None = None, *,
-                        live: Live = still_live) -> Manifest:
+async def create_backup(store: Store, target: Objects, *, live: Live = still_live
+                        ) -> Manifest:
     """Back ``store`` up into ``target``; the manifest, written last, is returned.
 
     Every fact acknowledged before this call is in the backup; one acknowledged meanwhile is
@@ -61,17 +59,11 @@ async def create_backup(store: Store, target: Objects,
     previous = await asyncio.to_thread(_newest, target)
     before = {p["partition"]: p for p in previous.partitions} if previous else {}
     gate = asyncio.Semaphore(PARALLEL)
-    done = 0
 
     async def one(name: str) -> dict[str, Any] | None:
-        nonlocal done
         async with gate:
-            entry = await _back_up(store, target, name, created.get(name, 0), before.get(name),
-                                   live)
-        done += 1
-        if progress is not None:
-            progress(done, len(names))
-        return entry
+            return await _back_up(store, target, name, created.get(name, 0),
+                                  before.get(name), live)
 
     entries = [e for e in await asyncio.gather(*(one(n) for n in names)) if e is not None]
     manifest = Manifest(new_id(started), started, now_ms(), store.uri, store.model_id, store.dim,

@@ -51,20 +51,24 @@ async def read_partition(store: Store, partition: str) -> Dump | None:
         return None
     uri = str(await tbl.uri())
 
+    opened: list[int] = []
+
     def read() -> Dump:
         ds = open_dataset(uri, store.storage_options, full_reads=True)  # latest, pinned
+        opened.append(int(ds.version))
         data = ds.to_table(columns=ITEM_COLUMNS, filter=f"kind != {KIND_OP}")
         got = decode(partition, int(ds.version), data, store.dim)
         return Dump(got.head, got.items, got.vectors, got.tombstones)
 
     for attempt in range(READ_ATTEMPTS):
-        version = int(await tbl.version())
+        opened.clear()
         try:
             return await asyncio.to_thread(read)
         except Unavailable:
             raise
         except Exception as exc:  # the engine's errors are not a typed tree
-            if attempt == READ_ATTEMPTS - 1 or not await moved_on(tbl, version):
+            if attempt == READ_ATTEMPTS - 1 or not opened \
+                    or not await moved_on(tbl, opened[0]):
                 raise Unavailable(f"cannot read partition: {exc}") from exc
     raise AssertionError("unreachable")
 
