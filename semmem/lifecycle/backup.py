@@ -10,6 +10,7 @@ moves the sequence.
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -164,6 +165,8 @@ def read_object(target: Objects, entry: dict[str, Any]) -> bytes:
     Raises:
         InvalidInput: missing, or its bytes do not match the checksum.
     """
+    if not re.fullmatch(r"[0-9a-f]{64}", str(entry.get("object"))):
+        raise InvalidInput(f"manifest entry of partition {entry['partition']!r} names no object")
     try:
         data = target.get(object_name(entry["object"]))
     except FileNotFoundError:
