@@ -6,6 +6,7 @@ The browser half (a real Chromium against a real server) is
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import re
@@ -20,7 +21,7 @@ from starlette.testclient import TestClient
 from semmem.embedding.fakes import HashingEmbedder
 from semmem.web.app import create_app
 from semmem.web.console import data
-from semmem.web.console.session import COOKIE, Session
+from semmem.web.console.session import COOKIE, Sessions
 from tests.support.server import ADMIN_TOKEN, AUTH, TOKEN
 from tests.support.web import assert_error, recall, settings_for, tool, wait_ready
 
@@ -59,12 +60,20 @@ def sign_in(client: TestClient, token: str = ADMIN_TOKEN) -> str:
     return csrf_of(client.get("/console/").text)
 
 
+def sessions_of(client: TestClient) -> Sessions:
+    """The server-side sessions of the app's console."""
+    mount = next(r for r in client.app.routes if getattr(r, "path", "") == "/console")
+    sessions: Sessions = mount.app.state.sessions  # type: ignore[attr-defined]
+    return sessions
+
+
 def sign_in_without_pages(client: TestClient) -> str:
-    """Sign in, and compute the CSRF token from the cookie (when no page can render)."""
+    """Sign in, and read the session's CSRF token off the server (when no page can render)."""
     r = client.post("/console/signin", data={"token": ADMIN_TOKEN}, headers=ORIGIN)
     assert r.status_code == 303, r.text
-    value = r.headers["set-cookie"].split(";")[0].split("=", 1)[1]
-    return Session(ADMIN_TOKEN, value.split(".")[2], 0).csrf
+    session = sessions_of(client).get(client.cookies.get(COOKIE))
+    assert session is not None
+    return session.csrf
 
 
 def post(client: TestClient, path: str, csrf: str, **fields: str) -> Any:
@@ -143,17 +152,18 @@ def test_signin_provider_token_refused(client: TestClient) -> None:
     assert "set-cookie" not in r.headers
 
 
-def test_provider_token_cookie_reaches_no_page(client: TestClient) -> None:
-    """A cookie made by hand from a provider token opens nothing, GET or POST."""
-    forged = Session(TOKEN, "nonce", int(time.time()))
+def test_provider_token_session_reaches_no_page(client: TestClient) -> None:
+    """A session whose token is (now) a provider token opens nothing, GET or POST."""
     for path in PAGES:
-        client.cookies.set(COOKIE, forged.encode())
+        forged = sessions_of(client).start(TOKEN)
+        client.cookies.set(COOKIE, forged.cookie)
         r = client.get(path)
         assert r.status_code == 403, path
         assert "this is a provider token; the console needs an admin token" in r.text
         assert f'{COOKIE}=""' in r.headers["set-cookie"]  # the useless cookie is dropped
     for path in FORMS:
-        client.cookies.set(COOKIE, forged.encode())
+        forged = sessions_of(client).start(TOKEN)
+        client.cookies.set(COOKIE, forged.cookie)
         r = post(client, path, forged.csrf, p="a", n="1", add_text="x", q="x", max_bytes="9",
                  confirm="a")
         assert r.status_code == 403, path
@@ -174,12 +184,16 @@ def test_signin_sets_strict_httponly_cookie_without_secure_on_loopback(
     assert r.status_code == 303
     assert r.headers["location"] == "/console/"
     cookie = r.headers["set-cookie"]
-    assert cookie.startswith(f"{COOKIE}=v1.")
+    assert cookie.startswith(f"{COOKIE}=v2.")
     attrs = {a.strip().split("=")[0].lower() for a in cookie.split(";")[1:]}
     assert {"httponly", "path", "samesite", "max-age"} <= attrs
     assert "samesite=strict" in cookie.lower() and "path=/console" in cookie.lower()
     assert "secure" not in attrs  # browsers would not send it back over http://127.0.0.1
-    assert ADMIN_TOKEN not in cookie  # encoded, not verbatim (and never in a page)
+    value = cookie.split(";")[0].split("=", 1)[1]
+    assert ADMIN_TOKEN not in cookie  # never verbatim (and never in a page)
+    # ... nor encoded: the cookie is a random id (256 bits), whatever the token
+    assert re.fullmatch(r"v2\.[A-Za-z0-9_-]{43}", value), value
+    assert base64.urlsafe_b64encode(ADMIN_TOKEN.encode()).decode().rstrip("=") not in value
     page = client.get("/console/")
     assert page.status_code == 200 and ADMIN_TOKEN not in page.text
 
@@ -218,14 +232,41 @@ def test_signin_next_goes_only_to_console_pages(client: TestClient) -> None:
 
 
 def test_session_expired_or_token_removed_signs_out(client: TestClient) -> None:
-    old = Session(ADMIN_TOKEN, "nonce", int(time.time()) - 13 * 3600)
-    removed = Session("a-token-no-longer-configured", "nonce", int(time.time()))
-    for session in (old, removed):
-        client.cookies.set(COOKIE, session.encode())
+    sessions = sessions_of(client)
+    removed = sessions.start("a-token-no-longer-configured")
+    old = sessions.start(ADMIN_TOKEN)
+    for session in (removed, old):
+        client.cookies.set(COOKIE, session.cookie)
+        if session is old:
+            assert client.get("/console/").status_code == 200  # it does open the console...
+            sessions.max_age_s = -1  # ... until its lifetime, counted by the server, is up
         r = client.get("/console/")
         assert r.status_code == 303
         assert r.headers["location"].startswith("/console/signin")
         assert f'{COOKIE}=""' in r.headers["set-cookie"]
+        assert sessions.get(session.cookie) is None  # ended on the server too
+
+
+def test_cookie_from_before_a_sign_out_opens_nothing(client: TestClient) -> None:
+    """Signing out ends the session on the server: a copy of the cookie is worthless after."""
+    csrf = sign_in(client)
+    stolen = client.cookies.get(COOKIE)
+    assert stolen and client.get("/console/").status_code == 200  # the copy works meanwhile
+    assert post(client, "/signout", csrf).status_code == 303
+    client.cookies.set(COOKIE, stolen)
+    r = client.get("/console/")
+    assert r.status_code == 303 and r.headers["location"].startswith("/console/signin")
+    r = post(client, "/partition/add", csrf, p="a", add_text="after sign-out")
+    assert r.status_code == 303 and r.headers["location"].startswith("/console/signin")
+    assert items_of(client, "a") == []
+
+
+def test_cookie_in_the_old_format_opens_nothing(client: TestClient) -> None:
+    """The v1 cookie carried the admin token itself; one made by hand now opens nothing."""
+    raw = base64.urlsafe_b64encode(ADMIN_TOKEN.encode()).decode().rstrip("=")
+    client.cookies.set(COOKIE, f"v1.{int(time.time())}.nonce.{raw}")
+    r = client.get("/console/")
+    assert r.status_code == 303 and r.headers["location"].startswith("/console/signin")
 
 
 def test_signout_drops_cookie(client: TestClient) -> None:
@@ -241,7 +282,7 @@ def test_signout_drops_cookie(client: TestClient) -> None:
 # ----- CSRF and headers -------------------------------------------------------------------------
 def test_post_without_valid_csrf_refused(client: TestClient) -> None:
     csrf = sign_in(client)
-    other = Session(ADMIN_TOKEN, "another-session", int(time.time())).csrf
+    other = sessions_of(client).start(ADMIN_TOKEN).csrf
     for bad in ("", "0" * 64, other):
         r = post(client, "/partition/add", bad, p="a", add_text="should not be stored")
         assert r.status_code == 403

@@ -2,7 +2,8 @@
 and delete a partition's memory.
 
 Mounted by ``create_app`` only when an admin token is configured. Signing in with an admin
-token stores it in an HttpOnly, SameSite=Strict cookie (``session.py``); every POST must come
+token starts a server-side session whose random id rides in an HttpOnly, SameSite=Strict
+cookie (``session.py``); every POST must come
 from a console page (Origin) and carry the session's CSRF token (``guard.py``). Every response
 says ``Cache-Control: no-store`` and loads nothing from outside ``/console/static``
 (``render.py``). The routes call the memory core directly, like the admin API.
@@ -25,7 +26,7 @@ from semmem.serving.runtime import Runtime
 from semmem.web.console import actions, pages
 from semmem.web.console.guard import Refused, SignInRequired
 from semmem.web.console.render import PREFIX, ConsoleHeaders, error_page, semmem_error_page, url
-from semmem.web.console.session import COOKIE, clear_cookie
+from semmem.web.console.session import COOKIE, Sessions, clear_cookie
 
 __all__ = ["PREFIX", "create_console"]
 
@@ -63,6 +64,7 @@ def create_console(runtime: Runtime) -> Starlette:
         },
     )
     app.state.runtime = runtime
+    app.state.sessions = Sessions()
     return app
 
 

@@ -14,6 +14,7 @@ from starlette.requests import Request
 
 from semmem.errors import InvalidInput
 from semmem.memory import Memory
+from semmem.protocol.untrusted import ascii_int
 from semmem.serving.guard import served
 from semmem.web.bodies import read_body
 from semmem.web.console.session import CSRF_FIELD, Session, read_session, same_origin
@@ -56,9 +57,12 @@ class Form:
         raw = self.get(name).strip()
         if not raw and default is not None:
             return default
-        if not raw.lstrip("-").isdigit() or not low <= int(raw) <= high:
+        value = ascii_int(raw.removeprefix("-"))
+        if value is not None and raw.startswith("-"):
+            value = -value
+        if value is None or not low <= value <= high:
             raise InvalidInput(f"{name} must be a whole number from {low} to {high}")
-        return int(raw)
+        return value
 
 
 def require_session(request: Request) -> Session:
@@ -74,6 +78,7 @@ def require_session(request: Request) -> Session:
     auth = runtime(request).auth
     if auth.admin.matches(session.bearer):
         return session
+    request.app.state.sessions.end(session)  # its token was removed or demoted: for good
     if auth.tokens.matches(session.bearer):
         raise Refused(403, "this is a provider token; the console needs an admin token",
                       end_session=True)
@@ -90,7 +95,7 @@ async def read_form(request: Request) -> Form:
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media != "application/x-www-form-urlencoded":
         raise InvalidInput("the console accepts only URL-encoded forms")
-    body = await read_body(request, MAX_FORM)
+    body = await read_body(request, MAX_FORM, timeout=runtime(request).settings.body_timeout_s)
     try:
         parsed = parse_qs(body.decode("utf-8"), keep_blank_values=True,
                           max_num_fields=MAX_FIELDS, strict_parsing=False)

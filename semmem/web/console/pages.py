@@ -11,6 +11,7 @@ from starlette.responses import RedirectResponse, Response, StreamingResponse
 from semmem.contract import make_cursor
 from semmem.errors import InvalidInput, NotFound
 from semmem.protocol.jsonio import dumps
+from semmem.protocol.untrusted import ascii_int
 from semmem.web.console import data
 from semmem.web.console.guard import (
     Refused,
@@ -21,8 +22,8 @@ from semmem.web.console.guard import (
 )
 from semmem.web.console.render import PREFIX, page, url
 from semmem.web.console.session import (
+    Sessions,
     clear_cookie,
-    new_session,
     plain_http_from_afar,
     read_session,
     same_origin,
@@ -48,14 +49,14 @@ def flash_of(request: Request) -> str | None:
     template = FLASH.get(request.query_params.get("done", ""))
     if template is None:
         return None
-    n = request.query_params.get("n", "")
-    return template.format(n=n if n.isdigit() else "?")
+    n = ascii_int(request.query_params.get("n", ""))
+    return template.format(n="?" if n is None else n)
 
 
 def query_int(request: Request, name: str, default: int = 1) -> int:
     """A positive integer query parameter; anything else means ``default``."""
-    raw = request.query_params.get(name, "")
-    return int(raw) if raw.isdigit() and 0 < len(raw) < 10 else default
+    value = ascii_int(request.query_params.get(name, ""), max_digits=9)
+    return value if value is not None and value > 0 else default
 
 
 def partition_param(request: Request) -> str:
@@ -68,6 +69,12 @@ def partition_param(request: Request) -> str:
     if not partition:
         raise InvalidInput("no partition given (?p=…)")
     return partition
+
+
+def sessions_of(request: Request) -> Sessions:
+    """The console's signed-in sessions."""
+    sessions: Sessions = request.app.state.sessions
+    return sessions
 
 
 def safe_next(target: str) -> str:
@@ -104,12 +111,15 @@ async def signin(request: Request) -> Response:
     form = await read_form(request)
     token, nxt = form.get("token").strip(), safe_next(form.get("next"))
     auth = runtime(request).auth
-    session = new_session(token)
-    if token and auth.admin.matches(session.bearer):
+    bearer = f"Bearer {token}"
+    if token and auth.admin.matches(bearer):
+        old = read_session(request)
+        if old is not None:  # a fresh id at each sign-in (no fixation of an earlier one)
+            sessions_of(request).end(old)
         response = redirect(nxt)
-        set_cookie(response, request, session)
+        set_cookie(response, request, sessions_of(request).start(token))
         return response
-    if token and auth.tokens.matches(session.bearer):
+    if token and auth.tokens.matches(bearer):
         status, error = 403, "This is a provider token; the console needs an admin token."
     else:
         status, error = 401, "Wrong admin token."
@@ -117,8 +127,9 @@ async def signin(request: Request) -> Response:
 
 
 async def signout(request: Request) -> Response:
-    """End the session: the cookie is dropped."""
-    await require_post(request)
+    """End the session (here, so a copy of the cookie opens nothing either); drop the cookie."""
+    session, _ = await require_post(request)
+    sessions_of(request).end(session)
     response = redirect(url("/signin", done="signedout"))
     clear_cookie(response, request)
     return response

@@ -1,20 +1,22 @@
-"""Console sessions: the admin token in a cookie, a per-session CSRF token, the Origin check.
+"""Console sessions: a random session id in the cookie, the session itself kept server-side.
 
-The cookie holds ``v1.<issued>.<nonce>.<token>``: the admin token itself (base64url), so a
-session keeps working across restarts and stops working the moment its token is removed from
-the configuration, with no session store. Each sign-in draws a fresh nonce; the CSRF token is
-an HMAC of that nonce keyed by the admin token, so it differs per session and cannot be
-computed without the (HttpOnly) cookie.
+The cookie holds only ``v2.<id>``, 256 random bits; the admin token the browser signed in with
+stays in this process's memory, never in the cookie. Signing out ends the session here (the
+cookie is then worthless), the 12-hour lifetime is enforced here, not by the browser, and a
+session stops working the moment its token is removed from the configuration. Sessions do not
+survive a restart: signing in again is the price of not writing credentials to disk. The CSRF
+token is an HMAC of the session id under a per-process key, so it differs per session and
+cannot be computed without the (HttpOnly) cookie.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import hmac
 import secrets
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -26,65 +28,83 @@ from semmem.web.net import is_loopback
 COOKIE = "semmem_console"
 COOKIE_PATH = "/console"
 MAX_AGE_S = 12 * 3600
+MAX_SESSIONS = 1000  # signed-in browsers kept; signing in past it ends the oldest session
 CSRF_FIELD = "csrf"
+_PREFIX = "v2."
 
 
 @dataclass(frozen=True)
 class Session:
-    """A signed-in browser: the admin token it presented and its sign-in nonce."""
+    """A signed-in browser: its random id (the cookie), and the admin token it presented."""
 
+    id: str
     token: str
-    nonce: str
-    issued: int
+    csrf: str  # the CSRF token of this session (a hidden field in every form)
+    started: float  # ``time.monotonic()`` at sign-in
 
     @property
     def bearer(self) -> str:
         """The token as an ``Authorization`` header value, for ``ProviderAuth``."""
         return f"Bearer {self.token}"
 
-    @property
-    def csrf(self) -> str:
-        """The CSRF token of this session (a hidden field in every form)."""
-        mac = hmac.new(self.token.encode("utf-8", "surrogateescape"),
-                       b"semmem-console-csrf\0" + self.nonce.encode("ascii"), hashlib.sha256)
-        return mac.hexdigest()
-
     def csrf_matches(self, given: str | None) -> bool:
         """Whether a submitted CSRF token is this session's (constant time)."""
         return given is not None and hmac.compare_digest(given.encode("utf-8", "replace"),
                                                          self.csrf.encode("ascii"))
 
-    def encode(self) -> str:
-        """The cookie value."""
-        raw = base64.urlsafe_b64encode(self.token.encode("utf-8", "surrogateescape"))
-        return f"v1.{self.issued}.{self.nonce}.{raw.decode('ascii').rstrip('=')}"
+    @property
+    def cookie(self) -> str:
+        """The cookie value: the session id, nothing else."""
+        return _PREFIX + self.id
 
 
-def new_session(token: str) -> Session:
-    """A session for a token that has just been checked."""
-    return Session(token, secrets.token_urlsafe(16), int(time.time()))
+class Sessions:
+    """The signed-in sessions of one console (at most ``limit``; the oldest ends first)."""
+
+    def __init__(self, max_age_s: float = MAX_AGE_S, limit: int = MAX_SESSIONS) -> None:
+        self.max_age_s = max_age_s
+        self.limit = limit
+        self._key = secrets.token_bytes(32)
+        self._lock = threading.Lock()
+        self._by_id: OrderedDict[str, Session] = OrderedDict()
+
+    def start(self, token: str) -> Session:
+        """A new session for a token that has just been checked."""
+        sid = secrets.token_urlsafe(32)
+        csrf = hmac.new(self._key, b"semmem-console-csrf\0" + sid.encode("ascii"),
+                        hashlib.sha256).hexdigest()
+        session = Session(sid, token, csrf, time.monotonic())
+        with self._lock:
+            self._by_id[sid] = session
+            while len(self._by_id) > self.limit:
+                self._by_id.popitem(last=False)
+        return session
+
+    def get(self, cookie: str | None) -> Session | None:
+        """The live session a cookie names (an expired one is ended on the way)."""
+        if not cookie or not cookie.startswith(_PREFIX):
+            return None
+        sid = cookie.removeprefix(_PREFIX)
+        with self._lock:
+            session = self._by_id.get(sid)
+            if session is not None and time.monotonic() - session.started > self.max_age_s:
+                del self._by_id[sid]
+                return None
+            return session
+
+    def end(self, session: Session) -> None:
+        """Sign a session out: its cookie opens nothing from now on."""
+        with self._lock:
+            self._by_id.pop(session.id, None)
 
 
 def read_session(request: Request) -> Session | None:
-    """The session the request's cookie names, if the cookie is well formed and not expired.
+    """The live session the request's cookie names, if any.
 
     Whether its token is still an admin token is for the caller to check.
     """
-    value = request.cookies.get(COOKIE)
-    if not value:
-        return None
-    parts = value.split(".")
-    if len(parts) != 4 or parts[0] != "v1" or not parts[1].isdigit() or not parts[2]:
-        return None
-    issued = int(parts[1])
-    if not 0 <= time.time() - issued <= MAX_AGE_S:
-        return None
-    try:
-        token = base64.urlsafe_b64decode(parts[3] + "=" * (-len(parts[3]) % 4)).decode(
-            "utf-8", "surrogateescape")
-    except (binascii.Error, ValueError):
-        return None
-    return Session(token, parts[2], issued) if token else None
+    sessions: Sessions = request.app.state.sessions
+    return sessions.get(request.cookies.get(COOKIE))
 
 
 def host_of(request: Request) -> str:
@@ -123,7 +143,7 @@ def same_origin(request: Request) -> bool:
 
 def set_cookie(response: Response, request: Request, session: Session) -> None:
     """Store the session: HttpOnly, SameSite=Strict, Secure unless plain-HTTP loopback."""
-    response.set_cookie(COOKIE, session.encode(), max_age=MAX_AGE_S, path=COOKIE_PATH,
+    response.set_cookie(COOKIE, session.cookie, max_age=MAX_AGE_S, path=COOKIE_PATH,
                         secure=needs_secure(request), httponly=True, samesite="strict")
 
 
