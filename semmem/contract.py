@@ -9,10 +9,14 @@ from __future__ import annotations
 import hashlib
 
 from semmem.errors import InvalidInput
+from semmem.protocol.untrusted import ascii_int
 
 MAX_RECALL_BYTES = 16_384  # maxBytes of a recall: 1 to this
 MAX_SOURCES = 100  # sources of one recall
 MAX_ID_BYTES = 1024  # a source id or a cursor, in UTF-8 bytes
+# A partition key: the host derives it from project, environment, resource and namespace ids
+# (a namespace is at most 128 characters), so a kilobyte leaves room; longer keys are refused.
+MAX_PARTITION_BYTES = 1024
 MAX_BODY = 64 * 1024  # a request body
 MAX_RESPONSE = 64 * 1024  # a response body
 MAX_TEXT_CHARS = 2000  # an item text, after trimming
@@ -30,6 +34,18 @@ def sha256_hex(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def check_partition(partition: str) -> str:
+    """A partition key within ``MAX_PARTITION_BYTES``.
+
+    Raises:
+        InvalidInput: longer (the key itself is not echoed).
+    """
+    if len(partition.encode("utf-8", "surrogatepass")) > MAX_PARTITION_BYTES:
+        raise InvalidInput(f"partition must be at most {MAX_PARTITION_BYTES} UTF-8 bytes",
+                           {"limit": MAX_PARTITION_BYTES})
+    return partition
+
+
 def make_cursor(partition: str, seq: int) -> str:
     """Opaque read state: the partition's write sequence, tagged with the partition."""
     return f"c1.{seq}.{sha256_hex(partition)[:10]}"
@@ -42,8 +58,9 @@ def parse_cursor(partition: str, cursor: str) -> int:
         InvalidInput: not a cursor of this partition.
     """
     parts = cursor.split(".") if isinstance(cursor, str) else []
-    if len(parts) != 3 or parts[0] != "c1" or not parts[1].isdigit():
+    seq = ascii_int(parts[1]) if len(parts) == 3 and parts[0] == "c1" else None
+    if seq is None or parts[1] != str(seq):
         raise InvalidInput("cursor is not one semmem issued")
-    if make_cursor(partition, int(parts[1])) != cursor:
+    if make_cursor(partition, seq) != cursor:
         raise InvalidInput("cursor belongs to another partition")
-    return int(parts[1])
+    return seq

@@ -13,6 +13,7 @@ maps each class to a status in one table, the CLI prints the message.
     ├── Conflict              code conflict
     │   └── IdempotencyMismatch  code idempotency_mismatch
     ├── TooLarge              code too_large
+    ├── TooSlow               code request_timeout
     ├── Overloaded            code overloaded
     └── Unavailable           code unavailable
         ├── NotReady          (the server itself is still loading, or failed to)
@@ -88,6 +89,12 @@ class TooLarge(SemmemError):
     """A request body or value exceeds a size limit."""
 
     code = "too_large"
+
+
+class TooSlow(SemmemError):
+    """The request body did not arrive within the server's deadline for it."""
+
+    code = "request_timeout"
 
 
 class Overloaded(SemmemError):

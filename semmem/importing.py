@@ -177,7 +177,7 @@ def read_records(
     raw = sys.stdin.read() if str(source) == "-" else source.read_text(encoding="utf-8")
     try:
         whole = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # JSONL, or nested too deeply: read line by line
         whole = None
     if isinstance(whole, dict) and whole and all(isinstance(v, dict) for v in whole.values()):
         return records_from_map(whole, display_field=display_field, note_field=note_field,
@@ -190,6 +190,8 @@ def read_records(
             record = json.loads(line)
         except ValueError as exc:
             raise InvalidInput(f"{source}:{lineno}: not JSON ({exc.args[0]})") from exc
+        except RecursionError:
+            raise InvalidInput(f"{source}:{lineno}: nested too deeply to read") from None
         if not isinstance(record, dict) or not isinstance(record.get("text"), str):
             raise InvalidInput(f"{source}:{lineno}: expected an object with a string 'text'")
         records.append(_check(record, f"{source}:{lineno}"))

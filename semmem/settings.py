@@ -83,6 +83,10 @@ class Settings(BaseSettings):
     admin_tokens_file: Path | None = None
     insecure: bool = Field(False, description="no auth (loopback only)")
     max_concurrency: int = Field(32, ge=1, description="requests served at once; more get 429")
+    body_timeout_s: float = Field(
+        10.0, gt=0, le=300, description="a request body must arrive within this long (408 "
+        "past it); it is read before the request takes one of the concurrency slots"
+    )
     log_level: str = "info"
 
     # MCP (``semmem mcp`` and ``/mcp`` on ``semmem serve``)
@@ -90,6 +94,13 @@ class Settings(BaseSettings):
     mcp_partition: str | None = Field(
         None, min_length=1, description="partition of `semmem mcp` (and of /mcp when insecure); "
         "default: the OS user name"
+    )
+    mcp_sessions_per_token: int = Field(
+        8, ge=1, description="stateful MCP sessions one token may hold open at once; one more "
+        "is refused (429) until one ends or idles out"
+    )
+    mcp_session_idle_s: float = Field(
+        300.0, gt=0, description="an MCP session with no request for this long is ended"
     )
     mcp_max_bytes: int = Field(
         8192, ge=1, le=16_384, description="budget of the MCP recall tool and prompt by default"

@@ -6,13 +6,13 @@ are added); the list cursor is the number the next page starts after.
 
 from __future__ import annotations
 
-import bisect
-
 import mcp_types as types
 
+from semmem import browsing
 from semmem.errors import InvalidInput, NotFound
 from semmem.items import Item, one_line
 from semmem.memory import Memory
+from semmem.protocol.untrusted import ascii_int
 
 PAGE = 100
 SCHEME = "semmem://items/"
@@ -39,13 +39,11 @@ async def list_page(memory: Memory, partition: str, cursor: str | None,
     """
     after = 0
     if cursor is not None:
-        if not cursor.startswith("n") or not cursor[1:].isdigit():
+        number = ascii_int(cursor[1:]) if cursor.startswith("n") else None
+        if number is None:
             raise InvalidInput("cursor is not one this server handed out")
-        after = int(cursor[1:])
-    items = await memory.list(partition)
-    start = bisect.bisect_right(items, after, key=lambda it: it.n)
-    chunk = items[start:start + page]
-    more = start + page < len(items)
+        after = number
+    chunk, more = await browsing.page(memory.store, partition, after, page)
     return types.ListResourcesResult(
         resources=[_resource(it) for it in chunk],
         next_cursor=f"n{chunk[-1].n}" if more and chunk else None,
@@ -59,14 +57,12 @@ async def read(memory: Memory, partition: str, uri: str) -> types.ReadResourceRe
         InvalidInput: not a ``semmem://items/<n>`` URI.
         NotFound: no live fact has that number.
     """
-    number = uri.removeprefix(SCHEME)
-    if not uri.startswith(SCHEME) or not number.isdigit():
+    n = ascii_int(uri.removeprefix(SCHEME)) if uri.startswith(SCHEME) else None
+    if n is None:
         raise InvalidInput(f"resources are {SCHEME}<n>, n a fact's number")
-    n = int(number)
-    items = await memory.list(partition)
-    i = bisect.bisect_left(items, n, key=lambda it: it.n)
-    if i == len(items) or items[i].n != n:
+    item = await browsing.item(memory.store, partition, n)
+    if item is None:
         raise NotFound(f"item {n} does not exist in this memory", {"n": n})
     return types.ReadResourceResult(contents=[
-        types.TextResourceContents(uri=uri, mime_type="text/plain", text=items[i].text),
+        types.TextResourceContents(uri=uri, mime_type="text/plain", text=item.text),
     ])

@@ -10,7 +10,8 @@ import asyncio
 import getpass
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import mcp_types as types
@@ -60,6 +61,21 @@ def _protocol_error(exc: SemmemError) -> MCPError:
     return MCPError(code, exc.message)
 
 
+@asynccontextmanager
+async def _answered(method: str) -> AsyncIterator[None]:
+    """A prompt or resource request's refusals as JSON-RPC errors; an unexpected exception is
+    logged and answered in the public 5xx wording (the SDK would send ``str(exc)``)."""
+    try:
+        yield
+    except SemmemError as exc:
+        raise _protocol_error(exc) from None
+    except MCPError:
+        raise
+    except Exception:
+        log.exception("mcp %s: internal error", method)
+        raise MCPError(types.INTERNAL_ERROR, PUBLIC_5XX[500].format(op="-")) from None
+
+
 def build_server(service: Service, caller_of: CallerOf) -> Server[Any]:
     """The SDK server: tools, the ``memory-context`` prompt and the items as resources."""
     tools = [mcp_tool(spec) for spec in service.specs.values()]
@@ -81,21 +97,17 @@ def build_server(service: Service, caller_of: CallerOf) -> Server[Any]:
                          ) -> types.GetPromptResult:
         if params.name != service.PROMPT.name:
             raise MCPError(types.INVALID_PARAMS, f"the only prompt is {service.PROMPT.name!r}")
-        try:
-            return await service.prompt(caller_of(ctx), params.arguments)
-        except SemmemError as exc:
-            raise _protocol_error(exc) from None
+        caller = caller_of(ctx)
+        async with _answered("prompt"), service.guarded("prompt") as memory:
+            return await service.prompt(memory, caller, params.arguments)
 
     async def list_resources(ctx: ServerRequestContext[Any],
                              params: types.PaginatedRequestParams | None
                              ) -> types.ListResourcesResult:
         caller = caller_of(ctx)
-        try:
-            memory = await service.memory()
+        async with _answered("resources/list"), service.guarded("resources") as memory:
             return await resources.list_page(memory, caller.partition,
                                              params.cursor if params else None)
-        except SemmemError as exc:
-            raise _protocol_error(exc) from None
 
     async def list_templates(ctx: ServerRequestContext[Any],
                              params: types.PaginatedRequestParams | None
@@ -105,10 +117,8 @@ def build_server(service: Service, caller_of: CallerOf) -> Server[Any]:
     async def read_resource(ctx: ServerRequestContext[Any],
                             params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         caller = caller_of(ctx)
-        try:
-            return await resources.read(await service.memory(), caller.partition, params.uri)
-        except SemmemError as exc:
-            raise _protocol_error(exc) from None
+        async with _answered("resources/read"), service.guarded("resources") as memory:
+            return await resources.read(memory, caller.partition, params.uri)
 
     return Server(
         "semmem", version=__version__, title="semmem memory", instructions=INSTRUCTIONS,

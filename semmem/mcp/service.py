@@ -18,24 +18,29 @@ import hashlib
 import json
 import logging
 from collections import OrderedDict
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
 
-from semmem.errors import InvalidInput, SemmemError
+from semmem.errors import Conflict, InvalidInput, SemmemError
 from semmem.mcp.errors import internal_error, tool_error
 from semmem.mcp.tools import specs
 from semmem.memory import Memory
 from semmem.protocol.fitting import fit_recall
 from semmem.protocol.jsonio import dumps
+from semmem.protocol.untrusted import ascii_int
 from semmem.serving.dispatch import Dispatcher, ToolCall
 from semmem.serving.guard import served
 from semmem.serving.runtime import Runtime
 
 log = logging.getLogger("semmem.mcp")
+EDITS = ("update", "forget")  # the tools a session's cursor checks
 
-MAX_SESSIONS = 10_000  # cursors kept; the oldest session's is dropped first
+CURSORS_PER_TOKEN = 64  # sessions of one token whose last recall's cursor is kept
+LOST_PER_TOKEN = 1024  # sessions of one token remembered as having lost their cursor
 READY_WAIT_S = 60.0  # a call made while the model loads waits this long, then fails
 
 
@@ -46,30 +51,51 @@ class Caller:
     partition: str
     writable: bool
     session: str | None = None
+    principal: str = ""  # whose sessions these are: a digest of the bearer token
 
 
 class Sessions:
-    """The cursor of each session's last recall, for at most ``limit`` sessions."""
+    """The cursor of each session's last recall, kept per token: at most ``limit`` sessions
+    of one token, so one token's sessions never push out another's.
 
-    def __init__(self, limit: int = MAX_SESSIONS) -> None:
+    A session whose cursor was pushed out is remembered (up to ``lost_limit`` of them per
+    token) as having lost it: its next edit is a conflict (the model recalls again), never an
+    edit applied without the check. With the per-token session cap below ``limit`` only
+    sessions that have ended lose their cursor.
+    """
+
+    def __init__(self, limit: int = CURSORS_PER_TOKEN, lost_limit: int = LOST_PER_TOKEN) -> None:
         self.limit = limit
-        self._cursors: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self.lost_limit = lost_limit
+        self._cursors: dict[str, OrderedDict[tuple[str, str], str]] = {}
+        self._lost: dict[str, OrderedDict[tuple[str, str], None]] = {}
 
     def cursor(self, caller: Caller) -> str | None:
         """The cursor of the caller's session's last recall, if it has one."""
         if caller.session is None:
             return None
-        return self._cursors.get((caller.session, caller.partition))
+        return self._cursors.get(caller.principal, {}).get((caller.session, caller.partition))
+
+    def lost(self, caller: Caller) -> bool:
+        """Whether the caller's session recalled but its cursor has since been pushed out."""
+        if caller.session is None:
+            return False
+        return (caller.session, caller.partition) in self._lost.get(caller.principal, {})
 
     def recalled(self, caller: Caller, cursor: str) -> None:
         """Keep the cursor of a recall in the caller's session."""
         if caller.session is None:
             return
         key = (caller.session, caller.partition)
-        self._cursors[key] = cursor
-        self._cursors.move_to_end(key)
-        while len(self._cursors) > self.limit:
-            self._cursors.popitem(last=False)
+        cursors = self._cursors.setdefault(caller.principal, OrderedDict())
+        lost = self._lost.setdefault(caller.principal, OrderedDict())
+        lost.pop(key, None)
+        cursors[key] = cursor
+        cursors.move_to_end(key)
+        while len(cursors) > self.limit:
+            lost[cursors.popitem(last=False)[0]] = None
+        while len(lost) > self.lost_limit:
+            lost.popitem(last=False)
 
 
 def _request_key(request_id: str | int | None) -> str:
@@ -103,14 +129,18 @@ class Service:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(rt.ready.wait(), READY_WAIT_S)
 
-    async def memory(self) -> Memory:
-        """The memory core, once loaded.
+    @asynccontextmanager
+    async def guarded(self, label: str) -> AsyncIterator[Memory]:
+        """The memory core for one prompt or resource request, through the same guard as a
+        tool call (readiness, the concurrency limit, the metrics, under ``label``).
 
         Raises:
-            NotReady: still loading after ``READY_WAIT_S``, or loading failed.
+            NotReady, Overloaded: as for a tool call.
         """
         await self.loaded()
-        return self.runtime.require_memory()
+        async with served(self.runtime, "mcp") as call:
+            call.tool = label
+            yield call.memory
 
     # ----- tools -------------------------------------------------------------------------------
     async def call_tool(self, caller: Caller, name: str, arguments: dict[str, Any] | None,
@@ -134,6 +164,9 @@ class Service:
                     operation_id: str) -> types.CallToolResult:
         # Without a session there is no request identity to deduplicate by (stateless HTTP);
         # the cursor is the session's, kept here for the caller, not sent by it.
+        if name in EDITS and self.sessions.lost(caller):
+            raise Conflict("this session's last recall is no longer remembered, so the edit "
+                           "cannot be checked against it; call recall again, then edit")
         call = ToolCall(name, arguments, caller.partition, caller.writable,
                         operation_id=None if caller.session is None else operation_id,
                         cursor=self.sessions.cursor(caller), cursor_sent=False)
@@ -158,20 +191,20 @@ class Service:
         ],
     )
 
-    async def prompt(self, caller: Caller, arguments: dict[str, str] | None
+    async def prompt(self, memory: Memory, caller: Caller, arguments: dict[str, str] | None
                      ) -> types.GetPromptResult:
         """The ``memory-context`` prompt: the recall for ``text``, as one user message.
 
         Raises:
-            SemmemError: bad arguments, or memory not ready (the transport reports it).
+            SemmemError: bad arguments (the transport reports it).
         """
-        memory = await self.memory()
         args: dict[str, Any] = dict(arguments or {})
         raw = args.pop("max_bytes", None)
         if raw is not None:
-            if not raw.strip().isdigit():
+            number = ascii_int(raw) if isinstance(raw, str) else None
+            if number is None:
                 raise InvalidInput("max_bytes must be a whole number of bytes")
-            args["max_bytes"] = int(raw)
+            args["max_bytes"] = number
         args = self.specs["recall"].validate(args)
         recall = fit_recall(await memory.recall(caller.partition, args["text"],
                                                 args.get("max_bytes", self.max_bytes)))

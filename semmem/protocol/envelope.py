@@ -12,9 +12,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from semmem.contract import MAX_ID_BYTES, MAX_RECALL_BYTES
+from semmem.contract import MAX_ID_BYTES, MAX_PARTITION_BYTES, MAX_RECALL_BYTES
 from semmem.errors import InvalidInput
 from semmem.items import parse_iso
+from semmem.protocol.untrusted import loggable
 
 PROTOCOL_VERSION = 1
 # RFC 3339 date-time (ISO 8601 profile); a missing zone means UTC.
@@ -39,6 +40,12 @@ def _deadline(value: Any) -> int:
         raise ValueError("deadlineAt is not a valid date-time") from None
 
 
+def _partition(value: str) -> str:
+    if len(value.encode("utf-8", "surrogatepass")) > MAX_PARTITION_BYTES:
+        raise ValueError(f"partition must be at most {MAX_PARTITION_BYTES} UTF-8 bytes")
+    return value
+
+
 def _cursor(value: str | None) -> str | None:
     if value is not None and len(value.encode("utf-8")) > MAX_ID_BYTES:
         raise ValueError(f"cursor must be at most {MAX_ID_BYTES} UTF-8 bytes")
@@ -55,7 +62,7 @@ class Envelope(_Model):
     version: Annotated[int, BeforeValidator(_version)]
     operation: Literal["recall", "tool"]
     operation_id: Annotated[str, Field(alias="operationId", min_length=1)]
-    partition: Annotated[str, Field(min_length=1)]
+    partition: Annotated[str, Field(min_length=1), AfterValidator(_partition)]
     access: Literal["read", "read-write"]
     deadline_ms: Annotated[int, BeforeValidator(_deadline), Field(alias="deadlineAt")]
 
@@ -124,6 +131,7 @@ def _problem(err: Any) -> str:
 
 
 def operation_id_of(body: Any) -> str:
-    """The operation id of a body that may not validate, for logging only."""
+    """The operation id of a body that may not validate, for logging only (cut, and its
+    control characters escaped: it is the caller's string)."""
     value = body.get("operationId") if isinstance(body, dict) else None
-    return value[:200] if isinstance(value, str) and value else "-"
+    return loggable(value) if isinstance(value, str) and value else "-"

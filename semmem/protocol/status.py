@@ -20,6 +20,7 @@ from semmem.errors import (
     Overloaded,
     SemmemError,
     TooLarge,
+    TooSlow,
     Unauthorized,
     Unavailable,
 )
@@ -34,6 +35,7 @@ STATUS: dict[type[SemmemError], int] = {
     Conflict: 409,
     IdempotencyMismatch: 409,
     TooLarge: 413,
+    TooSlow: 408,
     InvalidArguments: 422,
     Overloaded: 429,
     Unavailable: 503,

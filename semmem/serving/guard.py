@@ -4,7 +4,7 @@ credentials, readiness, the concurrency limit and the request metrics."""
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -27,13 +27,15 @@ class Call:
 
 
 @asynccontextmanager
-async def served(rt: Runtime, operation: str,
-                 check: Callable[[], None] | None = None) -> AsyncIterator[Call]:
-    """Run one call: ``check`` (credentials) first, then readiness and a concurrency slot;
-    the call's outcome is counted whatever it is (the caller may relabel ``operation``/``tool``).
+async def served(rt: Runtime, operation: str, check: Callable[[], None] | None = None, *,
+                 receive: Callable[[], Awaitable[None]] | None = None) -> AsyncIterator[Call]:
+    """Run one call: ``check`` (credentials) first, then readiness, then ``receive`` (reading
+    the request body, within its deadline), and only then a concurrency slot; the call's
+    outcome is counted whatever it is (the caller may relabel ``operation``/``tool``).
 
     Raises:
-        Unauthorized (from ``check``), NotReady, Overloaded, and whatever the call raises.
+        Unauthorized (from ``check``), NotReady, what ``receive`` raises, Overloaded, and
+        whatever the call raises.
     """
     started = time.perf_counter()
     labels = {"operation": operation, "tool": ""}
@@ -43,6 +45,8 @@ async def served(rt: Runtime, operation: str,
         if check is not None:
             check()
         memory = rt.require_memory()
+        if receive is not None:
+            await receive()
         async with rt.limiter.slot():
             call = Call(memory, operation)
             try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -14,8 +16,14 @@ from prometheus_client import (
 from semmem.protocol.tools import BY_NAME
 
 OPERATIONS = ("recall", "tool", "admin", "mcp")
-TOOLS = (*BY_NAME, "recall")  # recall is a tool over MCP
+# recall is a tool over MCP; its prompt and resources are counted under their own labels
+TOOLS = (*BY_NAME, "recall", "prompt", "resources")
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+def _digest(partition: str) -> int:
+    raw = hashlib.blake2b(partition.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(raw, "big")
 
 
 class Metrics:
@@ -45,7 +53,11 @@ class Metrics:
             "semmem_writes", "Committed or replayed write tool calls", ["tool"],
             registry=self.registry,
         )
-        self._counts: dict[str, int] = {}
+        # Each non-empty partition's last count, keyed by an 8-byte digest of its name: never
+        # the caller's string, and nothing for a partition that holds nothing (a search on a
+        # key that does not exist), so this grows with the store, not with requests.
+        self._counts: dict[int, int] = {}
+        self._total = 0
 
     def observe(self, operation: str, tool: str, status: int, seconds: float) -> None:
         """Count one answered request. Labels only take known values (never caller strings)."""
@@ -57,13 +69,18 @@ class Metrics:
     def partition_count(self, partition: str, count: object) -> None:
         """Record a partition's item count, as reported by a write or a search."""
         if isinstance(count, int) and not isinstance(count, bool):
-            self._counts[partition] = count
-            self.items.set(sum(self._counts.values()))
+            key = _digest(partition)
+            if count > 0:
+                self._total += count - self._counts.get(key, 0)
+                self._counts[key] = count
+            else:
+                self._total -= self._counts.pop(key, 0)
+            self.items.set(self._total)
 
     def forget_partition(self, partition: str) -> None:
         """Drop a deleted partition from the items gauge."""
-        self._counts.pop(partition, None)
-        self.items.set(sum(self._counts.values()))
+        self._total -= self._counts.pop(_digest(partition), 0)
+        self.items.set(self._total)
 
     def render(self) -> bytes:
         """The text exposition format."""

@@ -26,6 +26,7 @@ from semmem.store.conflicts import moved_on
 from semmem.store.connection import Connection
 from semmem.store.fence import Fence
 from semmem.store.files import open_dataset, remote
+from semmem.store.keyed import items_numbered, numbers_after
 from semmem.store.reading import candidates, decode
 from semmem.store.rows import KIND_HEAD, KIND_ITEM, Lookup, Mutation, Plan, table_name
 from semmem.store.schema import ITEM_COLUMNS, LIVE_ITEMS, SCHEMA_VERSION, partition_schema
@@ -319,6 +320,21 @@ class Store:
             keys = ", ".join(f"'i:{int(n)}'" for n in numbers)
             return candidates(view.head, ds.to_table(columns=ITEM_COLUMNS,
                                                      filter=f"key IN ({keys})"), self.dim)
+
+        return await asyncio.to_thread(load)
+
+    async def numbered(self, view: IndexedView, *, numbers: list[int] | None = None,
+                       after: int = 0, limit: int = 100) -> Candidates:
+        """Live items of an indexed partition at the view's version, by number: ``numbers``,
+        or else the first ``limit`` above ``after``; read by key, the partition never loaded."""
+        uri = await self.conn.uri_of(view.head.partition)
+        if uri is None:
+            return Candidates([], np.zeros((0, self.dim), np.float32), view.head)
+
+        def load() -> Candidates:
+            ds = open_dataset(uri, self.storage_options, view.head.version)
+            wanted = numbers if numbers is not None else numbers_after(ds, after, limit)
+            return items_numbered(ds, view.head, wanted, self.dim)
 
         return await asyncio.to_thread(load)
 

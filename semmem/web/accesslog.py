@@ -12,6 +12,8 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from semmem.protocol.untrusted import loggable
+
 log = logging.getLogger("semmem.access")
 
 Scope = MutableMapping[str, Any]
@@ -45,7 +47,9 @@ class AccessLog:
         try:
             await self.app(scope, receive, sending)
         finally:
-            path = str(scope.get("path", ""))[:200]
+            path = str(scope.get("path", ""))
             level = logging.DEBUG if path in PROBES else logging.INFO
-            log.log(level, "%s %s %d %.1f ms", scope.get("method", "-"), path, status,
+            # The path is the caller's (a %0A in it would forge a line): escaped and cut.
+            log.log(level, "%s %s %d %.1f ms", loggable(str(scope.get("method", "-")), 20),
+                    loggable(path), status,
                     (time.perf_counter() - started) * 1000)

@@ -12,14 +12,17 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
+from pydantic import AfterValidator
 from starlette.responses import Response, StreamingResponse
 
-from semmem.errors import InvalidArguments, InvalidInput, SemmemError
+from semmem.contract import MAX_PARTITION_BYTES
+from semmem.errors import InvalidArguments, SemmemError
 from semmem.items import RECORD_FIELDS
 from semmem.memory import Memory
-from semmem.protocol.jsonio import dumps
+from semmem.protocol.jsonio import dumps, loads
 from semmem.serving.guard import served
 from semmem.serving.runtime import Runtime
+from semmem.web.bodies import read_body
 from semmem.web.errors import MEDIA_TYPE, error_response
 from semmem.web.requests import runtime
 
@@ -34,8 +37,15 @@ def require_admin(request: Request) -> None:
     runtime(request).auth.check_admin(request.headers.get("authorization"))
 
 
+def _bounded(partition: str) -> str:
+    if len(partition.encode("utf-8", "surrogatepass")) > MAX_PARTITION_BYTES:
+        raise ValueError(f"partition must be at most {MAX_PARTITION_BYTES} UTF-8 bytes")
+    return partition
+
+
 RuntimeDep = Annotated[Runtime, Depends(runtime)]
-PartitionQ = Annotated[str, Query(min_length=1, description="the partition key, exactly")]
+PartitionQ = Annotated[str, Query(min_length=1, description="the partition key, exactly"),
+                       AfterValidator(_bounded)]
 OffsetQ = Annotated[int, Query(ge=0)]
 LimitQ = Annotated[int, Query(ge=1, le=MAX_PAGE)]
 
@@ -43,10 +53,12 @@ router = APIRouter(prefix="/admin", dependencies=[Depends(require_admin)])
 
 
 async def _guarded(request: Request, rt: Runtime,
-                   work: Callable[[Memory], Awaitable[Response]]) -> Response:
-    """Readiness and the concurrency limit around one admin call (auth ran before)."""
+                   work: Callable[[Memory], Awaitable[Response]],
+                   receive: Callable[[], Awaitable[None]] | None = None) -> Response:
+    """Readiness and the concurrency limit around one admin call (auth ran before); a body
+    is received (``receive``) before the slot is taken."""
     try:
-        async with served(rt, "admin") as call:
+        async with served(rt, "admin", receive=receive) as call:
             return await work(call.memory)
     except SemmemError as exc:
         return error_response(exc, "admin")
@@ -96,11 +108,14 @@ async def edit_item(request: Request, rt: RuntimeDep, partition: PartitionQ,
     The body is a JSON object with any of those keys; ``null`` clears a record field.
     """
 
+    received: list[object] = []
+
+    async def receive() -> None:
+        # The provider's reader: bounded size and time, strict JSON, bounded nesting.
+        received.append(loads(await read_body(request, timeout=rt.settings.body_timeout_s)))
+
     async def work(memory: Memory) -> Response:
-        try:
-            body = await request.json()
-        except ValueError as exc:
-            raise InvalidInput("body is not JSON") from exc
+        body = received[0]
         if not isinstance(body, dict) or not body:
             raise InvalidArguments(f"body must be a non-empty object with keys from {EDITABLE}")
         unknown = sorted(set(body) - set(EDITABLE))
@@ -112,7 +127,7 @@ async def edit_item(request: Request, rt: RuntimeDep, partition: PartitionQ,
         item = await memory.get(partition, n)
         return _json({**result, "item": item.public() if item else None})
 
-    return await _guarded(request, rt, work)
+    return await _guarded(request, rt, work, receive)
 
 
 @router.get("/export")

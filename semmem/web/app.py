@@ -20,10 +20,12 @@ from semmem.lifecycle.backup_jobs import BackupJobs
 from semmem.memory import Memory
 from semmem.protocol.declaration import check_path
 from semmem.protocol.jsonio import dumps
+from semmem.protocol.untrusted import loggable
 from semmem.serving.runtime import Runtime
 from semmem.settings import Settings
 from semmem.web import admin, console, provider
 from semmem.web.errors import MEDIA_TYPE, error_response, http_error_response, internal_response
+from semmem.web.rebinding import LoopbackOnly
 
 log = logging.getLogger("semmem.web")
 MCP_PATH = "/mcp"
@@ -87,6 +89,8 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None,
     app.add_exception_handler(HTTPException, _on_http_error)
     app.add_exception_handler(RequestValidationError, _on_validation_error)
     app.add_exception_handler(Exception, _on_unexpected)
+    if settings.insecure:
+        app.add_middleware(LoopbackOnly)  # no token to stop a rebound page: see rebinding.py
     return app
 
 
@@ -143,6 +147,6 @@ async def _on_validation_error(request: Request, exc: Exception) -> Response:
 
 
 async def _on_unexpected(request: Request, exc: Exception) -> Response:
-    log.error("operation -: internal error on %s %s", request.method, request.url.path,
-              exc_info=exc)
+    log.error("operation -: internal error on %s %s", loggable(request.method, 20),
+              loggable(request.url.path), exc_info=exc)
     return internal_response()

@@ -12,6 +12,7 @@ from starlette.responses import Response
 
 from semmem.errors import SemmemError
 from semmem.protocol.status import PUBLIC_5XX, envelope, public, retry_after, status_of
+from semmem.protocol.untrusted import loggable
 
 log = logging.getLogger("semmem.web")
 MEDIA_TYPE = "application/json"
@@ -29,7 +30,8 @@ def error_response(exc: SemmemError, operation_id: str = "-", *, quiet: bool = F
         headers["WWW-Authenticate"] = 'Bearer realm="semmem"'
     log.log(
         logging.DEBUG if quiet else logging.WARNING if status >= 500 else logging.INFO,
-        "operation %s: %d %s: %s", operation_id, status, exc.code, exc.message,
+        "operation %s: %d %s: %s", loggable(operation_id), status, exc.code,
+        loggable(exc.message, 1000),
     )
     message, details = public(exc, operation_id)
     return Response(envelope(exc.code, message, details), status, headers, MEDIA_TYPE)
@@ -48,5 +50,5 @@ def http_error_response(status: int, detail: str, headers: dict[str, str] | None
             429: "overloaded", 503: "unavailable"}.get(status)
     if code is None:
         code = "invalid_request" if status < 500 else "internal"
-    log.info("operation -: %d %s: %s", status, code, detail)
+    log.info("operation -: %d %s: %s", status, code, loggable(detail))
     return Response(envelope(code, detail), status, headers, MEDIA_TYPE)

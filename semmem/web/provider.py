@@ -1,8 +1,9 @@
 """The provider endpoint: ``POST <path>`` with the v1 ``recall`` and ``tool`` operations.
 
-Checks run in the contract's order of trust: credentials (401), readiness (503), capacity
-(429), media type and size (400/413), envelope (400), deadline (400), tool (400), access (403),
-arguments (422); only then does the core run.
+Checks run in the contract's order of trust: credentials (401), readiness (503), media type
+(400), the body within its size and time limits (413/408, read before a concurrency slot is
+taken), capacity (429), envelope (400), deadline (400), tool (400), access (403), arguments
+(422); only then does the core run.
 """
 
 from __future__ import annotations
@@ -56,11 +57,17 @@ async def handle(request: Request) -> Response:
     """Serve one provider call; every outcome is a JSON body, never a stack trace."""
     rt = runtime(request)
     operation_id = "-"
+    received = bytearray()
+
+    async def receive() -> None:
+        _check_media_type(request)
+        received[:] = await read_body(request, timeout=rt.settings.body_timeout_s)
+
     try:
         async with served(rt, "invalid",
-                          lambda: rt.auth.check(request.headers.get("authorization"))) as call:
-            _check_media_type(request)
-            decoded = loads(await read_body(request))
+                          lambda: rt.auth.check(request.headers.get("authorization")),
+                          receive=receive) as call:
+            decoded = loads(bytes(received))
             operation_id = operation_id_of(decoded)
             req = parse_envelope(decoded)
             call.operation = req.operation

@@ -16,7 +16,7 @@ from semmem.errors import InvalidInput, Unavailable
 from semmem.web.app import create_app
 from semmem.web.errors import error_response
 from tests.support.files import files_with
-from tests.support.server import ADMIN
+from tests.support.server import ADMIN, TOKEN
 from tests.support.web import (
     GatedEmbedder,
     Reply,
@@ -194,7 +194,7 @@ def test_tokens_file_accepted(tmp_path: Path) -> None:
     tokens.write_text("# provider tokens\nfile-token-1\n\n  file-token-2  \n")
     with app_client(tmp_path / "db", tokens=None, tokens_file=tokens) as c:
         for token, status in (("file-token-2", 200), ("file-token-1", 200),
-                              ("# provider tokens", 401), ("test-token", 401)):
+                              ("# provider tokens", 401), (TOKEN, 401)):
             r = send(c, recall(None), headers={"Authorization": f"Bearer {token}",
                                                "Content-Type": "application/json"})
             assert r.status_code == status, token

@@ -25,7 +25,7 @@ HOSTILE = [
     "日本語のパーティション",
     "emoji 🚀",
     "nul\x00byte",
-    "ocmem_v1_" + "z" * 3000,
+    "ocmem_v1_" + "z" * 1000,
 ]
 
 

@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response, StreamingResponse
 
-from semmem.contract import make_cursor
+from semmem.contract import check_partition, make_cursor
 from semmem.errors import InvalidInput, NotFound
 from semmem.protocol.jsonio import dumps
 from semmem.protocol.untrusted import ascii_int
@@ -68,7 +68,7 @@ def partition_param(request: Request) -> str:
     partition = request.query_params.get("p", "")
     if not partition:
         raise InvalidInput("no partition given (?p=…)")
-    return partition
+    return check_partition(partition)
 
 
 def sessions_of(request: Request) -> Sessions:

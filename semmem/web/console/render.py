@@ -15,6 +15,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from semmem.errors import NotReady, SemmemError
 from semmem.protocol.status import status_of
+from semmem.protocol.untrusted import loggable
 
 log = logging.getLogger("semmem.web")
 
@@ -82,7 +83,7 @@ def semmem_error_page(request: Request, exc: SemmemError) -> Response:
     status = status_of(exc)
     message = exc.message
     if status >= 500 and not isinstance(exc, NotReady):
-        log.warning("console: %d %s: %s", status, exc.code, exc.message)
+        log.warning("console: %d %s: %s", status, exc.code, loggable(exc.message, 1000))
         message = "memory is unavailable right now; retry shortly (details are in the server log)"
     response = error_page(request, status, message)
     if status in (429, 503):
@@ -121,8 +122,8 @@ class ConsoleHeaders:
         try:
             await self.app(scope, receive, send_with_headers)
         except Exception:
-            log.exception("console: internal error on %s %s", scope.get("method"),
-                          scope.get("path"))
+            log.exception("console: internal error on %s %s",
+                          loggable(str(scope.get("method")), 20), loggable(str(scope.get("path"))))
             if not started:
                 body = ("<!doctype html><meta charset=utf-8><title>Error · semmem console</title>"
                         "<h1>Internal error</h1><p>The server log has the details.</p>")

@@ -1,0 +1,33 @@
+"""A caller's strings, read and logged safely: numbers in ASCII digits only, control
+characters escaped before a string reaches a log line.
+
+``str.isdigit`` is true for ``"²"`` and ``"٣"``, and ``int()`` then either raises or reads a
+digit the caller's host never meant; a ``%0A`` in a path or an operation id would start a new,
+forged log line. Every caller string that is parsed as a number or logged goes through here.
+"""
+
+from __future__ import annotations
+
+import re
+
+_ASCII_DIGITS = re.compile(r"[0-9]+")
+# C0 and C1 controls, DEL, and the Unicode line and paragraph separators.
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def ascii_int(text: str | None, *, max_digits: int = 18) -> int | None:
+    """The non-negative integer ``text`` spells in ASCII digits (surrounding blanks allowed),
+    else ``None``; at most ``max_digits`` digits, so a huge number costs nothing."""
+    if text is None:
+        return None
+    text = text.strip(" \t")
+    if not 0 < len(text) <= max_digits or not _ASCII_DIGITS.fullmatch(text):
+        return None
+    return int(text)
+
+
+def loggable(text: str, limit: int = 200) -> str:
+    """``text`` for a log line: control characters as ``\\xNN``/``\\uNNNN`` escapes (so it stays
+    one line), cut to ``limit`` characters."""
+    cut = text if len(text) <= limit else text[:limit] + "…"
+    return _CONTROLS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), cut)
