@@ -57,7 +57,7 @@ from semmem.embedding.fakes import HashingEmbedder
 from semmem.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
-TOKEN, MCP_TOKEN = "bench-token", "bench-mcp-token"
+TOKEN, MCP_TOKEN = "bench-token-provider", "bench-mcp-token-0000"
 Arm = Callable[[str], Awaitable[None]]
 # `semmem serve` and `semmem mcp` as their commands run them, with the hashing embedder.
 FAKE_SERVE = ("from semmem.embedding.fakes import HashingEmbedder; "

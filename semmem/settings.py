@@ -12,6 +12,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from semmem.embedding.files import default_model_dir
 from semmem.ranking.similar import SIMILAR_THRESHOLD
 
+DEFAULT_DATA = "semmem-data"  # relative: a symbolic link found there is refused (store/modes.py)
+
 
 class Settings(BaseSettings):
     """Everything configurable; each field is also the env variable ``SEMMEM_<NAME>``."""
@@ -19,7 +21,7 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="SEMMEM_", extra="ignore")
 
     # store
-    data: str = Field("semmem-data", description="LanceDB URI: a local directory or s3://…")
+    data: str = Field(DEFAULT_DATA, description="LanceDB URI: a local directory or s3://…")
     storage_options: dict[str, str] = Field(
         default_factory=dict, description="LanceDB storage options (JSON), e.g. S3 endpoint"
     )
@@ -105,6 +107,11 @@ class Settings(BaseSettings):
     mcp_max_bytes: int = Field(
         8192, ge=1, le=16_384, description="budget of the MCP recall tool and prompt by default"
     )
+
+    @property
+    def default_data(self) -> bool:
+        """Whether the store is the default relative directory (not one the operator named)."""
+        return self.data == DEFAULT_DATA
 
     @field_validator("storage_options", mode="before")
     @classmethod

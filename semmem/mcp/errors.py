@@ -22,6 +22,7 @@ from semmem.errors import (
     TooLarge,
 )
 from semmem.protocol.status import PUBLIC_5XX, status_of
+from semmem.protocol.untrusted import loggable
 
 log = logging.getLogger("semmem.mcp")
 
@@ -47,7 +48,8 @@ def tool_error(exc: SemmemError, operation_id: str) -> types.CallToolResult:
     """The ``isError`` result for a domain error, logged like the provider endpoint logs it."""
     status = status_of(exc)
     log.log(logging.WARNING if status >= 500 else logging.INFO,
-            "mcp operation %s: %d %s: %s", operation_id, status, exc.code, exc.message)
+            "mcp operation %s: %d %s: %s", loggable(operation_id), status, exc.code,
+            loggable(exc.message, 1000))
     message, details = exc.message, exc.details
     if status >= 500 and not isinstance(exc, NotReady):
         message, details = PUBLIC_5XX.get(status, PUBLIC_5XX[500]).format(op=operation_id), None

@@ -29,6 +29,7 @@ from semmem.protocol.status import PUBLIC_5XX, status_of
 from semmem.serving.runtime import Runtime
 from semmem.settings import Settings
 from semmem.store import quiet_engine_logs
+from semmem.store.modes import owner_only
 from semmem.store.scratch import private_temp
 
 log = logging.getLogger("semmem.mcp")
@@ -156,6 +157,7 @@ def run_stdio(settings: Settings, *, partition: str | None = None, writable: boo
         check_model(settings.model, settings.encoder)
     logging.basicConfig(level=settings.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    with private_temp(settings.data):  # the engine's spill files: see store/scratch.py
+    with owner_only(settings.data, default_dir=settings.default_data), \
+            private_temp(settings.data):  # the engine's spill files: see store/scratch.py
         asyncio.run(serve_stdio(settings, partition=partition or default_partition(settings),
                                 writable=writable, embedder=embedder))

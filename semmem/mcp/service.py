@@ -74,13 +74,15 @@ class Sessions:
         """The cursor of the caller's session's last recall, if it has one."""
         if caller.session is None:
             return None
-        return self._cursors.get(caller.principal, {}).get((caller.session, caller.partition))
+        cursors = self._cursors.get(caller.principal)
+        return None if cursors is None else cursors.get((caller.session, caller.partition))
 
     def lost(self, caller: Caller) -> bool:
         """Whether the caller's session recalled but its cursor has since been pushed out."""
         if caller.session is None:
             return False
-        return (caller.session, caller.partition) in self._lost.get(caller.principal, {})
+        lost = self._lost.get(caller.principal)
+        return lost is not None and (caller.session, caller.partition) in lost
 
     def recalled(self, caller: Caller, cursor: str) -> None:
         """Keep the cursor of a recall in the caller's session."""

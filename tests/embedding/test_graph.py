@@ -148,7 +148,7 @@ def test_torch_encoder_without_the_extra_names_it(tmp_path: Path, onnx_ready: No
     assert _no_torch(code).stdout.startswith("unavailable ")
 
     env = {"SEMMEM_ENCODER": "torch", "SEMMEM_DATA": str(tmp_path / "data"),
-           "SEMMEM_TOKENS": "t", "SEMMEM_PORT": "1"}
+           "SEMMEM_TOKENS": "t" * 16, "SEMMEM_PORT": "1"}
     served = _no_torch(CLI, "serve", env=env, check=False)  # refused before the port opens
     lines = served.stderr.strip().splitlines()
     assert served.returncode == 1 and len(lines) == 1 and lines[0].startswith("error: ")

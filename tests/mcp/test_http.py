@@ -29,12 +29,13 @@ from tests.support.web import app_client, assert_error, recall, send, settings_f
 # Inline tokens: the contract's (unbound), and MCP tokens bound to a partition.
 TOKENS = ",".join([
     TOKEN,
-    "alice-token partition=alice",
-    "bob-token partition=bob",
-    "bob-reader partition=bob access=read",
-    "trip-auto partition=trip-auto",
-    "trip-legacy partition=trip-legacy",
+    "alice-token-000000 partition=alice",
+    "bob-token-00000000 partition=bob",
+    "bob-reader-0000000 partition=bob access=read",
+    "trip-auto-token-000 partition=trip-auto",
+    "trip-legacy-token-0 partition=trip-legacy",
 ])
+TRIP = {"auto": "trip-auto-token-000", "legacy": "trip-legacy-token-0"}
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +56,7 @@ def _url(server: ServerProcess) -> str:
 @pytest.mark.parametrize("mode", MODES)
 async def test_tools_and_roundtrip_over_http(server: ServerProcess, mode: str) -> None:
     """Same tool list as the contract's declaration; the whole cycle in both protocol eras."""
-    async with http_client(_url(server), f"trip-{mode}", mode) as client:
+    async with http_client(_url(server), TRIP[mode], mode) as client:
         await check_tool_list(client)
         await check_roundtrip(client)
 
@@ -63,9 +64,9 @@ async def test_tools_and_roundtrip_over_http(server: ServerProcess, mode: str) -
 @pytest.mark.parametrize("mode", MODES)
 async def test_read_only_token_refused_on_writes(server: ServerProcess, mode: str) -> None:
     """A token bound read-only reads its partition and gets a tool error for each write."""
-    async with http_client(_url(server), "bob-token", mode) as writer:
+    async with http_client(_url(server), "bob-token-00000000", mode) as writer:
         ok(await writer.call_tool("remember", {"text": f"Bob takes the {mode} train."}))
-    async with http_client(_url(server), "bob-reader", mode) as reader:
+    async with http_client(_url(server), "bob-reader-0000000", mode) as reader:
         for name, args in (("remember", {"text": "Bob takes the bus."}),
                            ("update", {"n": 1, "text": "Bob walks."}), ("forget", {"n": 1})):
             refused = error(await reader.call_tool(name, args), "forbidden")
@@ -76,12 +77,12 @@ async def test_read_only_token_refused_on_writes(server: ServerProcess, mode: st
 
 async def test_token_sees_only_its_partition(server: ServerProcess) -> None:
     """Alice's token and Bob's reach different partitions whatever the arguments say."""
-    async with http_client(_url(server), "alice-token") as alice:
+    async with http_client(_url(server), "alice-token-000000") as alice:
         secret = "Alice's locker code is 4711."
         n = ok(await alice.call_tool("remember", {"text": secret}))["n"]
         got = text(await alice.call_tool("recall", {"text": secret}))
         assert got.endswith(secret), got
-    async with http_client(_url(server), "bob-token") as bob:
+    async with http_client(_url(server), "bob-token-00000000") as bob:
         assert "4711" not in text(await bob.call_tool("recall", {"text": secret}))
         found = ok(await bob.call_tool("search", {"query": "Alice's locker code is 4711."}))
         assert all("4711" not in item["text"] for item in found["items"])
@@ -118,7 +119,8 @@ def test_auth_refusals(server: ServerProcess) -> None:
         assert "not bound to a partition" in assert_error(unbound, 403, "forbidden")["message"]
         # A bound token is an MCP token: the provider endpoint does not accept it.
         provider = send(http, recall("x", partition="alice"),
-                        {"Authorization": "Bearer alice-token", "Content-Type": "application/json"})
+                        {"Authorization": "Bearer alice-token-000000",
+                         "Content-Type": "application/json"})
         assert_error(provider, 401, "unauthorized")
 
 
@@ -130,11 +132,11 @@ def test_session_serves_only_the_token_that_opened_it(server: ServerProcess) -> 
     accept = {"Accept": "application/json, text/event-stream"}
     with httpx.Client(base_url=server.url, timeout=30) as http:
         opened = http.post("/mcp", json=hello,
-                           headers={**accept, "Authorization": "Bearer alice-token"})
+                           headers={**accept, "Authorization": "Bearer alice-token-000000"})
         assert opened.status_code == 200, opened.text
         session = opened.headers["mcp-session-id"]
         call = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
-        for token, status in (("bob-token", 404), ("alice-token", 200)):
+        for token, status in (("bob-token-00000000", 404), ("alice-token-000000", 200)):
             r = http.post("/mcp", json=call, headers={
                 **accept, "Authorization": f"Bearer {token}", "Mcp-Session-Id": session,
                 "Mcp-Protocol-Version": "2025-11-25"})
@@ -146,14 +148,15 @@ def test_body_over_64_kib_refused(server: ServerProcess) -> None:
     call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
             "params": {"name": "remember", "arguments": {"text": "x" * 70_000}}}
     r = httpx.post(server.url + "/mcp", json=call, timeout=30, headers={
-        "Authorization": "Bearer alice-token", "Accept": "application/json, text/event-stream",
+        "Authorization": "Bearer alice-token-000000",
+        "Accept": "application/json, text/event-stream",
         "Mcp-Protocol-Version": "2026-07-28"})
     assert r.status_code == 413, r.text
 
 
 async def test_retried_write_in_session_applied_once(server: ServerProcess) -> None:
     """In an HTTP session, a write re-sent under its request id is replayed, not re-applied."""
-    async with http_client(_url(server), "alice-token", "legacy") as client:
+    async with http_client(_url(server), "alice-token-000000", "legacy") as client:
         n = ok(await client.call_tool("remember", {"text": "Gus rides a grey horse."}))["n"]
         send_raw = client.session._dispatcher.send_raw_request  # the SDK's chosen-id request
         update = {"name": "update", "arguments": {"n": n, "text": "Gus rides a white horse."}}
@@ -167,7 +170,7 @@ async def test_retried_write_in_session_applied_once(server: ServerProcess) -> N
 
 async def test_prompt_over_http(server: ServerProcess) -> None:
     """The prompt renders the token's partition's recall."""
-    async with http_client(_url(server), "alice-token") as client:
+    async with http_client(_url(server), "alice-token-000000") as client:
         ok(await client.call_tool("remember", {"text": "Alice's favourite tea is sencha."}))
         prompt = await client.get_prompt("memory-context", {"text": "Alice's favourite tea"})
         assert "Alice's favourite tea is sencha." in text(prompt)
@@ -178,7 +181,7 @@ async def test_prompt_over_http(server: ServerProcess) -> None:
 def test_bound_tokens_file_rotates(tmp_path: Path) -> None:
     """A tokens file with bindings: a new line is accepted without a restart."""
     tokens = tmp_path / "tokens"
-    tokens.write_text("# provider\ncontract-token\nold-mcp partition=carol\n")
+    tokens.write_text("# provider\ncontract-token-000\nold-mcp-token-0000 partition=carol\n")
     process = ServerProcess(tmp_path / "db", env={"SEMMEM_TOKENS_FILE": str(tokens),
                                                   "SEMMEM_TOKENS": ""}).start()
     body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -192,12 +195,13 @@ def test_bound_tokens_file_rotates(tmp_path: Path) -> None:
                 r = http.post("/mcp", json=body,
                               headers={**headers, "Authorization": f"Bearer {token}"})
                 return r.status_code
-            assert status("old-mcp") == 200 and status("new-mcp") == 401
-            tokens.write_text("contract-token\nnew-mcp partition=carol access=read\n")
+            assert status("old-mcp-token-0000") == 200 and status("new-mcp-token-0000") == 401
+            tokens.write_text("contract-token-000\n"
+                              "new-mcp-token-0000 partition=carol access=read\n")
             deadline = time.monotonic() + 10
-            while status("new-mcp") != 200 and time.monotonic() < deadline:
+            while status("new-mcp-token-0000") != 200 and time.monotonic() < deadline:
                 time.sleep(0.2)
-            assert status("new-mcp") == 200 and status("old-mcp") == 401
+            assert status("new-mcp-token-0000") == 200 and status("old-mcp-token-0000") == 401
     finally:
         process.stop()
 
@@ -226,7 +230,7 @@ async def test_insecure_loopback_serves_configured_partition(tmp_path: Path) -> 
 def test_mcp_off_and_path_taken(tmp_path: Path) -> None:
     """``SEMMEM_MCP=false`` serves no /mcp; with it on, the provider path cannot be /mcp."""
     with app_client(tmp_path / "db", mcp=False) as client:
-        r = client.post("/mcp", json={}, headers={"Authorization": "Bearer alice-token"})
+        r = client.post("/mcp", json={}, headers={"Authorization": "Bearer alice-token-000000"})
         assert_error(r, 404, "not_found")
     with pytest.raises(InvalidInput, match="taken by MCP"):
         create_app(settings_for(tmp_path / "db2", path="/mcp"))
@@ -234,7 +238,7 @@ def test_mcp_off_and_path_taken(tmp_path: Path) -> None:
 
 def test_app_started_twice_serves_mcp_each_time(tmp_path: Path) -> None:
     """Each lifespan of one app gets its own session manager (a manager runs only once)."""
-    app = create_app(settings_for(tmp_path / "db", tokens="alice-token partition=alice"),
+    app = create_app(settings_for(tmp_path / "db", tokens="alice-token-000000 partition=alice"),
                      embedder=HashingEmbedder())
     hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
@@ -242,7 +246,7 @@ def test_app_started_twice_serves_mcp_each_time(tmp_path: Path) -> None:
     for _ in range(2):
         with TestClient(app) as client:
             r = client.post("/mcp", json=hello, headers={
-                "Authorization": "Bearer alice-token",
+                "Authorization": "Bearer alice-token-000000",
                 "Accept": "application/json, text/event-stream"})
             assert r.status_code == 200, r.text
             assert r.json()["result"]["serverInfo"]["name"] == "semmem"

@@ -30,7 +30,7 @@ TURN: list[tuple[str, dict[str, Any]]] = [
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """A real server whose reads may lag by a second (as across replicas)."""
     data = tmp_path_factory.mktemp("dispatch") / "db"
-    tokens = f"{TOKEN},mcp-token partition=over-mcp"
+    tokens = f"{TOKEN},mcp-token-0000000 partition=over-mcp"
     process = ServerProcess(data, env={"SEMMEM_TOKENS": tokens, **LAG}).start()
     try:
         yield process.wait_ready()
@@ -51,7 +51,7 @@ def _over_http(server: ServerProcess) -> list[dict[str, Any]]:
 async def test_a_turn_gives_the_same_results_over_http_and_mcp(server: ServerProcess,
                                                               tmp_path: Path) -> None:
     over_http = _over_http(server)
-    async with http_client(server.url + "/mcp", "mcp-token") as client:
+    async with http_client(server.url + "/mcp", "mcp-token-0000000") as client:
         over_mcp = [ok(await client.call_tool(name, args)) for name, args in TURN]
     async with stdio_client(stdio_params(tmp_path / "db", "over-stdio", **LAG)) as client:
         over_stdio = [ok(await client.call_tool(name, args)) for name, args in TURN]

@@ -19,8 +19,8 @@ from pathlib import Path
 import httpx
 
 REPO = Path(__file__).resolve().parents[2]
-TOKEN = "test-token"
-ADMIN_TOKEN = "admin-token"
+TOKEN = "test-token-provider"
+ADMIN_TOKEN = "admin-token-console"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 JSON = {"Content-Type": "application/json"}
