@@ -32,6 +32,7 @@ purge_log = logging.getLogger("semmem.web")
 
 REGISTRY_DUE = None  # the key under which the registry, not a partition, is due
 FOLLOW_S = 2.0  # how often a server looks for purges other processes asked for
+MAX_BACKOFF_S = 300.0  # a partition whose passes keep failing is retried at least this often
 
 
 @dataclass
@@ -39,6 +40,14 @@ class _Due:
     at: float
     writes: int = 0
     purge: bool = False
+    failures: int = 0  # passes failed in a row
+    not_before: float = 0.0  # after a failure, no pass before this (the backoff)
+
+
+def backoff_s(delay_s: float, failures: int) -> float:
+    """How long to wait after ``failures`` failed passes in a row: doubling from the delay
+    (at least 1 s), at most ``MAX_BACKOFF_S``."""
+    return float(min(max(delay_s, 1.0) * 2 ** min(failures - 1, 30), MAX_BACKOFF_S))
 
 
 @dataclass
@@ -66,13 +75,14 @@ class Maintainer:
             due.at = min(due.at, purge_at)
         if due.writes >= self.compact_every:
             due.at = min(due.at, now + self.delay_s)
+        due.at = max(due.at, due.not_before)  # writes do not cut a failing partition's backoff
         self._wake.set()
 
     def due_at(self, partition: str, seconds: float) -> None:
         """Have ``partition`` maintained in ``seconds`` at the latest (an idempotency record
         expires then: its pass prunes it, and a purge follows)."""
         due = self._due.setdefault(partition, _Due(at=float("inf")))
-        due.at = min(due.at, time.monotonic() + max(seconds, 0.0))
+        due.at = max(min(due.at, time.monotonic() + max(seconds, 0.0)), due.not_before)
         self._wake.set()
 
     def start(self) -> None:
@@ -109,11 +119,32 @@ class Maintainer:
                 log.info("maintained partition table %s in %.3fs",
                          report.partition_table if report else "-",
                          report.seconds if report else 0.0)
-            except Exception:  # keep the loop alive; try again later
-                log.exception("maintenance failed; will retry")
-                due.at = time.monotonic() + max(self.delay_s, 1.0)
-                self._due[partition] = due
+            except Exception as exc:  # keep the loop alive; try again later, less often
+                self._failed(partition, due, exc)
         return len(ready)
+
+    def _failed(self, partition: str | None, due: _Due, exc: Exception) -> None:
+        """Back off a failed pass: the traceback once, then one line per (growing) interval."""
+        due.failures += 1
+        wait = backoff_s(self.delay_s, due.failures)
+        due.not_before = time.monotonic() + wait
+        due.at = due.not_before
+        if due.failures == 1:
+            log.error("maintenance failed; retrying in %.0f s, less often while it keeps "
+                      "failing", wait, exc_info=exc)
+        else:
+            log.warning("maintenance failed again (%d times in a row: %s); next try in %.0f s",
+                        due.failures, type(exc).__name__, wait)
+        later = self._due.get(partition)  # writes meanwhile: merge, keeping the backoff
+        if later is not None:
+            due.writes += later.writes
+            due.purge = due.purge or later.purge
+        self._due[partition] = due
+
+    def failures(self, partition: str | None) -> int:
+        """Passes of ``partition`` failed in a row (0 once one succeeds)."""
+        due = self._due.get(partition)
+        return 0 if due is None else due.failures
 
     async def _run(self) -> None:
         while True:

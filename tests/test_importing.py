@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,6 +13,7 @@ import pytest
 from semmem.errors import InvalidInput
 from semmem.importing import read_records
 from semmem.memory import Memory
+from tests.support.server import REPO
 
 
 def test_read_records_map_keyed_by_slug(tmp_path: Path) -> None:
@@ -39,6 +43,22 @@ def test_read_records_rejects_bad_jsonl_line_before_importing(tmp_path: Path) ->
     source.write_text('{"text": "fine"}\n{"text": "   "}\n')
     with pytest.raises(InvalidInput, match=r"a.jsonl:2: text must not be empty"):
         read_records(source)
+
+
+def test_import_of_a_deeply_nested_line_is_one_clear_error(tmp_path: Path) -> None:
+    """`semmem import` of a line nested 100,000 deep prints one error line, no traceback."""
+    source = tmp_path / "deep.jsonl"
+    source.write_text('{"text": "fine"}\n' + "[" * 100_000 + "]" * 100_000 + "\n")
+    with pytest.raises(InvalidInput, match=r"deep.jsonl:2: nested too deeply to read"):
+        read_records(source)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEMMEM_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "semmem.cli", "import", "-p", "p", str(source), "--data",
+         str(tmp_path / "db")], cwd=REPO, env={**env, "PYTHONPATH": str(REPO)},
+        capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        f"error: {source}:2: nested too deeply to read"], done.stderr
 
 
 async def test_import_map_then_recall_uses_notes_and_skips(memory: Memory, tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ scanned byte by byte. The window with the settings here (retention 1 s, raised t
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
 import uuid
@@ -277,3 +278,40 @@ def test_expired_idempotency_records_leave_every_file_of_an_idle_partition(
             time.sleep(0.2)
     finally:
         server.stop()
+
+
+@pytest.mark.broken_store
+async def test_a_corrupt_partition_backs_off_and_logs_once_per_interval(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Maintenance of a partition whose data files are gone fails: it is retried after 1 s,
+    2 s, 4 s … (not every delay), with one traceback and then one line per retry."""
+    from semmem.maintenance import Maintainer, backoff_s
+
+    embedder = HashingEmbedder()
+    store = Store(str(tmp_path / "db"), dim=embedder.dim, model_id=embedder.model_id)
+    await store.open()
+    memory = Memory(store, embedder)
+    for i in range(3):
+        await memory.remember("broken", f"fact {i} {marker()}")
+    table = next((tmp_path / "db").glob("*.lance"))
+    for path in (table / "data").iterdir():
+        path.unlink()
+    maintainer = Maintainer(store, delay_s=0.05, compact_every=1)
+    caplog.set_level(logging.INFO, logger="semmem.maintenance")
+    maintainer.start()  # the server's own loop
+    try:
+        maintainer.touched("broken", forgot=False)
+        deadline = time.monotonic() + 30
+        while maintainer.failures("broken") < 3:
+            maintainer.touched("broken", forgot=False)  # writes keep coming: no sooner retry
+            assert time.monotonic() < deadline, maintainer.failures("broken")
+            await asyncio.sleep(0.02)
+    finally:
+        await maintainer.stop()
+    failed = [r for r in caplog.records if "maintenance failed" in r.getMessage()]
+    assert len(failed) == 3
+    gaps = [b.created - a.created for a, b in itertools.pairwise(failed)]
+    assert gaps[0] >= backoff_s(0.05, 1) == 1.0 and gaps[1] >= backoff_s(0.05, 2) == 2.0
+    assert failed[0].exc_info is not None and not any(r.exc_info for r in failed[1:])
+    assert "3 times in a row" in failed[2].getMessage()
+    await memory.close()

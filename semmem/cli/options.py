@@ -56,6 +56,7 @@ def errors() -> Iterator[None]:
 def run(data: str | None, model: Path | None, fn: Callable[[Memory], Awaitable[T]],
         check_model: bool = True) -> T:
     """Open the memory, run ``fn`` on it, close it; domain errors exit with one line."""
+    from semmem.store.modes import owner_only
     from semmem.store.scratch import private_temp
     from semmem.wiring import open_memory
 
@@ -68,7 +69,9 @@ def run(data: str | None, model: Path | None, fn: Callable[[Memory], Awaitable[T
 
     with errors():
         chosen = settings(data, model)
-        with private_temp(chosen.data):  # an index build's spill files: see store/scratch.py
+        # Files for their owner only; an index build's spill files: see store/scratch.py
+        with owner_only(chosen.data, default_dir=chosen.default_data), \
+                private_temp(chosen.data):
             return asyncio.run(go())
 
 

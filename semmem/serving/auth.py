@@ -14,17 +14,20 @@ import hmac
 import logging
 import os
 import secrets
+import stat
 import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from semmem.contract import MAX_PARTITION_BYTES
 from semmem.errors import Forbidden, InvalidInput, Unauthorized
 
 log = logging.getLogger("semmem.web")
 
 RECHECK_S = 1.0  # how often a tokens file is looked at (one stat) for changes
+MIN_TOKEN_BYTES = 16  # `semmem serve` refuses to start with a shorter token configured
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,8 @@ def _entry(text: str, where: str) -> Entry:
     access = values.get("access", "read-write")
     if "partition" not in values or access not in ("read", "read-write"):
         raise InvalidInput(f"{where}: {_BINDING_FORM}")
+    if len(values["partition"].encode("utf-8")) > MAX_PARTITION_BYTES:
+        raise InvalidInput(f"{where}: the partition is over {MAX_PARTITION_BYTES} bytes")
     return token, Binding(values["partition"], access == "read-write")
 
 
@@ -79,6 +84,39 @@ def load_entries(inline: str | None, file: Path | None) -> tuple[Entry, ...]:
             why = exc.strerror if isinstance(exc, OSError) else "not UTF-8"
             raise InvalidInput(f"cannot read tokens file {file}: {why}") from None
     return _parse(inline, lines)
+
+
+def check_lengths(inline: str | None, file: Path | None, what: str) -> None:
+    """Refuse tokens shorter than ``MIN_TOKEN_BYTES`` (UTF-8), naming where, never the token.
+
+    Raises:
+        InvalidInput: a token is too short, or the file cannot be read.
+    """
+    texts = [(f"item {i + 1} of {what}", t) for i, t in enumerate((inline or "").split(","))]
+    if file is not None:
+        try:
+            lines = Path(file).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            lines = []  # load_entries says why, when the tokens are loaded
+        texts.extend((f"line {i + 1} of {file}", line) for i, line in enumerate(lines)
+                     if not line.lstrip().startswith("#"))
+    for where, text in texts:
+        token = text.split()[0] if text.split() else ""
+        if token and len(token.encode("utf-8")) < MIN_TOKEN_BYTES:
+            raise InvalidInput(f"the token at {where} is shorter than {MIN_TOKEN_BYTES} bytes; "
+                               f"use a long random one (e.g. `python -c \"import secrets; "
+                               f"print(secrets.token_urlsafe(32))\"`)")
+
+
+def warn_if_shared(file: Path) -> None:
+    """Log a warning when a tokens file can be read by its group or by others."""
+    try:
+        mode = stat.S_IMODE(os.stat(file).st_mode)
+    except OSError:
+        return
+    if mode & 0o077:
+        log.warning("tokens file %s can be read by other users (mode %o): chmod 600 it",
+                    file, mode)
 
 
 def load_tokens(inline: str | None, file: Path | None) -> tuple[str, ...]:
@@ -134,6 +172,7 @@ class Tokens:
         else:
             self._signature = self._stat()
             self._set(load_entries(inline, self._file))  # unreadable at start: refuse to start
+            warn_if_shared(self._file)
 
     @classmethod
     def configured(cls, inline: str | None, file: Path | None,

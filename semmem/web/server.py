@@ -3,29 +3,42 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
+from pathlib import Path
 from typing import TextIO
 
 from semmem.embedding.embedder import Embedder
 from semmem.errors import InvalidInput
 from semmem.protocol.declaration import check_path
-from semmem.serving.auth import generate_token, load_tokens
+from semmem.serving.auth import check_lengths, generate_token, load_tokens
 from semmem.settings import Settings
 from semmem.store import quiet_engine_logs
+from semmem.store.modes import check_default_dir, local_path, owner_only
 from semmem.store.scratch import private_temp
 from semmem.web.net import is_loopback
 
+GENERATED_TOKEN_FILE = "generated-token"  # in the store directory, or the working directory
+
 
 def prepare(settings: Settings, out: TextIO) -> Settings:
-    """Settings ready to serve: path checked, ``--insecure`` only on loopback, a token to require.
+    """Settings ready to serve: path checked, ``--insecure`` only on loopback, tokens long
+    enough, a token to require.
 
-    Without any configured token (and not insecure) a random token is generated and printed to
-    ``out`` once; it is the only token the server accepts.
+    Without any configured token (and not insecure) a random token is generated; it is the
+    only token the server accepts. It is shown on ``out`` only when that is a terminal; else
+    (under Docker or systemd, ``out`` is a log others may read) it is written to a file only
+    its owner can read, and ``out`` says where.
 
     Raises:
-        InvalidInput: ``--insecure`` on a non-loopback host, a bad path or tokens file.
+        InvalidInput: ``--insecure`` on a non-loopback host, a bad path or tokens file, a
+            token shorter than ``MIN_TOKEN_BYTES``.
     """
     check_path(settings.path)
+    if settings.default_data:
+        check_default_dir(settings.data)  # before anything is written there
+    check_lengths(settings.tokens, settings.tokens_file, "SEMMEM_TOKENS")
+    check_lengths(settings.admin_tokens, settings.admin_tokens_file, "SEMMEM_ADMIN_TOKENS")
     if settings.insecure:
         if not is_loopback(settings.host):
             raise InvalidInput(
@@ -36,12 +49,28 @@ def prepare(settings: Settings, out: TextIO) -> Settings:
     if load_tokens(settings.tokens, settings.tokens_file):
         return settings
     token = generate_token()
-    out.write(
-        "semmem: no token configured (SEMMEM_TOKENS / SEMMEM_TOKENS_FILE); generated one.\n"
-        f"semmem: bearer token (shown only now): {token}\n"
-    )
+    out.write("semmem: no token configured (SEMMEM_TOKENS / SEMMEM_TOKENS_FILE); generated one.\n")
+    if out.isatty():
+        out.write(f"semmem: bearer token (shown only now): {token}\n")
+    else:
+        where = _write_private(settings.data, token)
+        out.write(f"semmem: no terminal attached, so the bearer token is not printed; it is in "
+                  f"{where} (readable by this user only)\n")
     out.flush()
     return settings.model_copy(update={"tokens": token, "tokens_file": None})
+
+
+def _write_private(uri: str, token: str) -> Path:
+    """Write the generated token to a 0600 file beside a local store (else in the working
+    directory); its path."""
+    folder = local_path(uri) or Path.cwd()
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = folder / GENERATED_TOKEN_FILE
+    path.unlink(missing_ok=True)  # a file planted there (or a link) is not written through
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(token + "\n")
+    return path
 
 
 def serve(settings: Settings, *, embedder: Embedder | None = None,
@@ -63,7 +92,11 @@ def serve(settings: Settings, *, embedder: Embedder | None = None,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     app = AccessLog(create_app(settings, embedder=embedder))
     # access_log=False: uvicorn's line shows the query string (admin partitions); ours doesn't.
-    with private_temp(settings.data):  # the engine's spill files: removed if left by a kill
+    # Headers: uvicorn (h11) refuses a header block over 16 KiB; it has no deadline for one
+    # (docs/security.md: a proxy's header timeout bounds it); a slow sender holds its socket,
+    # never a concurrency slot, and a body has SEMMEM_BODY_TIMEOUT_S (web/bodies.py).
+    with owner_only(settings.data, default_dir=settings.default_data), \
+            private_temp(settings.data):
         uvicorn.run(
             app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(),
             server_header=False, proxy_headers=False, timeout_graceful_shutdown=5,

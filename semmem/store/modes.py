@@ -1,0 +1,69 @@
+"""Store files for their owner only: the process umask is 077 while an entry point runs, so
+every directory and file the store (and the engine, which follows the umask) creates is 0700
+or 0600; a new local store directory is made 0700. Fact texts are personal data: under the
+usual 022 they would be world-readable.
+
+The default data directory is relative (``./semmem-data``): a symbolic link planted there
+beforehand would send the store wherever its maker chose, so it is refused; a directory named
+explicitly (``SEMMEM_DATA``, ``--data``) may be a link, since the operator chose it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+from semmem.errors import InvalidInput
+
+log = logging.getLogger("semmem.store")
+PRIVATE_UMASK = 0o077
+
+
+def local_path(uri: str) -> Path | None:
+    """The directory of a local store URI, ``None`` for object storage."""
+    if "://" not in uri:
+        return Path(uri)
+    return Path(uri.removeprefix("file://")) if uri.startswith("file://") else None
+
+
+def check_default_dir(uri: str) -> None:
+    """Refuse a default (relative) data directory that is a symbolic link.
+
+    Raises:
+        InvalidInput: it is one; the message says where it points.
+    """
+    path = local_path(uri)
+    if path is not None and path.is_symlink():
+        raise InvalidInput(
+            f"the default data directory {path} is a symbolic link (to {os.readlink(path)}); "
+            f"refusing to follow a link planted there: set SEMMEM_DATA (or --data) to the "
+            f"directory you mean")
+
+
+@contextlib.contextmanager
+def owner_only(uri: str, *, default_dir: bool = False) -> Iterator[None]:
+    """Within: umask 077, and a local store directory that exists, made 0700 if new (one
+    already there that others may read is logged, left as its owner set it).
+
+    Raises:
+        InvalidInput: ``default_dir`` and the directory is a symbolic link.
+    """
+    if default_dir:
+        check_default_dir(uri)
+    before = os.umask(PRIVATE_UMASK)
+    try:
+        path = local_path(uri)
+        if path is not None:
+            if not path.exists():
+                path.mkdir(parents=True, mode=0o700)
+            elif stat.S_IMODE(path.stat().st_mode) & 0o077:
+                log.warning("the store directory %s is open to other users (mode %o); new "
+                            "files in it are private (0600), older ones keep their modes",
+                            path, stat.S_IMODE(path.stat().st_mode))
+        yield
+    finally:
+        os.umask(before)
