@@ -41,7 +41,7 @@ LINE = re.compile(r"(\d+)\. (.*)", re.DOTALL)
 HOSTILE_PARTITIONS = [
     "x' OR '1'='1", "'; DROP TABLE _semmem; --", "../", "../../etc/passwd", "a/b\\c",
     "nul\x00byte", "\u202eevil\u202c", "שלום", "😀🔥", "p", "P", " p", "p ", "%2e%2e%2f",
-    "p" * 3000, "\ud7ff\ue000", "line\nbreak", "tab\tkey", "$(rm -rf /)", "{{7*7}}",
+    "p" * 1024, "\ud7ff\ue000", "line\nbreak", "tab\tkey", "$(rm -rf /)", "{{7*7}}",
 ]
 EXOTIC = st.sampled_from(["\x00", "\x01", "\x1b[31m", "\x7f", "\u202e", "\u200f", "\u2028",
                           "😀", "👩‍👩‍👧", "\ufeff", "\r\n", "\t", "ﷺ", "𝕏", "\ud7ff"])
