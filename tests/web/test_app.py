@@ -28,6 +28,7 @@ from tests.support.web import (
     send,
     settings_for,
     tool,
+    wait_ready,
 )
 
 
@@ -202,7 +203,11 @@ def test_tokens_file_accepted(tmp_path: Path) -> None:
 
 def test_insecure_app_needs_no_token(tmp_path: Path) -> None:
     """With insecure on, provider calls need no token (the admin API still does)."""
-    with app_client(tmp_path / "db", tokens=None, insecure=True) as c:
+    app = create_app(settings_for(tmp_path / "db", tokens=None, insecure=True),
+                     embedder=HashingEmbedder())
+    # A loopback Host: insecure, anything else is refused (tests/web/test_hardening.py).
+    with TestClient(app, base_url="http://127.0.0.1:8080") as c:
+        wait_ready(c)
         r = send(c, recall(None), headers={"Content-Type": "application/json"})
         assert r.status_code == 200
         assert_error(c.get("/admin/partitions"), 401, "unauthorized")
