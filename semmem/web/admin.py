@@ -16,7 +16,7 @@ from pydantic import AfterValidator
 from starlette.responses import Response, StreamingResponse
 
 from semmem.contract import MAX_PARTITION_BYTES
-from semmem.errors import InvalidArguments, SemmemError
+from semmem.errors import InvalidArguments, InvalidInput, SemmemError
 from semmem.items import RECORD_FIELDS
 from semmem.memory import Memory
 from semmem.protocol.jsonio import dumps, loads

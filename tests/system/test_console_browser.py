@@ -9,8 +9,8 @@ go to the test's temporary folder, or to ``$SEMMEM_SCREENSHOTS`` when set (that 
 
 from __future__ import annotations
 
-import json
 import base64
+import json
 import os
 import time
 import uuid
