@@ -3,9 +3,13 @@ threshold the items are read by number from the store, never by loading the part
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from semmem.items import Item
-from semmem.store import Store
 from semmem.store.views import IndexedView
+
+if TYPE_CHECKING:
+    from semmem.store.tables import Store
 
 
 async def item(store: Store, partition: str, n: int) -> Item | None:
