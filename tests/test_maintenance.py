@@ -283,7 +283,7 @@ def test_expired_idempotency_records_leave_every_file_of_an_idle_partition(
 @pytest.mark.broken_store
 async def test_a_corrupt_partition_backs_off_and_logs_once_per_interval(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    """Maintenance of a partition whose data files are gone fails: it is retried after 1 s,
+    """Maintenance of a partition whose manifests are garbage fails: it is retried after 1 s,
     2 s, 4 s … (not every delay), with one traceback and then one line per retry."""
     from semmem.maintenance import Maintainer, backoff_s
 
@@ -293,9 +293,9 @@ async def test_a_corrupt_partition_backs_off_and_logs_once_per_interval(
     memory = Memory(store, embedder)
     for i in range(3):
         await memory.remember("broken", f"fact {i} {marker()}")
-    table = next((tmp_path / "db").glob("*.lance"))
-    for path in (table / "data").iterdir():
-        path.unlink()
+    table = next((tmp_path / "db").glob("p_*.lance"))
+    for path in (table / "_versions").iterdir():  # every manifest unreadable
+        path.write_bytes(b"not a manifest")
     maintainer = Maintainer(store, delay_s=0.05, compact_every=1)
     caplog.set_level(logging.INFO, logger="semmem.maintenance")
     maintainer.start()  # the server's own loop
