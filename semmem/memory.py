@@ -28,8 +28,9 @@ from semmem.contract import (
 from semmem.embedding.embedder import Embedder
 from semmem.embedding.queue import ModelQueue
 from semmem.errors import InvalidArguments, InvalidInput
-from semmem.importing import ImportReport, import_records, reembed
+from semmem.importing import ImportReport, import_records
 from semmem.items import Item, clean_attrs, clean_text, trim
+from semmem.lifecycle import upkeep
 from semmem.observing import QuietObserver, WriteObserver
 from semmem.ranking.ranker import Ranker, Scored
 from semmem.ranking.similar import MAX_SIMILAR, SIMILAR_THRESHOLD, Group, nearest
@@ -375,32 +376,15 @@ class Memory:
             return max((it.updated for it in items), default=None)
         return view.last_update
 
-    # ----- owners' upkeep ----------------------------------------------------------------------
+    # ----- owners' upkeep (semmem.lifecycle.upkeep) -------------------------------------------
     async def maintain(self, partition: str | None = None, *,
                        retention: timedelta | None = None
                        ) -> builtins.list[MaintenanceReport]:
         """Compact, prune and purge one partition, or every partition and the registry."""
-        names = [partition] if partition is not None else await self.store.partitions()
-        reports = [r for name in names
-                   if (r := await self.store.maintain(name, retention=retention)) is not None]
-        if partition is None:
-            await self.store.maintain_registry(retention=retention)
-        return reports
+        return await upkeep.maintain(self, partition, retention=retention)
 
     async def reindex(self, partition: str | None = None, *, batch_size: int = 256,
                       progress: Callable[[int, int], None] | None = None) -> int:
-        """Re-embed every item with this memory's model: of one partition, or of every
-        partition and then record the model as the store's. An offline migration: run it
-        with no server writing. Returns how many items were re-embedded.
-
-        Args:
-            progress: called with (items done so far, items in all).
-        """
-        names = [partition] if partition is not None else await self.store.partitions()
-        done = await reembed(self.store, self.model.embed, names, batch_size, progress)
-        if partition is None:
-            meta = await self.store.meta() or {}
-            await self.store.set_meta({**meta, "model": self.embedder.model_id,
-                                       "dim": self.embedder.dim})
-        return done
-
+        """Re-embed every item with this memory's model (an offline migration); see
+        ``semmem.lifecycle.upkeep.reindex``."""
+        return await upkeep.reindex(self, partition, batch_size=batch_size, progress=progress)
