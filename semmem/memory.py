@@ -29,15 +29,23 @@ from semmem.embedding.embedder import Embedder
 from semmem.embedding.queue import ModelQueue
 from semmem.errors import InvalidArguments, InvalidInput
 from semmem.importing import ImportReport, import_records
-from semmem.items import Item, clean_attrs, clean_text, trim
+from semmem.items import EXPIRES, Item, clean_attrs, clean_text, trim
 from semmem.lifecycle import upkeep
+from semmem.lifecycle.retention import Retention
 from semmem.observing import QuietObserver, WriteObserver
 from semmem.ranking.ranker import Ranker, Scored
 from semmem.ranking.similar import MAX_SIMILAR, SIMILAR_THRESHOLD, Group, nearest
 from semmem.results import Recall
 from semmem.rules import Operation
 from semmem.store.rows import Lookup, Mutation, Plan, op_key
-from semmem.store.views import IndexedView, PartitionSnapshot, WriteView
+from semmem.store.views import (
+    Candidates,
+    IndexedView,
+    ItemSet,
+    PartitionSnapshot,
+    ReadView,
+    WriteView,
+)
 
 if TYPE_CHECKING:  # the store's engine loads only where a store is opened
     from semmem.store.tables import Store
@@ -67,7 +75,7 @@ class Memory:
         self, store: Store, embedder: Embedder, ranker: Ranker | None = None, *,
         idempotency_ttl_ms: int = 24 * 3600 * 1000, observer: WriteObserver | None = None,
         index_candidates: int = 100, model_executor: ThreadPoolExecutor | None = None,
-        similar_threshold: float = SIMILAR_THRESHOLD,
+        similar_threshold: float = SIMILAR_THRESHOLD, retention: Retention | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -79,6 +87,8 @@ class Memory:
         # The least cosine a fact has to be listed in a write's ``similar`` hints.
         self.similar_threshold = similar_threshold
         self.model = ModelQueue(embedder, model_executor)
+        # What is expired is hidden from every read here (and swept by lifecycle/sweep.py).
+        self.retention = retention or Retention(store)
 
     @classmethod
     async def open(cls, uri: str, embedder: Embedder, ranker: Ranker | None = None,
@@ -95,7 +105,7 @@ class Memory:
         return Memory(self.store, self.embedder, ranker,
                       idempotency_ttl_ms=self.idempotency_ttl_ms,
                       index_candidates=self.index_candidates, model_executor=self.model_executor,
-                      similar_threshold=self.similar_threshold)
+                      similar_threshold=self.similar_threshold, retention=self.retention)
 
     @property
     def uri(self) -> str:
@@ -157,7 +167,7 @@ class Memory:
 
     async def remember(
         self, partition: str, text: str, *, op: Operation | None = None,
-        attrs: dict[str, Any] | None = None,
+        attrs: dict[str, Any] | None = None, expires_at: str | None = None,
     ) -> dict[str, Any]:
         """Store a new fact, or point at the existing one with the same text.
 
@@ -171,12 +181,15 @@ class Memory:
         """
         op = op and op.keyed(self.store.secret)  # records keep a keyed fingerprint
         text = clean_text(text)
-        fields = {k: v for k, v in clean_attrs(attrs or {}).items() if v is not None}
+        asked = {**(attrs or {}), **({EXPIRES: expires_at} if expires_at is not None else {})}
+        fields = {k: v for k, v in clean_attrs(asked).items() if v is not None}
         with self.store.coming(partition):  # its group waits for it (the rest of the turn)
             vector = (await self.model.embed([text]))[0]
             hints = await self._hints(partition, vector)
-        plan = rules.remember(text, vector, fields, op, self.idempotency_ttl_ms, hints)
-        return await self._write(partition, plan, op, numbers=hints.candidates, texts=[text])
+        alive = self.retention.alive(await self.retention.max_age(partition))
+        plan = rules.remember(text, vector, fields, op, self.idempotency_ttl_ms, hints, alive)
+        return await self._counted(partition, await self._write(
+            partition, plan, op, numbers=hints.candidates, texts=[text]))
 
     async def update(
         self, partition: str, n: int, text: str | None = None, *, cursor: str | None = None,
@@ -200,11 +213,29 @@ class Memory:
             with self.store.coming(partition):
                 vector = (await self.model.embed([new_text]))[0]
                 hints = await self._hints(partition, vector)
+        alive = self.retention.alive(await self.retention.max_age(partition))
         plan = rules.update(n, new_text, vector, changes, cursor_seq, op, self.idempotency_ttl_ms,
-                            owner, hints)
+                            owner, hints, alive)
         # a replaced text must leave the disk like a forgotten one: purge as after a forget
-        return await self._write(partition, plan, op, dropped=new_text is not None,
-                                 numbers=[n, *hints.candidates])
+        return await self._counted(partition, await self._write(
+            partition, plan, op, dropped=new_text is not None, numbers=[n, *hints.candidates]))
+
+    async def _counted(self, partition: str, result: dict[str, Any]) -> dict[str, Any]:
+        """A write's result with ``count`` leaving out the facts expired now, as reads do
+        (judged on the view this process holds, so a write reads nothing more)."""
+        view = self.store.cached_view(partition)
+        if view is None or "count" not in result or not isinstance(view, PartitionSnapshot):
+            return result
+        hidden = view.count - (await self.retention.live(view)).count
+        return {**result, "count": max(0, result["count"] - hidden)} if hidden else result
+
+    async def expire(self, partition: str, numbers: builtins.list[int]) -> builtins.list[int]:
+        """Forget those of ``numbers`` that are expired at the decided version, through the
+        forget path (their texts leave every file within the forget window); returns them."""
+        alive = self.retention.alive(await self.retention.max_age(partition))
+        result = await self._write(partition, rules.expire(numbers, alive), None, dropped=True,
+                                   numbers=numbers)
+        return list(result["expired"])
 
     async def _hints(self, partition: str, vector: np.ndarray) -> rules.Hints:
         """The facts a written text may restate, to be scored again at the decided version: the
@@ -216,10 +247,10 @@ class Memory:
         if view is None:
             numbers = await self.store.nearest_numbers(partition, vector, limit)
             return rules.Hints(numbers, self.similar_threshold)
+        view = await self.retention.live(view)
         if not view.count:
             return rules.Hints()
-        found = await self.store.nearest(view, vector, self.index_candidates) \
-            if isinstance(view, IndexedView) else view
+        found = await self._nearest(view, vector, self.index_candidates)
         near = nearest(found, vector, self.similar_threshold, limit=limit)
         return rules.Hints([c.item.n for c in near], self.similar_threshold)
 
@@ -279,7 +310,7 @@ class Memory:
         # The query embedding (the bulk of a recall) runs while the view is read.
         embedding = None if blank else asyncio.ensure_future(self.model.embed([text or ""]))
         try:
-            view = await self.store.read_view(partition)
+            view = await self._read_view(partition)
         except BaseException:
             if embedding is not None:
                 embedding.cancel()
@@ -290,12 +321,11 @@ class Memory:
                 embedding.cancel()
             return Recall([], [], cursor, [])
         if embedding is None:
-            items = (await self.store.recent(view, 3 * MAX_SOURCES)).items \
+            items = (await self._recent(view, 3 * MAX_SOURCES)).items \
                 if isinstance(view, IndexedView) else view.items
             return results.recent(items, max_bytes, cursor)
         qvec = (await embedding)[0]
-        found = await self.store.nearest(view, qvec, self.index_candidates) \
-            if isinstance(view, IndexedView) else view
+        found = await self._nearest(view, qvec, self.index_candidates)
         return results.relevant(self.ranker, found, qvec, text or "", max_bytes, cursor)
 
     async def search(self, partition: str, query: str, limit: int = 10) -> dict[str, Any]:
@@ -309,29 +339,45 @@ class Memory:
         if isinstance(limit, bool) or not isinstance(limit, int) \
                 or not 1 <= limit <= MAX_SEARCH_LIMIT:
             raise InvalidArguments(f"limit must be an integer from 1 to {MAX_SEARCH_LIMIT}")
-        view = await self.store.read_view(partition)
+        view = await self._read_view(partition)
         if not view.count:
             return {"items": [], "count": 0}
         qvec = (await self.model.embed([query]))[0]
-        found = await self.store.nearest(view, qvec, max(limit, self.index_candidates)) \
-            if isinstance(view, IndexedView) else view
+        found = await self._nearest(view, qvec, max(limit, self.index_candidates))
         return {"items": results.search_entries(self.ranker, found, qvec, query, limit),
                 "count": view.count}
 
     async def ranked(self, partition: str, text: str) -> list[Scored]:
         """Every recallable item above the relevance floor for ``text``, best first, with
         near-duplicates left out: the order recall packs from (for evaluation)."""
-        snap = await self.store.snapshot(partition)
+        snap = await self.snapshot(partition)
         qvec = (await self.model.embed([text]))[0]
         return results.ranked(self.ranker, snap, qvec, text)
 
+    async def _read_view(self, partition: str) -> ReadView:
+        """The store's read view without the facts expired now."""
+        return await self.retention.live(await self.store.read_view(partition))
+
+    async def _nearest(self, view: ReadView, query: np.ndarray, k: int) -> ItemSet:
+        """What ranking scores: the view itself, or an indexed one's ``k`` nearest live items."""
+        if not isinstance(view, IndexedView):
+            return view
+        return self.retention.keep(await self.store.nearest(view, query, k),
+                                   await self.retention.max_age(view.partition))
+
+    async def _recent(self, view: IndexedView, k: int) -> Candidates:
+        return self.retention.keep(await self.store.recent(view, k),
+                                   await self.retention.max_age(view.partition))
+
     async def snapshot(self, partition: str) -> PartitionSnapshot:
-        """Every live item, tombstone and counter of ``partition``, as of now."""
-        return await self.store.snapshot(partition)
+        """Every live item (none expired), tombstone and counter of ``partition``, as of now."""
+        snap = await self.retention.live(await self.store.snapshot(partition))
+        assert isinstance(snap, PartitionSnapshot)
+        return snap
 
     async def get(self, partition: str, n: int) -> Item | None:
-        """The live item ``n``, if there is one."""
-        return (await self.store.snapshot(partition)).get(n)
+        """The live item ``n``, if there is one (not forgotten, not expired)."""
+        return (await self.snapshot(partition)).get(n)
 
     async def partitions(self) -> list[str]:
         """Names of every partition, sorted."""
@@ -342,7 +388,7 @@ class Memory:
         newest_first: bool = False,
     ) -> list[Item]:
         """Live items in number order (or newest first), paged."""
-        snap = await self.store.snapshot(partition)
+        snap = await self.snapshot(partition)
         items = list(reversed(snap.items)) if newest_first else list(snap.items)
         end = None if limit is None else offset + limit
         return items[offset:end]
@@ -354,7 +400,7 @@ class Memory:
 
     async def stats(self, partition: str) -> PartitionStats:
         """Counters of one partition (read without loading it when it is indexed)."""
-        view = await self.store.read_view(partition)
+        view = await self._read_view(partition)
         forgotten = (await self.store.count_forgotten(partition)
                      if isinstance(view, IndexedView) else len(view.tombstones))
         pending = getattr(self.observer, "purge_pending", lambda _: None)(partition)
@@ -366,13 +412,14 @@ class Memory:
         """Groups of recallable facts that probably restate or supersede each other, newest
         first in each group (an owner's clean-up; ``threshold``: the hints' by default)."""
         return await similar_groups(self.store, partition,
-                                    self.similar_threshold if threshold is None else threshold)
+                                    self.similar_threshold if threshold is None else threshold,
+                                    self.retention)
 
     async def last_update(self, partition: str) -> int | None:
         """When the partition last changed (its newest item or tombstone), if ever."""
-        view = await self.store.read_view(partition)
+        view = await self._read_view(partition)
         if isinstance(view, IndexedView):
-            items = (await self.store.recent(view, 1)).items
+            items = (await self._recent(view, 1)).items
             return max((it.updated for it in items), default=None)
         return view.last_update
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +21,7 @@ from semmem.store.rows import NEW, ItemRow, Mutation, Plan, op_key
 from semmem.store.views import ItemSet, OpRecord, WriteView
 
 Decision = Mutation | dict[str, Any]  # rows to commit, or a result to answer without writing
+Alive = Callable[[Item], bool]  # whether an item has not expired (retention)
 
 
 @dataclass(frozen=True)
@@ -257,10 +258,15 @@ def with_similar(result: dict[str, Any], similar: list[dict[str, Any]]) -> dict[
     return {**result, "similar": similar} if similar else result
 
 
+def _always(item: Item) -> bool:
+    return True
+
+
 def remember(text: str, vector: np.ndarray, fields: dict[str, Any], op: Operation | None,
-             ttl_ms: int, hints: Hints = Hints()) -> Plan:
+             ttl_ms: int, hints: Hints = Hints(), alive: Alive = _always) -> Plan:
     """Store ``text`` under the next number, or answer with the item that already has it; a
-    new fact lists the facts it probably restates or supersedes."""
+    new fact lists the facts it probably restates or supersedes. ``alive``: whether an item
+    has not expired (an expired one is no duplicate: it is gone from every read)."""
 
     def plan(view: WriteView) -> Decision:
         replayed = replay(view, op)
@@ -269,7 +275,7 @@ def remember(text: str, vector: np.ndarray, fields: dict[str, Any], op: Operatio
         same = view.find_text(text)
         # Only an item recall can show is a duplicate: the text of a hidden one (inactive,
         # held, merged) becomes a new, visible item, and the hidden record stays as it is.
-        if same is not None and same.surfaced:
+        if same is not None and same.surfaced and alive(same):
             result = {"status": "stored", "n": same.n, "count": view.count, "existing": True}
             return result if op is None else mutation(op, result, ttl_ms)
         n, ts = view.hwm + 1, now_ms()
@@ -283,16 +289,18 @@ def remember(text: str, vector: np.ndarray, fields: dict[str, Any], op: Operatio
 
 def update(n: int, text: str | None, vector: np.ndarray | None, changes: dict[str, Any],
            cursor_seq: int | None, op: Operation | None, ttl_ms: int, owner: bool = True,
-           hints: Hints = Hints()) -> Plan:
+           hints: Hints = Hints(), alive: Alive = _always) -> Plan:
     """Replace item ``n``'s text and/or record fields, keeping its number; a new text lists
     the other facts it probably restates or supersedes (an identical one included: update
-    does not deduplicate)."""
+    does not deduplicate). An expired item is not found: an edit must not bring it back."""
 
     def plan(view: WriteView) -> Decision:
         replayed = replay(view, op)
         if replayed is not None:
             return replayed
         item = check_target(view, n, cursor_seq)
+        if not alive(item):
+            raise NotFound(f"item {n} expired in this memory", {"n": n})
         check_editable(item, owner)
         row = ItemRow(
             n, text if text is not None else item.text,
@@ -335,5 +343,20 @@ def forget(n: int, cursor_seq: int | None, op: Operation | None, ttl_ms: int,
                       created=item.born)
         result = {"status": "stored", "n": n, "count": view.count - 1, "forgotten": True}
         return mutation(op, result, ttl_ms, [row])
+
+    return plan
+
+
+def expire(numbers: Sequence[int], alive: Alive) -> Plan:
+    """Forget those of ``numbers`` that are still live items and expired at the decided
+    version (the retention sweep): tombstones like a forget's, in one commit."""
+
+    def plan(view: WriteView) -> Decision:
+        now = now_ms()
+        rows = [ItemRow(it.n, None, None, it.ts, now, it.revision + 1, forgotten=True,
+                        created=it.born)
+                for n in numbers if (it := view.get(n)) is not None and not alive(it)]
+        result = {"expired": [r.n for r in rows], "count": view.count - len(rows)}
+        return Mutation(items=rows, result=result) if rows else result
 
     return plan

@@ -10,6 +10,7 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from semmem.embedding.files import default_model_dir
+from semmem.lifecycle.retention import parse_policy
 from semmem.ranking.similar import SIMILAR_THRESHOLD
 
 
@@ -55,6 +56,17 @@ class Settings(BaseSettings):
         2_000_000, ge=1, description="items held in cached snapshots across partitions"
     )
     idempotency_ttl_s: int = Field(86_400, ge=1, description="keep write records this long")
+    retention: str | None = Field(
+        None, description="how long a fact lives after its last write by default: 45s, 30m, "
+        "12h, 90d or never (unset: forever); partitions may override it"
+    )
+    retention_sweep_s: float = Field(
+        3600.0, gt=0, description="how often expired facts are forgotten (and once at start)"
+    )
+    tool_expiry: bool = Field(
+        False, description="the remember tool takes an optional expires_at (changes the "
+        "declared tools)"
+    )
 
     # model and ranking
     model: Path = Field(default_factory=default_model_dir, description="model folder")
@@ -91,6 +103,18 @@ class Settings(BaseSettings):
     mcp_max_bytes: int = Field(
         8192, ge=1, le=16_384, description="budget of the MCP recall tool and prompt by default"
     )
+
+    @field_validator("retention")
+    @classmethod
+    def _duration(cls, value: str | None) -> str | None:
+        if value is not None and value.strip():
+            parse_policy(value)  # refused at start-up, not at the first read
+        return value.strip() if value and value.strip() else None
+
+    @property
+    def retention_ms(self) -> int | None:
+        """The default max age in milliseconds (``None``: keep forever)."""
+        return None if self.retention is None else parse_policy(self.retention)
 
     @field_validator("storage_options", mode="before")
     @classmethod

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 from semmem.embedding.choice import open_model
 from semmem.embedding.embedder import CachedEmbedder, Embedder
+from semmem.lifecycle.retention import Retention
+from semmem.lifecycle.sweep import sweep
 from semmem.maintenance import Maintenance
 from semmem.memory import Memory
 from semmem.ranking.ranker import Ranker, RankingConfig
@@ -77,9 +79,13 @@ async def open_memory(
     observer = (Maintenance(store, settings.maintenance_delay_s, settings.compact_every,
                             record_ttl_s=settings.idempotency_ttl_s)
                 if maintain else None)
-    return Memory(
+    memory = Memory(
         store, embedder, Ranker(load_ranking(settings)),
         idempotency_ttl_ms=settings.idempotency_ttl_s * 1000,
         index_candidates=settings.index_candidates, observer=observer,
         similar_threshold=settings.similar_threshold,
+        retention=Retention(store, settings.retention_ms),
     )
+    if observer is not None:
+        observer.sweeping(lambda: sweep(memory), settings.retention_sweep_s)
+    return memory

@@ -91,7 +91,8 @@ class Service:
     def __init__(self, runtime: Runtime, *, max_bytes: int) -> None:
         self.runtime = runtime
         self.max_bytes = max_bytes
-        self.specs = specs(max_bytes, accepted=runtime.accepted)
+        self.specs = specs(max_bytes, accepted=runtime.accepted,
+                           expiry=runtime.settings.tool_expiry)
         self.tools = Dispatcher(self.specs, runtime.metrics, accepted=runtime.accepted)
         self.sessions = Sessions()
 

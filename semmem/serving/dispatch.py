@@ -67,7 +67,8 @@ async def _search(memory: Memory, call: ToolCall, spec: ToolSpec,
 
 async def _remember(memory: Memory, call: ToolCall, spec: ToolSpec,
                     args: dict[str, Any]) -> dict[str, Any]:
-    return await memory.remember(call.partition, args["text"], op=call.operation(args))
+    return await memory.remember(call.partition, args["text"], op=call.operation(args),
+                                 expires_at=args.get("expires_at"))
 
 
 async def _update(memory: Memory, call: ToolCall, spec: ToolSpec,

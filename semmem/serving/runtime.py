@@ -16,7 +16,7 @@ from semmem.embedding.embedder import Embedder
 from semmem.errors import NotReady, Overloaded, SemmemError, Unavailable
 from semmem.maintenance import Maintenance
 from semmem.memory import Memory
-from semmem.protocol.tools import BY_NAME
+from semmem.protocol.tools import tools_for
 from semmem.serving.auth import ProviderAuth, Tokens
 from semmem.serving.dispatch import Dispatcher
 from semmem.serving.metrics import Metrics
@@ -67,7 +67,9 @@ class Runtime:
         self.limiter = Limiter(settings.max_concurrency)
         self.metrics = Metrics()
         # The contract's tools, as the provider endpoint serves them (listed by name).
-        self.tools = Dispatcher({name: BY_NAME[name] for name in sorted(BY_NAME)},
+        served = {s.name: s for s in tools_for(accepted=self.accepted,
+                                               expiry=settings.tool_expiry)}
+        self.tools = Dispatcher({name: served[name] for name in sorted(served)},
                                 self.metrics, accepted=self.accepted)
         self.memory: Memory | None = None
         self.failure: SemmemError | None = None

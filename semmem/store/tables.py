@@ -172,6 +172,15 @@ class Store:
         """Replace the store's metadata (used on creation and by reindex)."""
         await self.conn.registry.set_meta(value)
 
+    async def retention(self) -> dict[str, int | None]:
+        """Retention overrides by partition table name (max age in ms; ``None``: forever)."""
+        return await self.conn.registry.retention()
+
+    async def set_retention(self, partition: str, max_age_ms: int | None, *,
+                            inherit: bool = False) -> None:
+        """Set ``partition``'s retention override (``None``: forever), or drop it (inherit)."""
+        await self.conn.registry.set_retention(table_name(partition), max_age_ms, inherit)
+
     async def partitions(self) -> list[str]:
         """Names of all partitions that exist, sorted."""
         return await self.conn.registry.partitions(set(await self.conn.table_names()))
@@ -319,6 +328,21 @@ class Store:
             keys = ", ".join(f"'i:{int(n)}'" for n in numbers)
             return candidates(view.head, ds.to_table(columns=ITEM_COLUMNS,
                                                      filter=f"key IN ({keys})"), self.dim)
+
+        return await asyncio.to_thread(load)
+
+    async def lifetimes(self, view: IndexedView) -> tuple[np.ndarray, np.ndarray, list[Any]]:
+        """Of an indexed partition's live items at ``view``'s version: numbers, last writes,
+        and record fields (JSON or ``None``): what their expiry is computed from."""
+        uri = await self.conn.uri_of(view.head.partition)
+        if uri is None:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), []
+
+        def load() -> tuple[np.ndarray, np.ndarray, list[Any]]:
+            ds = open_dataset(uri, self.storage_options, view.version)
+            cols = ds.to_table(columns=["n", "updated", "attrs"], filter=LIVE_ITEMS)
+            return (cols.column("n").to_numpy(), cols.column("updated").to_numpy(),
+                    cols.column("attrs").to_pylist())
 
         return await asyncio.to_thread(load)
 

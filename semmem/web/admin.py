@@ -1,4 +1,5 @@
-"""The owners' admin API (admin tokens only): list partitions, list/export/edit items, delete.
+"""The owners' admin API (admin tokens only): list partitions, list/export/edit items, delete,
+retention policies.
 
 Partitions travel as a query parameter, never as a path segment, so any partition string
 (slashes, quotes, unicode) names exactly itself.
@@ -14,6 +15,7 @@ from starlette.responses import Response, StreamingResponse
 
 from semmem.errors import InvalidArguments, InvalidInput, SemmemError
 from semmem.items import RECORD_FIELDS
+from semmem.lifecycle import policies
 from semmem.memory import Memory
 from semmem.protocol.jsonio import dumps
 from semmem.serving.guard import served
@@ -86,7 +88,8 @@ EDITABLE = ("text", *(f for f in RECORD_FIELDS if f != "slug"))
 @router.patch("/items")
 async def edit_item(request: Request, rt: RuntimeDep, partition: PartitionQ,
                     n: Annotated[int, Query(ge=1)]) -> Response:
-    """Change item ``n``'s text and/or record fields (note, status, surfacing, mergedInto).
+    """Change item ``n``'s text and/or record fields (note, status, surfacing, mergedInto,
+    expiresAt).
 
     The body is a JSON object with any of those keys; ``null`` clears a record field.
     """
@@ -157,5 +160,50 @@ async def delete_partition(request: Request, rt: RuntimeDep, partition: Partitio
         existed = await memory.delete_partition(partition)
         rt.metrics.forget_partition(partition)
         return _json({"deleted": existed, "partition": partition})
+
+    return await _guarded(request, rt, work)
+
+
+DURATION = r"[1-9][0-9]{0,8}[smhd]"
+PolicyQ = Annotated[str, Query(pattern=f"^(never|{DURATION})$",
+                               description="a duration (45s, 30m, 12h, 90d) or never")]
+SetPolicyQ = Annotated[str, Query(pattern=f"^(never|inherit|{DURATION})$",
+                                  description="a duration, never, or inherit (the default)")]
+MaybePartitionQ = Annotated[str | None, Query(min_length=1, description="the partition key")]
+
+
+@router.get("/retention")
+async def retention(request: Request, rt: RuntimeDep,
+                    partition: MaybePartitionQ = None) -> Response:
+    """A partition's policy and the facts due to expire, soonest first; without a partition,
+    the deployment default and every partition's override."""
+
+    async def work(memory: Memory) -> Response:
+        if partition is None:
+            return _json(await policies.show(memory))
+        return _json(await policies.due(memory, partition))
+
+    return await _guarded(request, rt, work)
+
+
+@router.get("/retention/preview")
+async def retention_preview(request: Request, rt: RuntimeDep, policy: PolicyQ,
+                            partition: MaybePartitionQ = None) -> Response:
+    """How many live facts ``policy`` would expire now (one partition, or every partition
+    that inherits the default). Changes nothing."""
+
+    async def work(memory: Memory) -> Response:
+        return _json(await policies.preview(memory, policy, partition))
+
+    return await _guarded(request, rt, work)
+
+
+@router.put("/retention")
+async def set_retention(request: Request, rt: RuntimeDep, partition: PartitionQ,
+                        policy: SetPolicyQ) -> Response:
+    """Set a partition's policy; the facts it expires now are forgotten at once."""
+
+    async def work(memory: Memory) -> Response:
+        return _json(await policies.set_policy(memory, partition, policy))
 
     return await _guarded(request, rt, work)
