@@ -12,7 +12,7 @@ import builtins
 from collections.abc import AsyncIterator, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,7 +30,8 @@ from semmem.embedding.queue import ModelQueue
 from semmem.errors import InvalidArguments, InvalidInput
 from semmem.importing import ImportReport, import_records
 from semmem.items import EXPIRES, Item, clean_attrs, clean_text, trim
-from semmem.lifecycle import upkeep
+from semmem.lifecycle import inspection, upkeep
+from semmem.lifecycle.inspection import PartitionStats
 from semmem.lifecycle.retention import Retention
 from semmem.observing import QuietObserver, WriteObserver
 from semmem.ranking.ranker import Ranker, Scored
@@ -38,14 +39,7 @@ from semmem.ranking.similar import MAX_SIMILAR, SIMILAR_THRESHOLD, Group, neares
 from semmem.results import Recall
 from semmem.rules import Operation
 from semmem.store.rows import Lookup, Mutation, Plan, op_key
-from semmem.store.views import (
-    Candidates,
-    IndexedView,
-    ItemSet,
-    PartitionSnapshot,
-    ReadView,
-    WriteView,
-)
+from semmem.store.views import IndexedView, PartitionSnapshot, ReadView, WriteView
 
 if TYPE_CHECKING:  # the store's engine loads only where a store is opened
     from semmem.store.tables import Store
@@ -53,19 +47,6 @@ if TYPE_CHECKING:  # the store's engine loads only where a store is opened
 
 __all__ = ["ImportReport", "Memory", "Operation", "PartitionStats", "QuietObserver", "Recall",
            "WriteObserver"]
-
-
-class PartitionStats(TypedDict):
-    """Counters of one partition."""
-
-    partition: str
-    count: int
-    highest: int
-    forgotten: int
-    version: int
-    seq: int
-    model: str | None
-    purge_pending_s: float | None  # a dropped text's purge: seconds to its last pass, or None
 
 
 class Memory:
@@ -188,7 +169,7 @@ class Memory:
             hints = await self._hints(partition, vector)
         alive = self.retention.alive(await self.retention.max_age(partition))
         plan = rules.remember(text, vector, fields, op, self.idempotency_ttl_ms, hints, alive)
-        return await self._counted(partition, await self._write(
+        return await self.retention.counted(partition, await self._write(
             partition, plan, op, numbers=hints.candidates, texts=[text]))
 
     async def update(
@@ -217,17 +198,8 @@ class Memory:
         plan = rules.update(n, new_text, vector, changes, cursor_seq, op, self.idempotency_ttl_ms,
                             owner, hints, alive)
         # a replaced text must leave the disk like a forgotten one: purge as after a forget
-        return await self._counted(partition, await self._write(
+        return await self.retention.counted(partition, await self._write(
             partition, plan, op, dropped=new_text is not None, numbers=[n, *hints.candidates]))
-
-    async def _counted(self, partition: str, result: dict[str, Any]) -> dict[str, Any]:
-        """A write's result with ``count`` leaving out the facts expired now, as reads do
-        (judged on the view this process holds, so a write reads nothing more)."""
-        view = self.store.cached_view(partition)
-        if view is None or "count" not in result or not isinstance(view, PartitionSnapshot):
-            return result
-        hidden = view.count - (await self.retention.live(view)).count
-        return {**result, "count": max(0, result["count"] - hidden)} if hidden else result
 
     async def expire(self, partition: str, numbers: builtins.list[int]) -> builtins.list[int]:
         """Forget those of ``numbers`` that are expired at the decided version, through the
@@ -250,7 +222,7 @@ class Memory:
         view = await self.retention.live(view)
         if not view.count:
             return rules.Hints()
-        found = await self._nearest(view, vector, self.index_candidates)
+        found = await self.retention.nearest(view, vector, self.index_candidates)
         near = nearest(found, vector, self.similar_threshold, limit=limit)
         return rules.Hints([c.item.n for c in near], self.similar_threshold)
 
@@ -310,7 +282,7 @@ class Memory:
         # The query embedding (the bulk of a recall) runs while the view is read.
         embedding = None if blank else asyncio.ensure_future(self.model.embed([text or ""]))
         try:
-            view = await self._read_view(partition)
+            view = await self.read_view(partition)
         except BaseException:
             if embedding is not None:
                 embedding.cancel()
@@ -321,11 +293,11 @@ class Memory:
                 embedding.cancel()
             return Recall([], [], cursor, [])
         if embedding is None:
-            items = (await self._recent(view, 3 * MAX_SOURCES)).items \
+            items = (await self.retention.recent(view, 3 * MAX_SOURCES)).items \
                 if isinstance(view, IndexedView) else view.items
             return results.recent(items, max_bytes, cursor)
         qvec = (await embedding)[0]
-        found = await self._nearest(view, qvec, self.index_candidates)
+        found = await self.retention.nearest(view, qvec, self.index_candidates)
         return results.relevant(self.ranker, found, qvec, text or "", max_bytes, cursor)
 
     async def search(self, partition: str, query: str, limit: int = 10) -> dict[str, Any]:
@@ -339,11 +311,11 @@ class Memory:
         if isinstance(limit, bool) or not isinstance(limit, int) \
                 or not 1 <= limit <= MAX_SEARCH_LIMIT:
             raise InvalidArguments(f"limit must be an integer from 1 to {MAX_SEARCH_LIMIT}")
-        view = await self._read_view(partition)
+        view = await self.read_view(partition)
         if not view.count:
             return {"items": [], "count": 0}
         qvec = (await self.model.embed([query]))[0]
-        found = await self._nearest(view, qvec, max(limit, self.index_candidates))
+        found = await self.retention.nearest(view, qvec, max(limit, self.index_candidates))
         return {"items": results.search_entries(self.ranker, found, qvec, query, limit),
                 "count": view.count}
 
@@ -354,20 +326,9 @@ class Memory:
         qvec = (await self.model.embed([text]))[0]
         return results.ranked(self.ranker, snap, qvec, text)
 
-    async def _read_view(self, partition: str) -> ReadView:
+    async def read_view(self, partition: str) -> ReadView:
         """The store's read view without the facts expired now."""
         return await self.retention.live(await self.store.read_view(partition))
-
-    async def _nearest(self, view: ReadView, query: np.ndarray, k: int) -> ItemSet:
-        """What ranking scores: the view itself, or an indexed one's ``k`` nearest live items."""
-        if not isinstance(view, IndexedView):
-            return view
-        return self.retention.keep(await self.store.nearest(view, query, k),
-                                   await self.retention.max_age(view.partition))
-
-    async def _recent(self, view: IndexedView, k: int) -> Candidates:
-        return self.retention.keep(await self.store.recent(view, k),
-                                   await self.retention.max_age(view.partition))
 
     async def snapshot(self, partition: str) -> PartitionSnapshot:
         """Every live item (none expired), tombstone and counter of ``partition``, as of now."""
@@ -399,14 +360,8 @@ class Memory:
             yield item.public()
 
     async def stats(self, partition: str) -> PartitionStats:
-        """Counters of one partition (read without loading it when it is indexed)."""
-        view = await self._read_view(partition)
-        forgotten = (await self.store.count_forgotten(partition)
-                     if isinstance(view, IndexedView) else len(view.tombstones))
-        pending = getattr(self.observer, "purge_pending", lambda _: None)(partition)
-        return {"partition": partition, "count": view.count, "highest": view.hwm,
-                "forgotten": forgotten, "version": view.version, "seq": view.seq,
-                "model": view.model, "purge_pending_s": pending}
+        """Counters of one partition (``semmem.lifecycle.inspection``)."""
+        return await inspection.stats(self, partition)
 
     async def similar(self, partition: str, threshold: float | None = None) -> builtins.list[Group]:
         """Groups of recallable facts that probably restate or supersede each other, newest
@@ -417,11 +372,7 @@ class Memory:
 
     async def last_update(self, partition: str) -> int | None:
         """When the partition last changed (its newest item or tombstone), if ever."""
-        view = await self._read_view(partition)
-        if isinstance(view, IndexedView):
-            items = (await self._recent(view, 1)).items
-            return max((it.updated for it in items), default=None)
-        return view.last_update
+        return await inspection.last_update(self, partition)
 
     # ----- owners' upkeep (semmem.lifecycle.upkeep) -------------------------------------------
     async def maintain(self, partition: str | None = None, *,

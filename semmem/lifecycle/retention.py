@@ -27,7 +27,7 @@ import numpy as np
 from semmem.errors import InvalidArguments
 from semmem.items import EXPIRES, Item, now_ms, parse_iso
 from semmem.store.rows import table_name
-from semmem.store.views import Candidates, IndexedView, PartitionSnapshot, ReadView
+from semmem.store.views import Candidates, IndexedView, ItemSet, PartitionSnapshot, ReadView
 
 if TYPE_CHECKING:
     from semmem.store.tables import Store
@@ -181,6 +181,27 @@ class Retention:
             return found
         alive = _expiries(found.items, max_age_ms) > now_ms()
         return found if alive.all() else Candidates(*_rows(found, alive), found.head)
+
+    async def nearest(self, view: ReadView, query: np.ndarray, k: int) -> ItemSet:
+        """What ranking scores: ``view`` itself, or an indexed one's ``k`` nearest items that
+        have not expired."""
+        if not isinstance(view, IndexedView):
+            return view
+        return self.keep(await self.store.nearest(view, query, k),
+                         await self.max_age(view.partition))
+
+    async def recent(self, view: IndexedView, k: int) -> Candidates:
+        """An indexed partition's ``k`` most recently updated items, the expired left out."""
+        return self.keep(await self.store.recent(view, k), await self.max_age(view.partition))
+
+    async def counted(self, partition: str, result: dict[str, Any]) -> dict[str, Any]:
+        """A write's result with ``count`` leaving out the facts expired now, as reads do
+        (judged on the view this process holds, so a write reads nothing more)."""
+        view = self.store.cached_view(partition)
+        if view is None or "count" not in result or not isinstance(view, PartitionSnapshot):
+            return result
+        hidden = view.count - (await self.live(view)).count
+        return {**result, "count": max(0, result["count"] - hidden)} if hidden else result
 
     async def live(self, view: ReadView, max_age_ms: int | None = None) -> ReadView:
         """``view`` without the facts expired now (the same object when none is). An indexed

@@ -22,8 +22,8 @@ from semmem.lifecycle.retention import (
     parse_duration,
 )
 from semmem.lifecycle.sweep import sweep
-from semmem.memory import Memory
 from semmem.mcp import resources
+from semmem.memory import Memory
 from semmem.store import Store
 
 GONE = "in Paris until Friday with the blue umbrella"
@@ -47,11 +47,12 @@ def wait_for(condition: Callable[[], bool], limit: float = 10.0) -> None:
 async def _reads(m: Memory, partition: str = "p") -> dict[str, object]:
     """What every read path shows of the partition."""
     listed = await resources.list_page(m, partition, None)
+    found = await m.search(partition, "Paris", 50)
     return {
         "recall": (await m.recall(partition, "Paris umbrella", 4096)).text,
         "recent": (await m.recall(partition, None, 4096)).text,
-        "search": [(it["n"], it["text"]) for it in (await m.search(partition, "Paris", 50))["items"]],
-        "search_count": (await m.search(partition, "Paris", 50))["count"],
+        "search": [(it["n"], it["text"]) for it in found["items"]],
+        "search_count": found["count"],
         "list": [it.n for it in await m.list(partition)],
         "export": [r["text"] async for r in m.export(partition)],
         "count": (await m.stats(partition))["count"],
