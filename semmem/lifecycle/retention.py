@@ -196,9 +196,14 @@ class Retention:
 
     async def counted(self, partition: str, result: dict[str, Any]) -> dict[str, Any]:
         """A write's result with ``count`` leaving out the facts expired now, as reads do
-        (judged on the view this process holds, so a write reads nothing more)."""
-        view = self.store.cached_view(partition)
-        if view is None or "count" not in result or not isinstance(view, PartitionSnapshot):
+        (where this process holds the partition's snapshot: it is brought forward to the
+        write's version, a version check; a partition written through write views is not
+        loaded for it)."""
+        if "count" not in result or not isinstance(self.store.cached_view(partition),
+                                                   PartitionSnapshot):
+            return result
+        view = await self.store.read_view(partition)
+        if not isinstance(view, PartitionSnapshot):
             return result
         hidden = view.count - (await self.live(view)).count
         return {**result, "count": max(0, result["count"] - hidden)} if hidden else result
