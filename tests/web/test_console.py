@@ -96,9 +96,9 @@ def text_of(page: str) -> str:
 
 
 PAGES = ["/console/", "/console/partition?p=a", "/console/item?p=a&n=1",
-         "/console/export?p=a", "/console/delete?p=a"]
+         "/console/export?p=a", "/console/delete?p=a", "/console/retention?p=a"]
 FORMS = ["/signout", "/partition/add", "/partition/search", "/partition/recall", "/item",
-         "/item/forget", "/delete"]
+         "/item/forget", "/delete", "/retention", "/retention/preview"]
 
 
 # ----- on or off --------------------------------------------------------------------------------
@@ -294,7 +294,7 @@ def test_every_response_is_uncached_and_locked_down(client: TestClient) -> None:
         csp = r.headers["content-security-policy"]
         assert "default-src 'none'" in csp and "frame-ancestors 'none'" in csp
         assert r.headers["x-content-type-options"] == "nosniff"
-    assert [r.status_code for r in responses] == [200, 303, 200, 404] + [200] * 6
+    assert [r.status_code for r in responses] == [200, 303, 200, 404] + [200] * 7
 
 
 def test_unknown_console_page_is_html_404(client: TestClient) -> None:

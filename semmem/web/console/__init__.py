@@ -22,7 +22,7 @@ from starlette.staticfiles import StaticFiles
 
 from semmem.errors import SemmemError
 from semmem.serving.runtime import Runtime
-from semmem.web.console import actions, pages
+from semmem.web.console import actions, pages, retention
 from semmem.web.console.guard import Refused, SignInRequired
 from semmem.web.console.render import PREFIX, ConsoleHeaders, error_page, semmem_error_page, url
 from semmem.web.console.session import COOKIE, clear_cookie
@@ -47,6 +47,9 @@ def create_console(runtime: Runtime) -> Starlette:
         Route("/item/forget", actions.forget, methods=["POST"]),
         Route("/item/merge", actions.merge, methods=["POST"]),
         Route("/similar", pages.similar, methods=["GET"]),
+        Route("/retention", retention.show, methods=["GET"]),
+        Route("/retention", retention.set_policy, methods=["POST"]),
+        Route("/retention/preview", retention.preview, methods=["POST"]),
         Route("/export", pages.export, methods=["GET"]),
         Route("/delete", pages.delete_form, methods=["GET"]),
         Route("/delete", actions.delete, methods=["POST"]),

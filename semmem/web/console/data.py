@@ -76,6 +76,7 @@ class PartitionView:
     items: list[Item]
     paging: Paging
     cursor: str
+    retention: str = "never"  # the effective policy
 
 
 async def partition_view(memory: Memory, partition: str, page: int) -> PartitionView:
@@ -87,6 +88,7 @@ async def partition_view(memory: Memory, partition: str, page: int) -> Partition
         partition, snap.count, snap.hwm, len(snap.tombstones), snap.model, snap.last_update,
         newest_first[paging.offset:paging.offset + paging.size], paging,
         make_cursor(partition, snap.seq),
+        (await memory.retention.policy(partition)).public()["effective"],
     )
 
 
