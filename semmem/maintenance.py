@@ -222,14 +222,36 @@ class Maintenance:
         self.record_ttl_s = record_ttl_s
         self.follow_s = follow_s
         self._follow: asyncio.Task[None] | None = None
-        self._sweep: Callable[[], Awaitable[object]] | None = None
+        self._sweep: Callable[[list[str] | None], Awaitable[object]] | None = None
         self.sweep_s = 3600.0
         self._sweeping: asyncio.Task[None] | None = None
+        self._soon: dict[str, asyncio.Task[None]] = {}
         self.sweeps = 0  # retention sweeps done
 
-    def sweeping(self, sweep: Callable[[], Awaitable[object]], interval_s: float) -> None:
-        """Run ``sweep`` (the retention sweep) once at start and every ``interval_s``."""
+    def sweeping(self, sweep: Callable[[list[str] | None], Awaitable[object]],
+                 interval_s: float) -> None:
+        """Run ``sweep`` (the retention sweep, of the partitions given or all) once at start
+        and every ``interval_s``."""
         self._sweep, self.sweep_s = sweep, interval_s
+
+    def sweep_soon(self, partition: str) -> None:
+        """Sweep ``partition`` after the maintenance delay (a read found expired facts in it:
+        they are hidden, and each new version costs a filtered copy until they are gone)."""
+        if self._sweep is None or partition in self._soon or self._sweeping is None:
+            return
+        self._soon[partition] = asyncio.create_task(self._sweep_one(partition),
+                                                    name="semmem-sweep-soon")
+
+    async def _sweep_one(self, partition: str) -> None:
+        assert self._sweep is not None
+        try:
+            await asyncio.sleep(self.maintainer.delay_s)
+            await self._sweep([partition])
+        except Exception:
+            log.warning("the retention sweep of a partition failed; the next round tries "
+                        "again", exc_info=True)
+        finally:
+            self._soon.pop(partition, None)
 
     @property
     def passes(self) -> int:
@@ -274,7 +296,7 @@ class Maintenance:
         assert self._sweep is not None
         while True:
             try:
-                await self._sweep()
+                await self._sweep(None)
                 self.sweeps += 1
             except Exception:
                 log.warning("the retention sweep failed; the next round tries again",
@@ -300,11 +322,12 @@ class Maintenance:
 
     async def stop(self) -> None:
         """Cancel follow-ups and the sweep, and stop the scheduler."""
-        if self._sweeping is not None:
-            self._sweeping.cancel()
+        for task in [*self._soon.values(), *([self._sweeping] if self._sweeping else [])]:
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._sweeping
-            self._sweeping = None
+                await task
+        self._soon.clear()
+        self._sweeping = None
         if self._follow is not None:
             self._follow.cancel()
             with contextlib.suppress(asyncio.CancelledError):

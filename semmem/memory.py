@@ -281,24 +281,24 @@ class Memory:
         blank = text is None or not text.strip()
         # The query embedding (the bulk of a recall) runs while the view is read.
         embedding = None if blank else asyncio.ensure_future(self.model.embed([text or ""]))
-        try:
-            view = await self.read_view(partition)
+        try:  # ranked on the snapshot as it is, the expired (``hidden``) left out after
+            view, hidden = await self.retention.split(await self.store.read_view(partition))
         except BaseException:
             if embedding is not None:
                 embedding.cancel()
             raise
         cursor = make_cursor(partition, view.seq)
-        if not view.count:
+        if view.count == len(hidden):
             if embedding is not None:
                 embedding.cancel()
             return Recall([], [], cursor, [])
         if embedding is None:
             items = (await self.retention.recent(view, 3 * MAX_SOURCES)).items \
                 if isinstance(view, IndexedView) else view.items
-            return results.recent(items, max_bytes, cursor)
+            return results.recent(items, max_bytes, cursor, hidden)
         qvec = (await embedding)[0]
         found = await self.retention.nearest(view, qvec, self.index_candidates)
-        return results.relevant(self.ranker, found, qvec, text or "", max_bytes, cursor)
+        return results.relevant(self.ranker, found, qvec, text or "", max_bytes, cursor, hidden)
 
     async def search(self, partition: str, query: str, limit: int = 10) -> dict[str, Any]:
         """The ``limit`` items most similar to ``query``, with scores (no relevance floor).
@@ -311,20 +311,21 @@ class Memory:
         if isinstance(limit, bool) or not isinstance(limit, int) \
                 or not 1 <= limit <= MAX_SEARCH_LIMIT:
             raise InvalidArguments(f"limit must be an integer from 1 to {MAX_SEARCH_LIMIT}")
-        view = await self.read_view(partition)
-        if not view.count:
+        view, hidden = await self.retention.split(await self.store.read_view(partition))
+        if view.count == len(hidden):
             return {"items": [], "count": 0}
         qvec = (await self.model.embed([query]))[0]
-        found = await self.retention.nearest(view, qvec, max(limit, self.index_candidates))
-        return {"items": results.search_entries(self.ranker, found, qvec, query, limit),
-                "count": view.count}
+        found = await self.retention.nearest(view, qvec,
+                                             max(limit, self.index_candidates))
+        return {"items": results.search_entries(self.ranker, found, qvec, query, limit, hidden),
+                "count": view.count - len(hidden)}
 
     async def ranked(self, partition: str, text: str) -> list[Scored]:
         """Every recallable item above the relevance floor for ``text``, best first, with
         near-duplicates left out: the order recall packs from (for evaluation)."""
-        snap = await self.snapshot(partition)
+        snap = await self.store.snapshot(partition)
         qvec = (await self.model.embed([text]))[0]
-        return results.ranked(self.ranker, snap, qvec, text)
+        return results.ranked(self.ranker, snap, qvec, text, await self.retention.hidden(snap))
 
     async def read_view(self, partition: str) -> ReadView:
         """The store's read view without the facts expired now."""

@@ -87,5 +87,6 @@ async def open_memory(
         retention=Retention(store, settings.retention_ms),
     )
     if observer is not None:
-        observer.sweeping(lambda: sweep(memory), settings.retention_sweep_s)
+        observer.sweeping(lambda names: sweep(memory, names), settings.retention_sweep_s)
+        memory.retention.found_expired = observer.sweep_soon
     return memory

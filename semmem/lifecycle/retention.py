@@ -14,6 +14,7 @@ outside the read paths (a restore honouring the live store, say).
 from __future__ import annotations
 
 import json
+import logging
 import re
 import time
 from collections import OrderedDict
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from semmem.errors import InvalidArguments
+from semmem.errors import InvalidArguments, Unavailable
 from semmem.items import EXPIRES, Item, now_ms, parse_iso
 from semmem.store.rows import table_name
 from semmem.store.views import Candidates, IndexedView, ItemSet, PartitionSnapshot, ReadView
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from semmem.store.tables import Store
 
 NEVER, INHERIT = "never", "inherit"
+log = logging.getLogger("semmem.store")
 REFRESH_S = 2.0  # how stale this process's copy of the overrides may be (other replicas' sets)
 _UNITS = {"d": 86_400_000, "h": 3_600_000, "m": 60_000, "s": 1000}
 _DURATION = re.compile(r"^\s*([0-9]{1,9})\s*([smhd])\s*$")
@@ -127,6 +129,17 @@ def _rows(view: PartitionSnapshot | Candidates, keep: np.ndarray
     return [view.items[i] for i in rows], view.vectors[rows].reshape(-1, view.vectors.shape[1])
 
 
+@dataclass
+class _Hidden:
+    """What is expired in one snapshot, until the next of its facts expires."""
+
+    view: PartitionSnapshot
+    max_age_ms: int | None
+    hidden: frozenset[int]
+    until: float  # epoch ms of the next expiry
+    filtered: PartitionSnapshot | None  # the copy without them, once a read asked for it
+
+
 class Retention:
     """The effective policy of each partition, and views without the facts expired now."""
 
@@ -137,14 +150,26 @@ class Retention:
         self.refresh_s = refresh_s
         self._overrides: dict[str, int | None] = {}
         self._read_at = float("-inf")
-        # partition → (the view filtered, its max age, the filtered view, valid until ms)
-        self._views: OrderedDict[str, tuple[object, int | None, object, float]] = OrderedDict()
+        self._views: OrderedDict[str, _Hidden] = OrderedDict()  # by partition
         self._lifetimes: OrderedDict[tuple[str, int], tuple[np.ndarray, ...]] = OrderedDict()
+        # Told of a partition a read found expired facts in (a server sweeps it soon: until
+        # then each new version costs a filtered copy of its snapshot).
+        self.found_expired: Callable[[str], None] | None = None
 
     # ----- policies ---------------------------------------------------------------------------
     async def _current(self) -> dict[str, int | None]:
+        """The overrides, read again once ``refresh_s`` old; a failed read keeps the last
+        ones (and is tried again by the next read), or is ``Unavailable`` if there are none.
+        """
         if time.monotonic() - self._read_at >= self.refresh_s:
-            self._overrides = await self.store.retention()
+            try:
+                self._overrides = await self.store.retention()
+            except Exception as exc:  # the engine's errors are not a typed tree
+                if self._read_at == float("-inf"):
+                    raise Unavailable(f"cannot read the retention policies: {exc}") from exc
+                log.warning("could not read the retention policies; using the last ones",
+                            exc_info=True)
+                return self._overrides
             self._read_at = time.monotonic()
         return self._overrides
 
@@ -208,32 +233,60 @@ class Retention:
         hidden = view.count - (await self.live(view)).count
         return {**result, "count": max(0, result["count"] - hidden)} if hidden else result
 
-    async def live(self, view: ReadView, max_age_ms: int | None = None) -> ReadView:
+    async def live(self, view: ReadView) -> ReadView:
         """``view`` without the facts expired now (the same object when none is). An indexed
         view's count leaves them out too (its items come through ``keep``)."""
-        if max_age_ms is None:
-            max_age_ms = await self.max_age(view.partition)
+        max_age_ms = await self.max_age(view.partition)
         if isinstance(view, IndexedView):
             hidden = await self._expired_indexed(view, max_age_ms)
+            if hidden and self.found_expired is not None:
+                self.found_expired(view.partition)
             return IndexedView(view.head, max(0, view.count - hidden)) if hidden else view
-        if not view.items:
-            return view
+        held = self._state(view, max_age_ms)
+        if held.filtered is None:
+            keep = ~np.isin(np.fromiter((it.n for it in view.items), np.int64, view.size),
+                            np.fromiter(held.hidden, np.int64, len(held.hidden)))
+            held.filtered = PartitionSnapshot(*_rows(view, keep), view.head, view.tombstones,
+                                              view.ops)
+        return held.filtered
+
+    async def split(self, view: ReadView) -> tuple[ReadView, frozenset[int]]:
+        """What recall and search rank: a snapshot as it is with the numbers to leave out of
+        their answers (``hidden``), or an indexed view counting the expired out."""
+        if isinstance(view, IndexedView):
+            return await self.live(view), frozenset()
+        return view, await self.hidden(view)
+
+    async def hidden(self, view: ReadView) -> frozenset[int]:
+        """Numbers of a snapshot's facts expired now, for reads that rank the snapshot itself
+        and leave those out of what they return (its derived structures are kept: a filtered
+        copy would rebuild them at every version). None for an indexed view: its candidates
+        come through ``keep``."""
+        if isinstance(view, IndexedView):
+            return frozenset()
+        return self._state(view, await self.max_age(view.partition)).hidden
+
+    def _state(self, view: PartitionSnapshot, max_age_ms: int | None) -> _Hidden:
+        """What is expired in ``view`` now; kept until its next expiry (or a new version)."""
         now = now_ms()
         held = self._views.get(view.partition)
-        if held is not None and held[0] is view and held[1] == max_age_ms and now < held[3]:
+        if held is not None and held.view is view and held.max_age_ms == max_age_ms \
+                and now < held.until:
             self._views.move_to_end(view.partition)
-            return held[2]  # type: ignore[return-value]
+            return held
         expiry = view.cached(f"retention:{max_age_ms}", lambda s: _expiries(s.items, max_age_ms))
-        alive = expiry > now
-        later = expiry[alive]
-        valid_until = float(later.min()) if len(later) else float("inf")
-        filtered = view if alive.all() else PartitionSnapshot(
-            *_rows(view, alive), view.head, view.tombstones, view.ops)
-        self._views[view.partition] = (view, max_age_ms, filtered, valid_until)
+        gone = expiry <= now
+        later = expiry[~gone]
+        hidden = frozenset(view.items[i].n for i in np.flatnonzero(gone))
+        held = _Hidden(view, max_age_ms, hidden, float(later.min()) if len(later) else np.inf,
+                       None if hidden else view)
+        if hidden and self.found_expired is not None:
+            self.found_expired(view.partition)
+        self._views[view.partition] = held
         self._views.move_to_end(view.partition)
         while len(self._views) > _VIEWS:
             self._views.popitem(last=False)
-        return filtered
+        return held
 
     async def _expired_indexed(self, view: IndexedView, max_age_ms: int | None) -> int:
         _, expiry = await self._indexed_expiries(view, max_age_ms)
