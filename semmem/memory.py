@@ -257,7 +257,9 @@ class Memory:
         """Bulk-add records (``{"text", "n"?, "ts"?, "updated"?, record fields…}``): numbers
         kept when free (an export imports back unchanged), texts already present skipped."""
         return await import_records(self._write, self.model.embed, partition, records,
-                                    batch_size=batch_size, progress=progress)
+                                    batch_size=batch_size, progress=progress,
+                                    alive=self.retention.alive(
+                                        await self.retention.max_age(partition)))
 
     async def delete_partition(self, partition: str) -> bool:
         """Delete the partition and every file of it. Returns whether it existed."""

@@ -185,9 +185,10 @@ class Imported:
 
 
 def number_imports(view: WriteView, batch: Sequence[dict[str, Any]],
-                   texts: Sequence[str]) -> Imported:
+                   texts: Sequence[str], alive: Alive = lambda item: True) -> Imported:
     """Numbers for an import batch: a record's own ``n`` when free, else the next free one;
-    texts already in the partition (or earlier in the batch) are skipped."""
+    texts already in the partition (or earlier in the batch) are skipped, unless the item
+    holding one has expired (``alive``)."""
     seen: set[str] = set()
     hwm = view.hwm
     # The view holds the items with the asked-for numbers; numbers above the high-water mark
@@ -197,7 +198,8 @@ def number_imports(view: WriteView, batch: Sequence[dict[str, Any]],
     duplicates = 0
     for i, (rec, text) in enumerate(zip(batch, texts, strict=True)):
         key = dedupe_key(text)
-        if view.find_text(text) is not None or key in seen:
+        same = view.find_text(text)
+        if (same is not None and alive(same)) or key in seen:
             duplicates += 1
             continue
         seen.add(key)

@@ -226,3 +226,15 @@ async def test_every_process_reads_the_same_override(tmp_path: Path) -> None:
     assert (await b.retention.policy("p")).inherits
     await a.close()
     await b.close()
+
+
+async def test_an_import_is_no_duplicate_of_an_expired_fact(tmp_path: Path) -> None:
+    """An imported text equal to an expired fact's is stored (a live one is skipped)."""
+    m = await _memory(tmp_path / "db")
+    await m.remember("p", "a live fact")
+    n = (await m.remember("p", GONE, expires_at=iso(now_ms() - 1)))["n"]
+    report = await m.import_("p", [{"text": GONE}, {"text": "a live fact"}])
+    assert (report.imported, report.duplicates) == (1, 1)
+    assert [it.text for it in await m.list("p")] == ["a live fact", GONE]
+    assert [it.n for it in await m.list("p")][1] > n
+    await m.close()
