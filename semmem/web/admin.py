@@ -169,17 +169,19 @@ PolicyQ = Annotated[str, Query(pattern=f"^(never|{DURATION})$",
                                description="a duration (45s, 30m, 12h, 90d) or never")]
 SetPolicyQ = Annotated[str, Query(pattern=f"^(never|inherit|{DURATION})$",
                                   description="a duration, never, or inherit (the default)")]
-MaybePartitionQ = Annotated[str | None, Query(min_length=1, description="the partition key")]
+# Absent (or empty) means every partition: a string, not a nullable one, so the schema says
+# exactly what is served (a repeated parameter is not a list).
+MaybePartitionQ = Annotated[str, Query(description="the partition key; absent: all of them")]
 
 
 @router.get("/retention")
 async def retention(request: Request, rt: RuntimeDep,
-                    partition: MaybePartitionQ = None) -> Response:
+                    partition: MaybePartitionQ = "") -> Response:
     """A partition's policy and the facts due to expire, soonest first; without a partition,
     the deployment default and every partition's override."""
 
     async def work(memory: Memory) -> Response:
-        if partition is None:
+        if not partition:
             return _json(await policies.show(memory))
         return _json(await policies.due(memory, partition))
 
@@ -188,12 +190,12 @@ async def retention(request: Request, rt: RuntimeDep,
 
 @router.get("/retention/preview")
 async def retention_preview(request: Request, rt: RuntimeDep, policy: PolicyQ,
-                            partition: MaybePartitionQ = None) -> Response:
+                            partition: MaybePartitionQ = "") -> Response:
     """How many live facts ``policy`` would expire now (one partition, or every partition
     that inherits the default). Changes nothing."""
 
     async def work(memory: Memory) -> Response:
-        return _json(await policies.preview(memory, policy, partition))
+        return _json(await policies.preview(memory, policy, partition or None))
 
     return await _guarded(request, rt, work)
 
