@@ -11,6 +11,7 @@ import httpx
 from semmem_client._base import DEFAULT_MAX_BYTES, Base, TurnBase, edit_args, search_args
 from semmem_client._errors import SemmemError
 from semmem_client._retry import Attempts
+from semmem_client._tools import ToolDefinition, tool_definitions
 from semmem_client._wire import (
     Access,
     Recall,
@@ -76,6 +77,12 @@ class Client(Base):
         """Call any declared tool by name; its ``result`` as the server answered it."""
         return read_result(self._call(self._tool_body(partition, name, arguments, cursor,
                                                       operation_id)))
+
+    def tools(self) -> list[ToolDefinition]:
+        """The server's tools (from ``GET /openapi.json``, which needs no token)."""
+        reply = self._http.get(self.url + "/openapi.json", timeout=self.deadline_s)
+        return tool_definitions(read_answer(reply.status_code, reply.content, None),
+                                self.memory_path)
 
     def turn(self, partition: str, text: str | None, max_bytes: int = DEFAULT_MAX_BYTES
              ) -> Turn:

@@ -93,14 +93,15 @@ def encode(body: dict[str, Any]) -> bytes:
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def read_answer(status: int, content: bytes) -> Any:
+def read_answer(status: int, content: bytes, limit: int | None = MAX_BODY_BYTES) -> Any:
     """The decoded 200 body, or raise the error the answer carries.
 
     Raises:
         SemmemError: the envelope's class for an error status; ``ProtocolError`` for a body
-            that is not JSON, over 64 KiB, or an error without the envelope.
+            that is not JSON, over ``limit`` (the contract's 64 KiB), or an error without the
+            envelope.
     """
-    if len(content) > MAX_BODY_BYTES:
+    if limit is not None and len(content) > limit:
         raise ProtocolError(f"answer of {len(content)} bytes is over the 64 KiB limit",
                             status=status)
     try:
