@@ -11,6 +11,7 @@ from semmem_client._client import Client
 from semmem_client._errors import SemmemError
 from semmem_client._tools import ToolDefinition, recall_definition
 
+MAX_CONVERSATIONS = 1024  # cursors kept; the oldest conversation's goes first
 MEMORY_HEADER = "What you remember about the user (numbered facts; edit them by number):"
 
 
@@ -38,7 +39,10 @@ class Binding:
         """Recall for ``text`` (the latest user message), keep the cursor for ``key``'s tool
         calls, and return the text (at most ``max_bytes`` UTF-8 bytes; empty if nothing)."""
         recall = self.client.recall(self.partition, text, self.max_bytes)
+        self.cursors.pop(key, None)
         self.cursors[key] = recall.cursor
+        if len(self.cursors) > MAX_CONVERSATIONS:
+            del self.cursors[next(iter(self.cursors))]
         return recall.text
 
     def system_prompt(self, key: str, text: str | None, prompt: str = "") -> str:
