@@ -14,10 +14,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO))  # the repo's real-server harness, tests/support/server.py
 
+from semmem_client import AsyncClient, Client  # noqa: E402
+
 from proxy import Proxy  # noqa: E402
 from tests.support.server import TOKEN, ServerProcess  # noqa: E402
-
-from semmem_client import AsyncClient, Client  # noqa: E402
 
 PATH = "/oc-memory"
 # The server runs in the venv that has semmem (and its engines); this one has only the client.

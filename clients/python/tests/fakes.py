@@ -3,23 +3,24 @@ records what it was sent (the system prompt included)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
+from pydantic import Field
 
 
 class ScriptedChatModel(BaseChatModel):
     """A chat model that answers from ``script`` in order and keeps every input in ``seen``."""
 
     script: list[AIMessage]
-    seen: list[list[BaseMessage]] = []
-    bound: list[str] = []
+    seen: list[list[BaseMessage]] = Field(default_factory=list)
+    bound: list[str] = Field(default_factory=list)
 
     @property
     def _llm_type(self) -> str:
@@ -31,7 +32,9 @@ class ScriptedChatModel(BaseChatModel):
         self.seen.append(list(messages))
         return ChatResult(generations=[ChatGeneration(message=self.script.pop(0))])
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, BaseMessage]:
+    def bind_tools(self, tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
+                   *, tool_choice: str | None = None, **kwargs: Any
+                   ) -> Runnable[LanguageModelInput, AIMessage]:
         self.bound = [t.name if isinstance(t, BaseTool) else str(t) for t in tools]
         return self
 

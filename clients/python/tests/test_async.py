@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from conftest import async_client
-from tests.support.server import ServerProcess
 
 from semmem_client import Conflict, NotFound
+
+from conftest import async_client
+from tests.support.server import ServerProcess
 
 
 def test_async_verbs_and_turn_conflict(server: ServerProcess, partition: str) -> None:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import time
 
 import pytest
-from conftest import PATH
-from tests.support.server import TOKEN, ServerProcess, free_port
 
 from semmem_client import (
     Client,
@@ -20,6 +18,9 @@ from semmem_client import (
     TransportError,
     Unauthorized,
 )
+
+from conftest import PATH
+from tests.support.server import TOKEN, ServerProcess, free_port
 
 
 def test_remember_then_recall_in_five_lines(server: ServerProcess, partition: str) -> None:

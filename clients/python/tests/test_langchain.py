@@ -8,16 +8,17 @@ import json
 import warnings
 from typing import Any
 
-from conftest import PATH
-from fakes import ScriptedChatModel, calls
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from proxy import Proxy
-from tests.support.server import TOKEN, ServerProcess
 
 from semmem_client import Client
 from semmem_client._binding import MEMORY_HEADER
 from semmem_client.langchain import LangChainMemory
+
+from conftest import PATH
+from fakes import ScriptedChatModel, calls
+from proxy import Proxy
+from tests.support.server import TOKEN, ServerProcess
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # create_react_agent moved to langchain.agents in 1.0

@@ -15,11 +15,12 @@ from openai.types.responses import (
     ResponseOutputMessage,
     ResponseOutputText,
 )
-from proxy import Proxy
 
 from semmem_client import Client
 from semmem_client._binding import MEMORY_HEADER
 from semmem_client.openai_agents import AgentsMemory
+
+from proxy import Proxy
 
 
 class ScriptedModel(Model):

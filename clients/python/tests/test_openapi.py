@@ -8,12 +8,13 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import PATH
 from jsonschema import Draft202012Validator
-from proxy import Proxy
 
 from semmem_client import Client, Conflict, NotFound, SemmemError
 from semmem_client._errors import BY_CODE
+
+from conftest import PATH
+from proxy import Proxy
 
 
 def _document(url: str) -> dict[str, Any]:

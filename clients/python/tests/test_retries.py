@@ -6,11 +6,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+
+from semmem_client import Client, Conflict, Overloaded, Unavailable
+
 from conftest import PATH, async_client
 from proxy import Proxy
 from tests.support.server import TOKEN
-
-from semmem_client import Client, Conflict, Overloaded, Unavailable
 
 
 def _same_bytes(proxy: Proxy) -> None:

@@ -42,41 +42,44 @@ class AsyncClient(Base):
         self._own_http = http is None
         self._http = http or httpx.AsyncClient()
 
-    async def recall(self, partition: str, text: str | None, max_bytes: int = DEFAULT_MAX_BYTES, *,
-               operation_id: str | None = None) -> Recall:
+    async def recall(self, partition: str, text: str | None,
+                     max_bytes: int = DEFAULT_MAX_BYTES, *, operation_id: str | None = None
+                     ) -> Recall:
         """The facts relevant to ``text`` within ``max_bytes`` (newest first for ``None``)."""
-        return read_recall(await self._call(self._recall_body(partition, text, max_bytes,
-                                                        operation_id)))
+        body = self._recall_body(partition, text, max_bytes, operation_id)
+        return read_recall(await self._call(body))
 
-    async def search(self, partition: str, query: str, limit: int = 10, *, cursor: str | None = None,
-               operation_id: str | None = None) -> SearchResult:
+    async def search(self, partition: str, query: str, limit: int = 10, *,
+                     cursor: str | None = None, operation_id: str | None = None
+                     ) -> SearchResult:
         """The facts closest to ``query`` with numbers and scores (``items``, ``count``)."""
-        return cast(SearchResult, await self.tool(partition, "search", search_args(query, limit),
-                                            cursor, operation_id=operation_id))
+        args = search_args(query, limit)
+        return cast(SearchResult, await self.tool(partition, "search", args, cursor,
+                                                  operation_id=operation_id))
 
     async def remember(self, partition: str, text: str, *, cursor: str | None = None,
-                 operation_id: str | None = None) -> WriteResult:
+                       operation_id: str | None = None) -> WriteResult:
         """Store a fact; the result has its number ``n`` and maybe ``similar`` facts."""
-        return cast(WriteResult, await self.tool(partition, "remember", {"text": text}, cursor,
-                                           operation_id=operation_id))
+        return cast(WriteResult, await self.tool(partition, "remember", {"text": text},
+                                                 cursor, operation_id=operation_id))
 
     async def update(self, partition: str, n: int, text: str, cursor: str | None = None, *,
-               operation_id: str | None = None) -> WriteResult:
+                     operation_id: str | None = None) -> WriteResult:
         """Replace fact ``n``'s text; ``Conflict`` if it changed after ``cursor``'s recall."""
-        return cast(WriteResult, await self.tool(partition, "update", edit_args(n, text), cursor,
-                                           operation_id=operation_id))
+        return cast(WriteResult, await self.tool(partition, "update", edit_args(n, text),
+                                                 cursor, operation_id=operation_id))
 
     async def forget(self, partition: str, n: int, cursor: str | None = None, *,
-               operation_id: str | None = None) -> WriteResult:
+                     operation_id: str | None = None) -> WriteResult:
         """Forget fact ``n`` (durably); ``Conflict`` if it changed after ``cursor``'s recall."""
         return cast(WriteResult, await self.tool(partition, "forget", edit_args(n), cursor,
-                                           operation_id=operation_id))
+                                                 operation_id=operation_id))
 
     async def tool(self, partition: str, name: str, arguments: dict[str, Any],
-             cursor: str | None = None, *, operation_id: str | None = None) -> Any:
+                   cursor: str | None = None, *, operation_id: str | None = None) -> Any:
         """Call any declared tool by name; its ``result`` as the server answered it."""
-        return read_result(await self._call(self._tool_body(partition, name, arguments, cursor,
-                                                      operation_id)))
+        body = self._tool_body(partition, name, arguments, cursor, operation_id)
+        return read_result(await self._call(body))
 
     async def tools(self) -> list[ToolDefinition]:
         """The server's tools (from ``GET /openapi.json``, which needs no token)."""
@@ -84,8 +87,8 @@ class AsyncClient(Base):
         return tool_definitions(read_answer(reply.status_code, reply.content, None),
                                 self.memory_path)
 
-    async def turn(self, partition: str, text: str | None, max_bytes: int = DEFAULT_MAX_BYTES
-             ) -> AsyncTurn:
+    async def turn(self, partition: str, text: str | None,
+                   max_bytes: int = DEFAULT_MAX_BYTES) -> AsyncTurn:
         """Recall for one model request; the returned turn's tool calls carry its cursor."""
         return AsyncTurn(self, partition, await self.recall(partition, text, max_bytes))
 

@@ -16,7 +16,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from agents import Agent, FunctionTool, RunContextWrapper
+from agents import Agent, FunctionTool, RunContextWrapper, Tool
 from agents.tool_context import ToolContext
 
 from semmem_client._binding import Binding
@@ -47,7 +47,7 @@ def latest_user_text(context: RunContextWrapper[Any]) -> str | None:
 class AgentsMemory(Binding):
     """A partition's memory for the OpenAI Agents SDK (see ``Binding`` for the options)."""
 
-    def tools(self) -> list[FunctionTool]:
+    def tools(self) -> list[Tool]:
         """``memory_recall``, ``memory_search``, ``memory_remember``, ``memory_update``,
         ``memory_forget`` (writes only when the client's access is ``read-write``)."""
         return [self._function_tool(d) for d in self.definitions]
