@@ -4,7 +4,7 @@ details}}``, plus two for answers that never came or broke the contract.
     SemmemError                   .code .status .details
     ├── InvalidRequest            invalid_request        400
     │   ├── InvalidArguments      invalid_arguments      422
-    │   └── DeadlineExceeded      deadline_exceeded      400 (or the client's own deadline)
+    │   └── DeadlineExceeded      deadline_exceeded      400
     ├── Unauthorized              unauthorized           401
     ├── Forbidden                 forbidden              403
     ├── NotFound                  not_found              404
@@ -54,7 +54,7 @@ class InvalidArguments(InvalidRequest):
 
 
 class DeadlineExceeded(InvalidRequest):
-    """The deadline passed: on arrival, before the commit, or before any answer came."""
+    """The deadline passed on arrival or before the commit: nothing was written."""
 
     code = "deadline_exceeded"
 
@@ -114,7 +114,8 @@ class Unavailable(SemmemError):
 
 
 class TransportError(SemmemError):
-    """No answer (connection refused or reset, timed out) after the retries the deadline allowed.
+    """No answer (connection refused or reset, timed out; the deadline ending an attempt too)
+    after the retries the deadline allowed.
 
     A write may still have committed: retry with the same ``operation_id`` to learn its result.
     """

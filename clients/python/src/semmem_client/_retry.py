@@ -47,8 +47,8 @@ class Attempts:
         self.retries = 0
 
     def timeout(self, last: SemmemError | None = None) -> float:
-        """Seconds the next attempt may take; raises ``last`` (or ``DeadlineExceeded``) when
-        none are left."""
+        """Seconds the next attempt may take; raises ``last`` when none are left (a first
+        attempt always has some: ``deadline_s`` is positive)."""
         left = self._deadline - self._clock()
         if left <= 0:
             raise last or DeadlineExceeded("the call's deadline passed before an answer came")
