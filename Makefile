@@ -58,8 +58,10 @@ pytest: setup-dev browser
 # The client's venv is its own: the frameworks' pins must not move the server's (mcp, pydantic).
 $(CSTAMP): $(CLIENT)/pyproject.toml $(CLIENT)/constraints.txt
 	test -x $(CVENV)/bin/python || $(PYTHON) -m venv $(CVENV)
-	$(CVENV)/bin/pip install --quiet --disable-pip-version-check -c $(CLIENT)/constraints.txt \
-		-e './$(CLIENT)[langchain,openai-agents,test]'
+	# uv fetches in parallel: these ~70 packages take ~1 min here where pip took ~9
+	$(CVENV)/bin/pip install --quiet --disable-pip-version-check -c $(CLIENT)/constraints.txt uv
+	$(CVENV)/bin/uv pip install --quiet --python $(CVENV)/bin/python \
+		-c $(CLIENT)/constraints.txt -e './$(CLIENT)[langchain,openai-agents,test]'
 	touch $@
 
 # The tests start `semmem serve` with the server's venv; tests/test_install.py checks this venv

@@ -50,8 +50,8 @@ class Binding:
         recalled = self.recall_text(key, text)
         if not recalled:
             return prompt
-        return f"{prompt}\n\n{MEMORY_HEADER}\n{recalled}" if prompt else \
-            f"{MEMORY_HEADER}\n{recalled}"
+        memory = f"{MEMORY_HEADER}\n{recalled}"
+        return f"{prompt}\n\n{memory}" if prompt else memory
 
     def call(self, key: str, name: str, arguments: dict[str, Any]) -> str:
         """Run tool ``name`` (``recall`` or a server tool) for ``key``: the JSON a model reads,
