@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import sysconfig
 from importlib import metadata
 
 HEAVY = ("torch", "onnxruntime", "lancedb", "pylance", "pyarrow", "fastapi", "semmem",
@@ -22,7 +23,10 @@ def test_requires_httpx_only() -> None:
 def test_no_heavy_package_in_the_client_venv() -> None:
     """Neither the client nor its extras brought an engine of the server's; the check can see
     what is installed (httpx is found)."""
-    installed = {d.metadata["Name"].lower() for d in metadata.distributions()}
+    # The venv's own site-packages: the repo root on sys.path (for the server harness) holds
+    # the server's egg-info wherever the server is installed editable.
+    paths = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+    installed = {d.metadata["Name"].lower() for d in metadata.distributions(path=paths)}
     assert "httpx" in installed
     assert not installed & set(HEAVY), sorted(installed & set(HEAVY))
 
