@@ -25,7 +25,7 @@ QUERY_BLOCK = 1024  # facts searched per index query
 
 
 async def similar_groups(store: Store, partition: str, threshold: float) -> list[Group]:
-    """The partition's recallable facts in groups of likely restatements, newest first."""
+    """The partition's recallable facts in groups of likely restatements (``groups``)."""
     view = await store.read_view(partition)
     snap = await store.snapshot(partition)
     if not isinstance(view, IndexedView):

@@ -134,7 +134,7 @@ async def export(request: Request, rt: RuntimeDep, partition: PartitionQ) -> Res
 @router.get("/similar")
 async def similar(request: Request, rt: RuntimeDep, partition: PartitionQ,
                   threshold: Annotated[float | None, Query(ge=-1, le=1)] = None) -> Response:
-    """Groups of facts that probably restate or supersede each other, newest first."""
+    """Groups of facts that probably restate or supersede each other, closest pair first."""
 
     async def work(memory: Memory) -> Response:
         found = await memory.similar(partition, threshold)
