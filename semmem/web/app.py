@@ -84,6 +84,7 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None,
     app.add_api_route("/metrics", metrics, methods=["GET"])
     app.add_api_route("/openapi.json", openapi_document, methods=["GET"], include_in_schema=False)
     if with_console:
+        app.add_route(console.PREFIX, console.landing, methods=["GET"], include_in_schema=False)
         app.mount(console.PREFIX, console.create_console(runtime))
     app.add_exception_handler(SemmemError, _on_semmem_error)
     app.add_exception_handler(HTTPException, _on_http_error)
