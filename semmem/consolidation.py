@@ -28,7 +28,7 @@ QUERY_BLOCK = 1024  # facts searched per index query
 async def similar_groups(store: Store, partition: str, threshold: float,
                          retention: Retention | None = None) -> list[Group]:
     """The partition's recallable facts (none expired, with ``retention``) in groups of likely
-    restatements, newest first."""
+    restatements (``groups``)."""
     view = await store.read_view(partition)
     snap = await store.snapshot(partition)
     if retention is not None:

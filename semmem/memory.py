@@ -35,7 +35,7 @@ from semmem.lifecycle.inspection import PartitionStats
 from semmem.lifecycle.retention import Retention
 from semmem.observing import QuietObserver, WriteObserver
 from semmem.ranking.ranker import Ranker, Scored
-from semmem.ranking.similar import MAX_SIMILAR, SIMILAR_THRESHOLD, Group, nearest
+from semmem.ranking.similar import MAX_SIMILAR, SIMILAR_THRESHOLD, Group, nearest, standing_out
 from semmem.results import Recall
 from semmem.rules import Operation
 from semmem.store.rows import Lookup, Mutation, Plan, op_key
@@ -211,8 +211,9 @@ class Memory:
 
     async def _hints(self, partition: str, vector: np.ndarray) -> rules.Hints:
         """The facts a written text may restate, to be scored again at the decided version: the
-        nearest recallable ones in the partition's cached view, else (a write never loads a
-        partition) the nearest numbers the table's own vector search finds."""
+        nearest recallable ones in the partition's cached view that stand out from the rest of
+        it (``cutoff``), else (a write never loads a partition; an indexed one has no whole
+        row to compare with) the nearest at the threshold alone."""
         # A few more than are listed: some may change before the write is decided.
         limit = 2 * MAX_SIMILAR
         view = self.store.cached_view(partition)
@@ -222,9 +223,12 @@ class Memory:
         view = await self.retention.live(view)
         if not view.count:
             return rules.Hints()
-        found = await self.retention.nearest(view, vector, self.index_candidates)
-        near = nearest(found, vector, self.similar_threshold, limit=limit)
-        return rules.Hints([c.item.n for c in near], self.similar_threshold)
+        if isinstance(view, IndexedView):
+            found = await self.retention.nearest(view, vector, self.index_candidates)
+            near = nearest(found, vector, self.similar_threshold, limit=limit)
+            return rules.Hints([c.item.n for c in near], self.similar_threshold)
+        near, least = standing_out(view, vector, self.similar_threshold, limit=limit)
+        return rules.Hints([c.item.n for c in near], least)
 
     async def merge(self, partition: str, n: int, into: int) -> dict[str, Any]:
         """Mark item ``n`` merged into item ``into`` in one write (``n`` stays on file, no
@@ -367,8 +371,9 @@ class Memory:
         return await inspection.stats(self, partition)
 
     async def similar(self, partition: str, threshold: float | None = None) -> builtins.list[Group]:
-        """Groups of recallable facts that probably restate or supersede each other, newest
-        first in each group (an owner's clean-up; ``threshold``: the hints' by default)."""
+        """Groups of recallable facts that probably restate or supersede each other: each fact
+        linked to its best match, closest pair's group first, newest first in each (an owner's
+        clean-up; ``threshold``: the hints' by default)."""
         return await similar_groups(self.store, partition,
                                     self.similar_threshold if threshold is None else threshold,
                                     self.retention)

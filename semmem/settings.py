@@ -55,6 +55,9 @@ class Settings(BaseSettings):
     cache_items: int = Field(
         2_000_000, ge=1, description="items held in cached snapshots across partitions"
     )
+    backup_to: str | None = Field(
+        None, description="where `POST /admin/backups` writes: a directory or s3://…"
+    )
     idempotency_ttl_s: int = Field(86_400, ge=1, description="keep write records this long")
     retention: str | None = Field(
         None, description="how long a fact lives after its last write by default: 45s, 30m, "

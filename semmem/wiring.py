@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from semmem.embedding.choice import open_model
 from semmem.embedding.embedder import CachedEmbedder, Embedder
@@ -17,6 +17,17 @@ from semmem.settings import Settings
 
 if TYPE_CHECKING:
     from semmem.store.tables import Store
+
+
+class ModelIdentity(Protocol):
+    """What a store needs of a model: its id and its vectors' width (an embedder has both;
+    a backup or restore, which embeds nothing, passes them alone)."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
 
 
 def limit_blas_threads() -> None:
@@ -45,7 +56,7 @@ def load_ranking(settings: Settings) -> RankingConfig:
     return RankingConfig()
 
 
-def make_store(settings: Settings, embedder: Embedder) -> Store:
+def make_store(settings: Settings, embedder: ModelIdentity) -> Store:
     """A store for ``settings.data``, not yet opened (this loads the storage engine)."""
     from semmem.store.fence import Fence
     from semmem.store.tables import Store

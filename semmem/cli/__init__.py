@@ -1,5 +1,6 @@
 """The ``semmem`` command line: ``commands`` (every verb, thin calls into the core),
-``options`` (what the commands share) and ``model`` (``semmem model fetch|verify``)."""
+``options`` (what the commands share), ``model`` (``semmem model fetch|verify``) and
+``backup`` (``semmem backup create|list|verify|restore|expire``)."""
 
 from __future__ import annotations
 

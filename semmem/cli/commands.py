@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
+from semmem.cli.backup import backup_app
 from semmem.cli.model import model_app
 from semmem.cli.options import DataOpt, ModelOpt, PartitionOpt, errors, run, settings, show
 from semmem.cli.retention import retention_app
@@ -23,6 +24,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(model_app, name="model")
+app.add_typer(backup_app, name="backup")
 app.add_typer(retention_app, name="retention")
 
 
@@ -192,7 +194,8 @@ def similar(
     data: DataOpt = None,
     model: ModelOpt = None,
 ) -> None:
-    """List groups of facts that probably restate or supersede each other (newest first)."""
+    """List groups of facts that probably restate or supersede each other (closest pair's
+    group first; in each, newest first with its best match and their similarity)."""
     found = run(data, model, lambda m: m.similar(partition, threshold))
     if as_json:
         show({"groups": [g.public() for g in found]})
@@ -200,9 +203,8 @@ def similar(
     for i, group in enumerate(found):
         if i:
             typer.echo("")
-        for near in group.members:
-            score = "" if near is group.members[0] else f"  ({near.score:.2f})"
-            typer.echo(f"{near.item.n}. {near.item.text}{score}")
+        for member in group.members:
+            typer.echo(f"{member.item.n}. {member.item.text}  (~#{member.to} {member.score:.2f})")
 
 
 @app.command()

@@ -17,6 +17,8 @@
     uploads.py     unfinished S3 multipart uploads: listed and aborted
     scratch.py     the engine's private temp folder per process
     files.py       a table's files on its filesystem, and opening its dataset
+    dump.py        a partition read whole at one version, a new one written whole (backups)
+    objects.py     named objects in a directory or under an S3 prefix (backup targets)
     cache.py       the read views cache
 
 Names are exported lazily, so ``semmem.store.rows`` and ``semmem.store.views`` load without

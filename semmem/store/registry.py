@@ -150,9 +150,11 @@ class Registry:
         """Replace the store's metadata."""
         await self.put(META, value)
 
-    async def add_table(self, name: str, partition: str) -> None:
-        """Record the partition a new table belongs to."""
-        await self.put(f"t:{name}", {"partition": partition, "created": now_ms()})
+    async def add_table(self, name: str, partition: str, created: int | None = None) -> None:
+        """Record the partition a new table belongs to, and when it was created (now, or
+        the original's time for a restored one)."""
+        await self.put(f"t:{name}", {"partition": partition,
+                                     "created": now_ms() if created is None else created})
 
     async def remove_table(self, name: str) -> None:
         """Forget a dropped table's partition name (purged from files by ``maintain``)."""

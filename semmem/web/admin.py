@@ -1,5 +1,5 @@
 """The owners' admin API (admin tokens only): list partitions, list/export/edit items, delete,
-retention policies.
+start and list backups, retention policies.
 
 Partitions travel as a query parameter, never as a path segment, so any partition string
 (slashes, quotes, unicode) names exactly itself.
@@ -7,8 +7,9 @@ Partitions travel as a query parameter, never as a path segment, so any partitio
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 from starlette.responses import Response, StreamingResponse
@@ -22,6 +23,9 @@ from semmem.serving.guard import served
 from semmem.serving.runtime import Runtime
 from semmem.web.errors import MEDIA_TYPE, error_response
 from semmem.web.requests import runtime
+
+if TYPE_CHECKING:
+    from semmem.store.objects import Objects
 
 MAX_PAGE = 1000
 
@@ -132,7 +136,7 @@ async def export(request: Request, rt: RuntimeDep, partition: PartitionQ) -> Res
 @router.get("/similar")
 async def similar(request: Request, rt: RuntimeDep, partition: PartitionQ,
                   threshold: Annotated[float | None, Query(ge=-1, le=1)] = None) -> Response:
-    """Groups of facts that probably restate or supersede each other, newest first."""
+    """Groups of facts that probably restate or supersede each other, closest pair first."""
 
     async def work(memory: Memory) -> Response:
         found = await memory.similar(partition, threshold)
@@ -160,6 +164,43 @@ async def delete_partition(request: Request, rt: RuntimeDep, partition: Partitio
         existed = await memory.delete_partition(partition)
         rt.metrics.forget_partition(partition)
         return _json({"deleted": existed, "partition": partition})
+
+    return await _guarded(request, rt, work)
+
+
+def _backup_target(rt: Runtime) -> Objects:
+    from semmem.store.objects import Objects
+
+    if not rt.settings.backup_to:
+        raise InvalidInput("no backup target is configured (set SEMMEM_BACKUP_TO)")
+    return Objects(rt.settings.backup_to, rt.settings.storage_options)
+
+
+@router.post("/backups", status_code=202)
+async def start_backup(request: Request, rt: RuntimeDep) -> Response:
+    """Start a backup of the store into ``SEMMEM_BACKUP_TO`` (online: writes go on); answers
+    at once with the job, whose outcome ``GET /admin/backups`` shows."""
+
+    async def work(memory: Memory) -> Response:
+        job = request.app.state.backups.start(memory.store, _backup_target(rt))
+        return Response(dumps(job), 202, media_type=MEDIA_TYPE)
+
+    return await _guarded(request, rt, work)
+
+
+@router.get("/backups")
+async def backups(request: Request, rt: RuntimeDep) -> Response:
+    """The backups at ``SEMMEM_BACKUP_TO`` (complete ones only) and the jobs this server ran."""
+
+    async def work(memory: Memory) -> Response:
+        jobs = request.app.state.backups.listing()
+        if not rt.settings.backup_to:
+            return _json({"to": None, "backups": [], "jobs": jobs})
+        from semmem.lifecycle.backup import list_backups
+
+        found = await asyncio.to_thread(list_backups, _backup_target(rt))
+        return _json({"to": rt.settings.backup_to, "backups": [m.summary() for m in found],
+                      "jobs": jobs})
 
     return await _guarded(request, rt, work)
 

@@ -105,8 +105,18 @@ FORMS = ["/signout", "/partition/add", "/partition/search", "/partition/recall",
 def test_console_off_without_admin_tokens(tmp_path: Path) -> None:
     with console_client(tmp_path / "db", admin_tokens=None) as c:
         wait_ready(c)
-        for path in ("/console/", "/console/signin"):
+        for path in ("/console", "/console/", "/console/signin"):
             assert_error(c.get(path), 404, "not_found")
+
+
+def test_console_address_without_slash_lands_on_the_console(client: TestClient) -> None:
+    """A person typing ``/console`` lands on the console (it used to answer a JSON 404)."""
+    r = client.get("/console")
+    assert r.status_code == 307 and r.headers["location"] == "/console/"
+    assert r.headers["cache-control"] == "no-store"
+    landed = client.get(r.headers["location"])
+    assert landed.status_code == 303 and landed.headers["location"].startswith("/console/signin")
+    assert_error(client.post("/console"), 405, "invalid_request")
 
 
 def test_create_app_refuses_provider_path_under_console(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -27,7 +27,13 @@ from semmem.web.console.guard import Refused, SignInRequired
 from semmem.web.console.render import PREFIX, ConsoleHeaders, error_page, semmem_error_page, url
 from semmem.web.console.session import COOKIE, clear_cookie
 
-__all__ = ["PREFIX", "create_console"]
+__all__ = ["PREFIX", "create_console", "landing"]
+
+
+async def landing(request: Request) -> Response:
+    """``GET /console`` without the trailing slash: a person typing the address lands on the
+    console's first page (the mount itself answers only below ``/console/``)."""
+    return RedirectResponse(url("/"), headers={"Cache-Control": "no-store"})
 
 
 def create_console(runtime: Runtime) -> Starlette:

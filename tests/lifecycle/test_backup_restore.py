@@ -1,0 +1,171 @@
+"""Restores: the backup as it was, or as the live store (the ledger) allows it now; decoded
+byte scans of the restored store, numbers never issued twice, no embedding at all."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from semmem.embedding.fakes import HashingEmbedder
+from semmem.errors import InvalidInput
+from semmem.items import Item, Vectors
+from semmem.lifecycle.backup import create_backup
+from semmem.lifecycle.backup_restore import restore_backup
+from semmem.memory import Memory
+from semmem.store import Store
+from semmem.store.objects import Objects
+from tests.support.files import decoded_with
+
+FORGOTTEN = "forgotten since the backup: locker code 5521"
+REPLACED = "replaced since the backup: lives in Lyon"
+EXPIRED = "expired since the backup: in Paris until Friday"
+DELETED = "in a partition deleted since: account 0077"
+KEPT = "kept all along: prefers tea"
+
+
+class CountingEmbedder(HashingEmbedder):
+    """The fake embedder, counting its calls."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def embed_batch(self, texts: list[str]) -> Vectors:
+        """Count, then embed."""
+        self.calls += 1
+        return super().embed_batch(texts)
+
+
+async def _store(path: Path, emb: HashingEmbedder) -> Store:
+    store = Store(str(path), dim=emb.dim, model_id=emb.model_id)
+    await store.open()
+    return store
+
+
+async def _history(live: Memory, target: Objects) -> str:
+    """A backup, then forgets, an update, an expiry, a record edit and a deleted partition."""
+    for text in (KEPT, FORGOTTEN, REPLACED, EXPIRED, "the newest, forgotten before"):
+        await live.remember("p", text)
+    await live.forget("p", 5)  # before the backup: a tombstone in it, the mark stays 5
+    await live.remember("gone", DELETED)
+    backup = await create_backup(live.store, target)
+    await live.forget("p", 2)
+    await live.update("p", 3, "lives in Berlin now")
+    await live.update("p", 1, attrs={"note": "asked twice"})
+    await live.remember("p", "after the backup")  # number 6, not in the backup
+    await live.delete_partition("gone")
+    return backup.id
+
+
+def _expired(item: Item, now: int) -> bool:
+    """The live store's retention, as the restore reads it: EXPIRED is past its expiry."""
+    return item.text != EXPIRED
+
+
+async def test_restore_without_ledger_brings_the_backup_back_as_it_was(
+        tmp_path: Path, live: Memory, target: Objects) -> None:
+    backup = await _history(live, target)
+    emb = CountingEmbedder()
+    into = await _store(tmp_path / "restored", emb)
+    report = await restore_backup(target, backup, into)
+    assert report.as_dict()["withheld"] == {"partitionsDeletedSince": [],
+                                            "forgottenOrExpiredSince": {},
+                                            "textUpdatedSince": {}}
+    restored = Memory(into, emb)
+    snap, was = await restored.snapshot("p"), await live.snapshot("p")
+    assert [(it.n, it.text) for it in snap.items] == [
+        (1, KEPT), (2, FORGOTTEN), (3, REPLACED), (4, EXPIRED)]
+    assert list(snap.tombstones) == [5] and snap.hwm == 5
+    assert (snap.items[0].ts, snap.items[0].revision) == (was.items[0].ts, 1)
+    vectors = HashingEmbedder().embed_batch([it.text for it in snap.items])
+    assert snap.vectors.tobytes() == vectors.tobytes()  # the stored vectors, written back
+    assert emb.calls == 0  # a restore embeds nothing
+    # the newest number was forgotten before the backup: still never issued again
+    assert (await restored.remember("p", "first after the restore"))["n"] == 6
+    assert [it.text for it in await restored.list("gone")] == [DELETED]
+    # positive control of the scans below: the restored store's files show these texts
+    assert decoded_with(tmp_path / "restored", FORGOTTEN)
+    assert decoded_with(tmp_path / "restored", vector=vectors[2])
+    await into.close()
+
+
+async def test_restore_with_ledger_withholds_what_was_forgotten_replaced_expired_or_deleted(
+        tmp_path: Path, live: Memory, target: Objects, fake_embedder: HashingEmbedder) -> None:
+    backup = await _history(live, target)
+    control = await _store(tmp_path / "control", fake_embedder)  # the same, without a ledger
+    await restore_backup(target, backup, control)
+    await control.close()
+    for text in (FORGOTTEN, REPLACED, EXPIRED, DELETED):
+        assert decoded_with(tmp_path / "control", text,
+                            fake_embedder.embed_batch([text])[0]), text
+
+    into = await _store(tmp_path / "restored", fake_embedder)
+    report = (await restore_backup(target, backup, into, live.store, live=_expired)).as_dict()
+    assert report["withheld"] == {"partitionsDeletedSince": ["gone"],
+                                  "forgottenOrExpiredSince": {"p": [2, 4]},
+                                  "textUpdatedSince": {"p": [3]}}
+    assert report["recordsFromLedger"] == {"p": [1]}
+    assert (report["partitions"], report["items"], report["tombstones"]) == (1, 1, 4)
+    restored = Memory(into, fake_embedder)
+    assert await restored.partitions() == ["p"]
+    snap = await restored.snapshot("p")
+    assert [(it.n, it.text, it.attrs) for it in snap.items] == [
+        (1, KEPT, {"note": "asked twice"})]
+    assert sorted(snap.tombstones) == [2, 3, 4, 5]
+    # numbered tombstones: a stale edit of them is told "changed", not "never existed"
+    assert snap.hwm == 6
+    assert (await restored.remember("p", "first after the restore"))["n"] == 7
+    root = tmp_path / "restored"
+    assert decoded_with(root, KEPT)  # the scan sees what is there
+    for text in (FORGOTTEN, REPLACED, EXPIRED, DELETED, "lives in Berlin now"):
+        assert not decoded_with(root, text, fake_embedder.embed_batch([text])[0]), text
+    await into.close()
+
+
+async def test_restore_refuses_a_store_that_holds_a_partition(
+        tmp_path: Path, live: Memory, target: Objects, fake_embedder: HashingEmbedder) -> None:
+    await live.remember("p", KEPT)
+    backup = (await create_backup(live.store, target)).id
+    into = await _store(tmp_path / "busy", fake_embedder)
+    busy = Memory(into, fake_embedder)
+    await busy.remember("other", "already here")
+    with pytest.raises(InvalidInput, match="not empty"):
+        await restore_backup(target, backup, into)
+    assert await busy.partitions() == ["other"]
+    await into.close()
+
+
+async def test_restore_of_a_backup_of_another_model_is_refused(
+        tmp_path: Path, live: Memory, target: Objects) -> None:
+    await live.remember("p", KEPT)
+    backup = (await create_backup(live.store, target)).id
+    other = HashingEmbedder(dim=64, model_id="hashing-other")
+    into = await _store(tmp_path / "other", other)
+    with pytest.raises(InvalidInput, match="model"):
+        await restore_backup(target, backup, into)
+    assert await into.partitions() == []
+    await into.close()
+
+
+def test_counting_embedder_counts() -> None:
+    emb = CountingEmbedder()
+    assert np.allclose(emb.embed_batch(["a b"]), HashingEmbedder().embed_batch(["a b"]))
+    assert emb.calls == 1
+
+
+async def test_a_restored_store_is_the_ledger_of_a_later_restore(
+        tmp_path: Path, live: Memory, target: Objects, fake_embedder: HashingEmbedder) -> None:
+    await live.remember("p", KEPT)
+    await live.remember("p", FORGOTTEN)
+    backup = (await create_backup(live.store, target)).id
+    first = await _store(tmp_path / "first", fake_embedder)
+    await restore_backup(target, backup, first)  # the live store was lost: this one serves
+    await Memory(first, fake_embedder).forget("p", 2)
+    again = await _store(tmp_path / "again", fake_embedder)
+    report = (await restore_backup(target, backup, again, first)).as_dict()
+    assert report["withheld"]["partitionsDeletedSince"] == []  # the same tables, restored
+    assert report["withheld"]["forgottenOrExpiredSince"] == {"p": [2]}
+    await first.close()
+    await again.close()
