@@ -57,6 +57,9 @@ class PartitionStats(TypedDict):
     seq: int
     model: str | None
     purge_pending_s: float | None  # a dropped text's purge: seconds to its last pass, or None
+    bytes: int  # UTF-8 bytes of the live texts (what SEMMEM_PARTITION_MAX_BYTES counts)
+    max_items: int | None  # the partition quotas, if set
+    max_bytes: int | None
 
 
 class Memory:
@@ -360,9 +363,12 @@ class Memory:
         forgotten = (await self.store.count_forgotten(partition)
                      if isinstance(view, IndexedView) else len(view.tombstones))
         pending = getattr(self.observer, "purge_pending", lambda _: None)(partition)
+        quota = self.store.quota
         return {"partition": partition, "count": view.count, "highest": view.hwm,
                 "forgotten": forgotten, "version": view.version, "seq": view.seq,
-                "model": view.model, "purge_pending_s": pending}
+                "model": view.model, "purge_pending_s": pending,
+                "bytes": await self.store.text_bytes(view),
+                "max_items": quota.max_items, "max_bytes": quota.max_bytes}
 
     async def similar(self, partition: str, threshold: float | None = None) -> builtins.list[Group]:
         """Groups of recallable facts that probably restate or supersede each other: each fact

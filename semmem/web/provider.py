@@ -58,7 +58,7 @@ async def handle(request: Request) -> Response:
     operation_id = "-"
     try:
         async with served(rt, "invalid",
-                          lambda: rt.auth.check(request.headers.get("authorization"))) as call:
+                          lambda: rt.admit(request.headers.get("authorization"))) as call:
             _check_media_type(request)
             decoded = loads(await read_body(request))
             operation_id = operation_id_of(decoded)
