@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
-from semmem import results, rules
+from semmem import results, rules, tracing
 from semmem.consolidation import similar_groups
 from semmem.contract import (
     MAX_RECALL_BYTES,
@@ -36,7 +36,7 @@ from semmem.ranking.similar import MAX_SIMILAR, SIMILAR_THRESHOLD, Group, neares
 from semmem.results import Recall
 from semmem.rules import Operation
 from semmem.store.rows import Lookup, Mutation, Plan, op_key
-from semmem.store.views import IndexedView, PartitionSnapshot, WriteView
+from semmem.store.views import IndexedView, PartitionSnapshot, ReadView, WriteView
 
 if TYPE_CHECKING:  # the store's engine loads only where a store is opened
     from semmem.store.tables import Store
@@ -175,7 +175,7 @@ class Memory:
         text = clean_text(text)
         fields = {k: v for k, v in clean_attrs(attrs or {}).items() if v is not None}
         with self.store.coming(partition):  # its group waits for it (the rest of the turn)
-            vector = (await self.model.embed([text]))[0]
+            vector = await self._embed(text)
             hints = await self._hints(partition, vector)
         plan = rules.remember(text, vector, fields, op, self.idempotency_ttl_ms, hints)
         return await self._write(partition, plan, op, numbers=hints.candidates, texts=[text])
@@ -200,7 +200,7 @@ class Memory:
         vector, hints = None, rules.Hints()
         if new_text is not None:
             with self.store.coming(partition):
-                vector = (await self.model.embed([new_text]))[0]
+                vector = await self._embed(new_text)
                 hints = await self._hints(partition, vector)
         plan = rules.update(n, new_text, vector, changes, cursor_seq, op, self.idempotency_ttl_ms,
                             owner, hints)
@@ -282,9 +282,9 @@ class Memory:
             raise InvalidInput(f"maxBytes must be an integer from 1 to {MAX_RECALL_BYTES}")
         blank = text is None or not text.strip()
         # The query embedding (the bulk of a recall) runs while the view is read.
-        embedding = None if blank else asyncio.ensure_future(self.model.embed([text or ""]))
+        embedding = None if blank else asyncio.ensure_future(self._embed(text or ""))
         try:
-            view = await self.store.read_view(partition)
+            view = await self._read_view(partition)
         except BaseException:
             if embedding is not None:
                 embedding.cancel()
@@ -298,7 +298,7 @@ class Memory:
             items = (await self.store.recent(view, 3 * MAX_SOURCES)).items \
                 if isinstance(view, IndexedView) else view.items
             return results.recent(items, max_bytes, cursor)
-        qvec = (await embedding)[0]
+        qvec = await embedding
         found = await self.store.nearest(view, qvec, self.index_candidates) \
             if isinstance(view, IndexedView) else view
         return results.relevant(self.ranker, found, qvec, text or "", max_bytes, cursor)
@@ -314,14 +314,27 @@ class Memory:
         if isinstance(limit, bool) or not isinstance(limit, int) \
                 or not 1 <= limit <= MAX_SEARCH_LIMIT:
             raise InvalidArguments(f"limit must be an integer from 1 to {MAX_SEARCH_LIMIT}")
-        view = await self.store.read_view(partition)
+        view = await self._read_view(partition)
         if not view.count:
             return {"items": [], "count": 0}
-        qvec = (await self.model.embed([query]))[0]
+        qvec = await self._embed(query)
         found = await self.store.nearest(view, qvec, max(limit, self.index_candidates)) \
             if isinstance(view, IndexedView) else view
         return {"items": results.search_entries(self.ranker, found, qvec, query, limit),
                 "count": view.count}
+
+    async def _embed(self, text: str) -> np.ndarray:
+        """A text's vector (the ``embed`` span of a request)."""
+        with tracing.span("semmem.embed"):
+            vector: np.ndarray = (await self.model.embed([text]))[0]
+            return vector
+
+    async def _read_view(self, partition: str) -> ReadView:
+        """The partition's read view (the ``view read`` span of a read)."""
+        with tracing.span("semmem.view_read") as span:
+            view = await self.store.read_view(partition)
+            span.set("semmem.view.items", view.count)
+            return view
 
     async def ranked(self, partition: str, text: str) -> list[Scored]:
         """Every recallable item above the relevance floor for ``text``, best first, with

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from semmem import tracing
 from semmem.errors import DeadlineExceeded, ModelMismatch, SemmemError, Unavailable
 from semmem.items import now_ms
 from semmem.store.conflicts import backoff, is_commit_conflict, moved_on
@@ -278,10 +279,14 @@ class Writer:
             uri = await tbl.uri()
             gate = _Gate(self.fence, ds, confirmed, [p for p, _ in mutations])
             try:
-                new, layout_now = await asyncio.to_thread(
-                    commit, ds, layout, rows, self.schema, self.tail_rows, view.hwm,
-                    functools.partial(self.discard, uri), gate=gate,
-                    leftover=functools.partial(self.leftover, uri), durable=self.durable)
+                # The span is the group's, under the request of the write that started it.
+                with tracing.span("semmem.commit") as span:
+                    span.set("semmem.commit.group_size", len(mutations))
+                    span.set("semmem.commit.attempt", attempt + 1)
+                    new, layout_now = await asyncio.to_thread(
+                        commit, ds, layout, rows, self.schema, self.tail_rows, view.hwm,
+                        functools.partial(self.discard, uri), gate=gate,
+                        leftover=functools.partial(self.leftover, uri), durable=self.durable)
             except (Stale, DeadlineExceeded):
                 continue  # decide again on the latest version (or refuse, past the deadline)
             except SemmemError:
