@@ -11,7 +11,8 @@ _decoder = json.JSONDecoder()
 
 def console_spans(output: str) -> list[dict[str, Any]]:
     """Every span object in ``output`` (other lines, log lines included, are skipped)."""
-    spans, at = [], 0
+    spans: list[dict[str, Any]] = []
+    at = 0
     while True:
         at = output.find("{\n", at)
         if at < 0:
