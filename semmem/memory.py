@@ -12,7 +12,7 @@ import builtins
 from collections.abc import AsyncIterator, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,6 +35,7 @@ from semmem.ranking.ranker import Ranker, Scored
 from semmem.ranking.similar import MAX_SIMILAR, SIMILAR_THRESHOLD, Group, nearest, standing_out
 from semmem.results import Recall
 from semmem.rules import Operation
+from semmem.stats import PartitionStats, partition_stats
 from semmem.store.rows import Lookup, Mutation, Plan, op_key
 from semmem.store.views import IndexedView, PartitionSnapshot, ReadView, WriteView
 
@@ -44,22 +45,6 @@ if TYPE_CHECKING:  # the store's engine loads only where a store is opened
 
 __all__ = ["ImportReport", "Memory", "Operation", "PartitionStats", "QuietObserver", "Recall",
            "WriteObserver"]
-
-
-class PartitionStats(TypedDict):
-    """Counters of one partition."""
-
-    partition: str
-    count: int
-    highest: int
-    forgotten: int
-    version: int
-    seq: int
-    model: str | None
-    purge_pending_s: float | None  # a dropped text's purge: seconds to its last pass, or None
-    bytes: int  # UTF-8 bytes of the live texts (what SEMMEM_PARTITION_MAX_BYTES counts)
-    max_items: int | None  # the partition quotas, if set
-    max_bytes: int | None
 
 
 class Memory:
@@ -371,17 +356,8 @@ class Memory:
             yield item.public()
 
     async def stats(self, partition: str) -> PartitionStats:
-        """Counters of one partition (read without loading it when it is indexed)."""
-        view = await self.store.read_view(partition)
-        forgotten = (await self.store.count_forgotten(partition)
-                     if isinstance(view, IndexedView) else len(view.tombstones))
-        pending = getattr(self.observer, "purge_pending", lambda _: None)(partition)
-        quota = self.store.quota
-        return {"partition": partition, "count": view.count, "highest": view.hwm,
-                "forgotten": forgotten, "version": view.version, "seq": view.seq,
-                "model": view.model, "purge_pending_s": pending,
-                "bytes": await self.store.text_bytes(view),
-                "max_items": quota.max_items, "max_bytes": quota.max_bytes}
+        """Counters of one partition, its text bytes and the quotas (see ``semmem.stats``)."""
+        return await partition_stats(self.store, self.observer, partition)
 
     async def similar(self, partition: str, threshold: float | None = None) -> builtins.list[Group]:
         """Groups of recallable facts that probably restate or supersede each other: each fact
