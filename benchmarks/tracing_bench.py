@@ -14,9 +14,11 @@ moment hits all of them:
 - **on**: this tree with an OpenTelemetry tracer installed, spans kept in memory (the cost of
   tracing when it is configured, without an exporter's network).
 
-Prints each run's p50/p95 and the p50 of its quietest block of 25 recalls (on a shared
-machine, the block least disturbed by other work is the best view of the code's own cost),
-and per mode the medians over the rounds with their ratios to base.
+Modes take turns going first. Prints each run's p50/p95 and the p50 of its quietest block of
+25 recalls (on a shared machine, the block least disturbed by other work is the best view of
+the code's own cost),
+per mode the medians over the rounds with their ratios to base, and what one null span (a
+step's ``with tracing.span`` with tracing off) costs, measured directly.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import json
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent.parent
@@ -90,6 +93,22 @@ def run(tree: Path, mode: str, args: argparse.Namespace) -> dict[str, float]:
     return result
 
 
+def null_span_ns(calls: int = 1_000_000) -> float:
+    """What one ``with tracing.span(...)`` costs with no tracer installed."""
+    sys.path.insert(0, str(HERE))
+    from semmem import tracing
+
+    assert not tracing.enabled()
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter_ns()
+        for _ in range(calls):
+            with tracing.span("semmem.rank") as span:
+                span.set("semmem.rank.candidates", 1)
+        best = min(best, (time.perf_counter_ns() - t0) / calls)
+    return best
+
+
 def main() -> None:
     """Run the rounds and print the figures."""
     parser = argparse.ArgumentParser()
@@ -102,13 +121,16 @@ def main() -> None:
     trees = {"base": args.base.resolve(), "off": HERE, "on": HERE}
     p50s: dict[str, list[float]] = {mode: [] for mode in trees}
     best: dict[str, list[float]] = {mode: [] for mode in trees}
+    modes = list(trees)
     for r in range(args.rounds):
-        for mode, tree in trees.items():
-            got = run(tree, mode, args)
+        for mode in modes[r % 3:] + modes[:r % 3]:  # each mode first in turn
+            got = run(trees[mode], mode, args)
             p50s[mode].append(got["p50"])
             best[mode].append(got["best_block_p50"])
             print(f"round {r + 1} {mode:>4}: p50 {got['p50']:.2f} ms  p95 {got['p95']:.2f} ms"
                   f"  quietest block of 25: p50 {got['best_block_p50']:.2f} ms", flush=True)
+    print(f"a null span (tracing off): {null_span_ns():.0f} ns per step; a recall passes "
+          "6 steps (embed, view read, rank, pack, and the two wrappers)")
     base, base_best = statistics.median(p50s["base"]), statistics.median(best["base"])
     for mode in trees:
         mid, quiet = statistics.median(p50s[mode]), statistics.median(best[mode])

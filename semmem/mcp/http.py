@@ -98,7 +98,7 @@ class McpEndpoint:
         header = _header(scope, b"authorization")
         try:
             binding = self.runtime.auth.check_mcp(header)
-            self.runtime.admit(header, "mcp")  # the token's rate limit
+            self.runtime.limit(header, "mcp")
         except SemmemError as exc:
             await _refuse(send, exc)
             return

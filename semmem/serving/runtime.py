@@ -128,15 +128,22 @@ class Runtime:
             await self.memory.close()
         self.memory = None
 
-    def admit(self, header: str | None, surface: str = "provider") -> None:
-        """Allow a provider or MCP call: its credentials, then its token's rate limit.
+    def admit(self, header: str | None) -> None:
+        """Allow a provider call: its credentials, then its token's rate limit.
 
         Raises:
             Unauthorized: missing or wrong token.
+            RateLimited: the token is over ``SEMMEM_RATE_LIMIT``.
+        """
+        self.auth.check(header)
+        self.limit(header, "provider")
+
+    def limit(self, header: str | None, surface: str) -> None:
+        """Spend one request of the (already checked) token's rate limit.
+
+        Raises:
             RateLimited: the token is over ``SEMMEM_RATE_LIMIT`` (counted in the metrics).
         """
-        if surface == "provider":
-            self.auth.check(header)
         try:
             self.rates.take(bearer_of(header))
         except RateLimited:
