@@ -21,7 +21,8 @@ CSTAMP := $(CVENV)/.semmem-client-installed
 # What serving needs: no torch (the model runs on ONNX Runtime; set-up builds its file).
 setup: $(STAMP) $(MODEL)/.verified
 
-# The tests' set-up: the dev tools and the reference extra (torch, sentence-transformers).
+# The tests' set-up: the dev tools, the reference extra (torch, sentence-transformers) and the
+# otel extra (the tracing tests).
 setup-dev: setup $(DEV)
 
 $(STAMP): pyproject.toml requirements.lock
@@ -32,7 +33,7 @@ $(STAMP): pyproject.toml requirements.lock
 $(DEV): $(STAMP)
 	# torch first, pinned, so nothing resolves a newer (CUDA) build
 	$(PIP) torch==2.13.0
-	$(PIP) -e '.[dev,reference]'
+	$(PIP) -e '.[dev,reference,otel]'
 	touch $@
 
 $(MODEL)/.verified: models/manifest.json models/probe-reference.json $(STAMP)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from semmem import results, rules
+from semmem import results, rules, tracing
 from semmem.consolidation import similar_groups
 from semmem.contract import (
     MAX_RECALL_BYTES,
@@ -31,13 +31,13 @@ from semmem.errors import InvalidArguments, InvalidInput
 from semmem.importing import ImportReport, import_records
 from semmem.items import EXPIRES, Item, clean_attrs, clean_text, trim
 from semmem.lifecycle import inspection, upkeep
-from semmem.lifecycle.inspection import PartitionStats
 from semmem.lifecycle.retention import Retention
 from semmem.observing import QuietObserver, WriteObserver
 from semmem.ranking.ranker import Ranker, Scored
 from semmem.ranking.similar import MAX_SIMILAR, SIMILAR_THRESHOLD, Group, nearest, standing_out
 from semmem.results import Recall
 from semmem.rules import Operation
+from semmem.stats import PartitionStats, partition_stats
 from semmem.store.rows import Lookup, Mutation, Plan, op_key
 from semmem.store.views import IndexedView, PartitionSnapshot, ReadView, WriteView
 
@@ -165,7 +165,7 @@ class Memory:
         asked = {**(attrs or {}), **({EXPIRES: expires_at} if expires_at is not None else {})}
         fields = {k: v for k, v in clean_attrs(asked).items() if v is not None}
         with self.store.coming(partition):  # its group waits for it (the rest of the turn)
-            vector = (await self.model.embed([text]))[0]
+            vector = await self._embed(text)
             hints = await self._hints(partition, vector)
         alive = self.retention.alive(await self.retention.max_age(partition))
         plan = rules.remember(text, vector, fields, op, self.idempotency_ttl_ms, hints, alive)
@@ -192,7 +192,7 @@ class Memory:
         vector, hints = None, rules.Hints()
         if new_text is not None:
             with self.store.coming(partition):
-                vector = (await self.model.embed([new_text]))[0]
+                vector = await self._embed(new_text)
                 hints = await self._hints(partition, vector)
         alive = self.retention.alive(await self.retention.max_age(partition))
         plan = rules.update(n, new_text, vector, changes, cursor_seq, op, self.idempotency_ttl_ms,
@@ -286,9 +286,11 @@ class Memory:
             raise InvalidInput(f"maxBytes must be an integer from 1 to {MAX_RECALL_BYTES}")
         blank = text is None or not text.strip()
         # The query embedding (the bulk of a recall) runs while the view is read.
-        embedding = None if blank else asyncio.ensure_future(self.model.embed([text or ""]))
-        try:  # ranked on the snapshot as it is, the expired (``hidden``) left out after
-            view, hidden = await self.retention.split(await self.store.read_view(partition))
+        embedding = None if blank else asyncio.ensure_future(self._embed(text or ""))
+        try:  # ranked on the snapshot as it is, the expired (``hidden``) left out after; an
+            # indexed view's candidates come through the filter (its count is not needed here)
+            view = await self._read_view(partition)
+            hidden = await self.retention.hidden(view)
         except BaseException:
             if embedding is not None:
                 embedding.cancel()
@@ -302,7 +304,7 @@ class Memory:
             items = (await self.retention.recent(view, 3 * MAX_SOURCES)).items \
                 if isinstance(view, IndexedView) else view.items
             return results.recent(items, max_bytes, cursor, hidden)
-        qvec = (await embedding)[0]
+        qvec = await embedding
         found = await self.retention.nearest(view, qvec, self.index_candidates)
         return results.relevant(self.ranker, found, qvec, text or "", max_bytes, cursor, hidden)
 
@@ -317,14 +319,27 @@ class Memory:
         if isinstance(limit, bool) or not isinstance(limit, int) \
                 or not 1 <= limit <= MAX_SEARCH_LIMIT:
             raise InvalidArguments(f"limit must be an integer from 1 to {MAX_SEARCH_LIMIT}")
-        view, hidden = await self.retention.split(await self.store.read_view(partition))
+        view, hidden = await self.retention.split(await self._read_view(partition))
         if view.count == len(hidden):
             return {"items": [], "count": 0}
-        qvec = (await self.model.embed([query]))[0]
+        qvec = await self._embed(query)
         found = await self.retention.nearest(view, qvec,
                                              max(limit, self.index_candidates))
         return {"items": results.search_entries(self.ranker, found, qvec, query, limit, hidden),
                 "count": view.count - len(hidden)}
+
+    async def _embed(self, text: str) -> np.ndarray:
+        """A text's vector (the ``embed`` span of a request)."""
+        with tracing.span("semmem.embed"):
+            vector: np.ndarray = (await self.model.embed([text]))[0]
+            return vector
+
+    async def _read_view(self, partition: str) -> ReadView:
+        """The partition's read view (the ``view read`` span of a read)."""
+        with tracing.span("semmem.view_read") as span:
+            view = await self.store.read_view(partition)
+            span.set("semmem.view.items", view.count)
+            return view
 
     async def ranked(self, partition: str, text: str) -> list[Scored]:
         """Every recallable item above the relevance floor for ``text``, best first, with
@@ -367,8 +382,9 @@ class Memory:
             yield item.public()
 
     async def stats(self, partition: str) -> PartitionStats:
-        """Counters of one partition (``semmem.lifecycle.inspection``)."""
-        return await inspection.stats(self, partition)
+        """Counters of one partition (the expired left out), its text bytes and the quotas
+        (see ``semmem.stats``)."""
+        return await partition_stats(self.store, self.observer, await self.read_view(partition))
 
     async def similar(self, partition: str, threshold: float | None = None) -> builtins.list[Group]:
         """Groups of recallable facts that probably restate or supersede each other: each fact

@@ -96,6 +96,23 @@ class Settings(BaseSettings):
     insecure: bool = Field(False, description="no auth (loopback only)")
     max_concurrency: int = Field(32, ge=1, description="requests served at once; more get 429")
     log_level: str = "info"
+    log_format: Literal["text", "json"] = Field(
+        "text", description="text, or json: one JSON object per line (docs/operating.md)"
+    )
+
+    # quotas and rate limits (docs/operating.md)
+    partition_max_items: int | None = Field(
+        None, ge=1, description="live facts a partition may hold; a write past it is refused"
+    )
+    partition_max_bytes: int | None = Field(
+        None, ge=1, description="UTF-8 bytes of fact text a partition may hold"
+    )
+    rate_limit: str | None = Field(
+        None, description="requests per token and replica, e.g. 20/s, 600/m; more get 429"
+    )
+    rate_burst: int | None = Field(
+        None, ge=1, description="requests a token may send at once (default: one second's)"
+    )
 
     # MCP (``semmem mcp`` and ``/mcp`` on ``semmem serve``)
     mcp: bool = Field(True, description="serve MCP at /mcp beside the provider endpoint")

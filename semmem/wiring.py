@@ -59,6 +59,7 @@ def load_ranking(settings: Settings) -> RankingConfig:
 def make_store(settings: Settings, embedder: ModelIdentity) -> Store:
     """A store for ``settings.data``, not yet opened (this loads the storage engine)."""
     from semmem.store.fence import Fence
+    from semmem.store.quota import Quota
     from semmem.store.tables import Store
 
     return Store(
@@ -74,6 +75,7 @@ def make_store(settings: Settings, embedder: ModelIdentity) -> Store:
         cache_items=settings.cache_items,
         cache_bytes=settings.cache_bytes,
         fence=Fence(skew=settings.max_clock_skew_s),
+        quota=Quota(settings.partition_max_items, settings.partition_max_bytes),
     )
 
 

@@ -23,7 +23,7 @@ from semmem.contract import MAX_BODY
 from semmem.errors import SemmemError, Unavailable
 from semmem.mcp.server import build_server, default_partition
 from semmem.mcp.service import Caller, Service
-from semmem.protocol.status import envelope, status_of
+from semmem.protocol.status import envelope, retry_after, status_of
 from semmem.serving.auth import bearer_of
 from semmem.serving.runtime import Runtime
 
@@ -98,6 +98,7 @@ class McpEndpoint:
         header = _header(scope, b"authorization")
         try:
             binding = self.runtime.auth.check_mcp(header)
+            self.runtime.limit(header, "mcp")
         except SemmemError as exc:
             await _refuse(send, exc)
             return
@@ -119,5 +120,8 @@ async def _refuse(send: Send, exc: SemmemError) -> None:
     headers = [(b"content-type", b"application/json")]
     if status == 401:
         headers.append((b"www-authenticate", b'Bearer realm="semmem"'))
+    wait = retry_after(exc)
+    if wait is not None:
+        headers.append((b"retry-after", str(wait).encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": envelope(exc.code, exc.message)})

@@ -83,6 +83,12 @@ async def _forget(memory: Memory, call: ToolCall, spec: ToolSpec,
                                op=call.operation(args), owner=False)
 
 
+def records(result: dict[str, Any]) -> int:
+    """How many facts a tool's result returned (a search, a recall) or wrote (one)."""
+    listed = result.get("items", result.get("sources"))
+    return len(listed) if isinstance(listed, list) else 1
+
+
 HANDLERS: dict[str, Handler] = {
     "recall": _recall, "search": _search, "remember": _remember, "update": _update,
     "forget": _forget,

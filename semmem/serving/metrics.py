@@ -45,6 +45,10 @@ class Metrics:
             "semmem_writes", "Committed or replayed write tool calls", ["tool"],
             registry=self.registry,
         )
+        self.rate_limited = Counter(
+            "semmem_rate_limited", "Requests refused because their token was over its rate",
+            ["surface"], registry=self.registry,
+        )
         self._counts: dict[str, int] = {}
 
     def observe(self, operation: str, tool: str, status: int, seconds: float) -> None:

@@ -26,13 +26,14 @@ from semmem.store.conflicts import moved_on
 from semmem.store.connection import Connection
 from semmem.store.fence import Fence
 from semmem.store.files import open_dataset, remote
+from semmem.store.quota import Quota
 from semmem.store.reading import candidates, decode
 from semmem.store.rows import KIND_HEAD, KIND_ITEM, Lookup, Mutation, Plan, table_name
 from semmem.store.schema import ITEM_COLUMNS, LIVE_ITEMS, SCHEMA_VERSION, partition_schema
-from semmem.store.snapshots import WRITE_LOADS, Snapshots
+from semmem.store.snapshots import WRITE_LOADS, Snapshots, live_text_bytes
 from semmem.store.upkeep import INDEX_THRESHOLD, MaintenanceReport, Upkeep, index_probes
 from semmem.store.views import Candidates, Head, IndexedView, PartitionSnapshot, ReadView, WriteView
-from semmem.store.writes import Writer
+from semmem.store.writes import Writer, after
 
 V = TypeVar("V")
 log = logging.getLogger("semmem.store")
@@ -63,6 +64,7 @@ class Store:
         tail_rows: int | None = None,
         write_loads: int = WRITE_LOADS,
         fence: Fence | None = None,
+        quota: Quota | None = None,
     ) -> None:
         self.uri = uri
         self.dim = dim
@@ -82,6 +84,8 @@ class Store:
         self.snapshots = Snapshots(dim, model_id, self.storage_options, cache_size, cache_items,
                                    index_threshold, cache_bytes, tail_rows, write_loads)
         self.snapshots.check_latest = read_consistency == timedelta(0)
+        self.quota = quota or Quota()
+        self.snapshots.count_bytes = self.quota.counts_bytes
         self._views = self.snapshots.cache
         self.writer = Writer(model_id, self.schema, self.snapshots.write_view,
                              self.snapshots.following, self.snapshots.known,
@@ -91,7 +95,7 @@ class Store:
                              leftover=self.upkeep.leftover, suspect=self.suspect,
                              storage_options=self.storage_options, durable=not remote(uri),
                              confirms=self.snapshots.check_latest,
-                             confirmed=self.snapshots.confirmed)
+                             confirmed=self.snapshots.confirmed, quota=self.quota)
 
     @property
     def version_retention(self) -> timedelta:
@@ -346,6 +350,19 @@ class Store:
 
         return await asyncio.to_thread(load)
 
+    async def text_bytes(self, view: ReadView) -> int:
+        """UTF-8 bytes of the live texts of ``view``'s partition at its version (what a byte
+        quota counts): summed from a snapshot, read from the table's text column past the
+        index threshold."""
+        if isinstance(view, PartitionSnapshot):
+            return view.text_bytes
+        tbl = await self.conn.table(view.partition, create=False)
+        if tbl is None:
+            return 0
+        uri = await tbl.uri()
+        return await asyncio.to_thread(
+            lambda: live_text_bytes(open_dataset(uri, self.storage_options, view.version)))
+
     async def count_forgotten(self, partition: str) -> int:
         """How many tombstones (forgotten numbers) the partition holds."""
         tbl = await self.conn.table(partition, create=False)
@@ -407,10 +424,12 @@ class Store:
         if tbl is None:
             # A partition without a table: decide on its empty state first, so that a write
             # that commits nothing (a refusal, a replay-free no-op) leaves no table behind.
-            decision = plan(WriteView([], np.zeros((0, self.dim), np.float32),
-                                      Head.empty(partition), 0))
+            empty = WriteView([], np.zeros((0, self.dim), np.float32), Head.empty(partition), 0,
+                              text_bytes=0)
+            decision = plan(empty)
             if not isinstance(decision, Mutation):
                 return decision
+            self.quota.check(empty, after(empty, decision))  # a refusal leaves no table
             if deadline_ms is not None and now_ms() >= deadline_ms:
                 raise DeadlineExceeded("deadline passed before the write was committed")
             try:

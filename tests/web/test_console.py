@@ -631,3 +631,17 @@ def test_rotated_admin_tokens_file_ends_old_sessions(tmp_path: Path) -> None:
         listed = c.get("/admin/items", params={"partition": "a"},
                        headers={"Authorization": "Bearer second-admin-token"})
         assert listed.json()["items"] == []
+
+
+# ----- quotas -----------------------------------------------------------------------------------
+def test_partition_page_shows_quota_usage_and_refuses_past_it(tmp_path: Path) -> None:
+    with console_client(tmp_path / "db", partition_max_items=1, partition_max_bytes=100) as c:
+        wait_ready(c)
+        csrf = sign_in(c)
+        add(c, csrf, "qa", "twelve bytes")
+        page = text_of(c.get("/console/partition", params={"p": "qa"}).text)
+        assert "Item quota 1 of 1" in page and "Text bytes 12 of 100" in page
+        refused = post(c, "/partition/add", csrf, p="qa", add_text="one too many")
+        assert refused.status_code != 303
+        assert "this memory is full" in text_of(refused.text)
+        assert [it["text"] for it in items_of(c, "qa")] == ["twelve bytes"]
