@@ -2,7 +2,9 @@
 #   make run    set up what serving needs (venv, pinned deps without torch, the verified model
 #               and its ONNX file) and serve on 127.0.0.1
 #   make test   set up likewise plus the dev tools and the torch reference encoder, then lint,
-#               type-check and run the whole test suite
+#               type-check and run the whole test suite; then the Python client's own venv
+#               (.venv-client: the client, its framework extras, no server packages), its
+#               mypy --strict and its tests against a real server run from .venv
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -10,13 +12,17 @@ MODEL  := models/all-MiniLM-L6-v2
 STAMP  := $(VENV)/.semmem-installed
 DEV    := $(VENV)/.semmem-dev-installed
 PIP    := $(BIN)/pip install --quiet --disable-pip-version-check -c requirements.lock
+CLIENT := clients/python
+CVENV  := .venv-client
+CSTAMP := $(CVENV)/.semmem-client-installed
 
-.PHONY: setup setup-dev model run test lint pytest browser bench docker-smoke clean
+.PHONY: setup setup-dev model run test lint pytest client-test browser bench docker-smoke clean
 
 # What serving needs: no torch (the model runs on ONNX Runtime; set-up builds its file).
 setup: $(STAMP) $(MODEL)/.verified
 
-# The tests' set-up: the dev tools and the reference extra (torch, sentence-transformers).
+# The tests' set-up: the dev tools, the reference extra (torch, sentence-transformers) and the
+# otel extra (the tracing tests).
 setup-dev: setup $(DEV)
 
 $(STAMP): pyproject.toml requirements.lock
@@ -27,7 +33,7 @@ $(STAMP): pyproject.toml requirements.lock
 $(DEV): $(STAMP)
 	# torch first, pinned, so nothing resolves a newer (CUDA) build
 	$(PIP) torch==2.13.0
-	$(PIP) -e '.[dev,reference]'
+	$(PIP) -e '.[dev,reference,otel]'
 	touch $@
 
 $(MODEL)/.verified: models/manifest.json models/probe-reference.json $(STAMP)
@@ -40,7 +46,7 @@ run: setup
 	$(BIN)/semmem serve $(ARGS)
 
 lint: $(DEV)
-	$(BIN)/ruff check semmem tests benchmarks
+	$(BIN)/ruff check semmem tests benchmarks $(CLIENT)
 	$(BIN)/mypy
 
 # Debian's chromium + chromedriver for the console's browser tests (installs as root when missing)
@@ -50,7 +56,22 @@ browser:
 pytest: setup-dev browser
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
-test: setup-dev lint pytest
+# The client's venv is its own: the frameworks' pins must not move the server's (mcp, pydantic).
+$(CSTAMP): $(CLIENT)/pyproject.toml $(CLIENT)/constraints.txt
+	test -x $(CVENV)/bin/python || $(PYTHON) -m venv $(CVENV)
+	# uv fetches in parallel: these ~70 packages take ~1 min here where pip took ~9
+	$(CVENV)/bin/pip install --quiet --disable-pip-version-check -c $(CLIENT)/constraints.txt uv
+	$(CVENV)/bin/uv pip install --quiet --python $(CVENV)/bin/python \
+		-c $(CLIENT)/constraints.txt -e './$(CLIENT)[langchain,openai-agents,test]'
+	touch $@
+
+# The tests start `semmem serve` with the server's venv; tests/test_install.py checks this venv
+# holds no torch, onnxruntime, lancedb, pyarrow or fastapi.
+client-test: $(CSTAMP) $(STAMP)
+	cd $(CLIENT) && ../../$(CVENV)/bin/mypy
+	SEMMEM_SERVER_PYTHON=$(abspath $(BIN)/python) $(CVENV)/bin/python -m pytest -q $(CLIENT)/tests
+
+test: setup-dev lint pytest client-test
 
 bench: setup-dev
 	$(BIN)/python benchmarks/run_all.py
@@ -59,4 +80,4 @@ docker-smoke:
 	scripts/docker-smoke.sh
 
 clean:
-	rm -rf $(VENV) $(MODEL) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(CVENV) $(MODEL) .pytest_cache .mypy_cache .ruff_cache

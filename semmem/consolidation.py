@@ -18,16 +18,23 @@ from semmem.ranking.similar import Group, groups
 from semmem.store.views import IndexedView, PartitionSnapshot
 
 if TYPE_CHECKING:
+    from semmem.lifecycle.retention import Retention
     from semmem.store.tables import Store
 
 NEIGHBOURS = 8  # index neighbours per fact: a group rarely has more members
 QUERY_BLOCK = 1024  # facts searched per index query
 
 
-async def similar_groups(store: Store, partition: str, threshold: float) -> list[Group]:
-    """The partition's recallable facts in groups of likely restatements, newest first."""
+async def similar_groups(store: Store, partition: str, threshold: float,
+                         retention: Retention | None = None) -> list[Group]:
+    """The partition's recallable facts (none expired, with ``retention``) in groups of likely
+    restatements (``groups``)."""
     view = await store.read_view(partition)
     snap = await store.snapshot(partition)
+    if retention is not None:
+        live = await retention.live(snap)
+        assert isinstance(live, PartitionSnapshot)
+        snap = live
     if not isinstance(view, IndexedView):
         return await asyncio.to_thread(groups, snap, threshold)
     found = await _index_neighbours(store, view, snap)

@@ -9,12 +9,14 @@ maps each class to a status in one table, the CLI prints the message.
     │   └── DeadlineExceeded  code deadline_exceeded
     ├── Unauthorized          code unauthorized
     ├── Forbidden             code forbidden
+    ├── QuotaExceeded         code quota_exceeded (the partition is full: not retried)
     ├── NotFound              code not_found
     ├── Conflict              code conflict
     │   └── IdempotencyMismatch  code idempotency_mismatch
     ├── TooLarge              code too_large
     ├── TooSlow               code request_timeout
     ├── Overloaded            code overloaded
+    │   └── RateLimited       code rate_limited (one token over its rate)
     └── Unavailable           code unavailable
         ├── NotReady          (the server itself is still loading, or failed to)
         ├── ModelError        (model files missing or altered)
@@ -67,6 +69,13 @@ class Forbidden(SemmemError):
     code = "forbidden"
 
 
+class QuotaExceeded(SemmemError):
+    """A write would take its partition past ``SEMMEM_PARTITION_MAX_ITEMS`` or
+    ``SEMMEM_PARTITION_MAX_BYTES``; retrying does not help, forgetting facts does."""
+
+    code = "quota_exceeded"
+
+
 class NotFound(SemmemError):
     """The item number does not exist in the partition."""
 
@@ -101,6 +110,17 @@ class Overloaded(SemmemError):
     """Too much concurrent work: retry later."""
 
     code = "overloaded"
+
+
+class RateLimited(Overloaded):
+    """One token's requests came faster than ``SEMMEM_RATE_LIMIT``: retry after ``wait_s``."""
+
+    code = "rate_limited"
+
+    def __init__(self, message: str, details: dict[str, Any] | None = None, *,
+                 wait_s: int = 1) -> None:
+        super().__init__(message, details)
+        self.wait_s = wait_s
 
 
 class Unavailable(SemmemError):

@@ -24,7 +24,7 @@ import numpy as np
 
 from semmem import rules
 from semmem.errors import InvalidArguments, InvalidInput
-from semmem.items import RECORD_FIELDS, clean_attrs, clean_text, now_ms, parse_iso
+from semmem.items import RECORD_FIELDS, Item, clean_attrs, clean_text, now_ms, parse_iso
 from semmem.store.rows import NEW, ItemRow, Mutation
 from semmem.store.views import WriteView
 
@@ -47,6 +47,7 @@ class ImportReport:
 async def import_records(
     write: Write, embed: Embed, partition: str, records: Iterable[dict[str, Any]], *,
     batch_size: int = 256, progress: Callable[[int], None] | None = None,
+    alive: Callable[[Item], bool] = lambda item: True,
 ) -> ImportReport:
     """Embed and commit ``records`` in batches through ``write`` (``Memory``'s write), the next
     batch embedded while one commits; commits stay in order, one at a time."""
@@ -56,7 +57,7 @@ async def import_records(
         decided: list[rules.Imported] = []
 
         def plan(view: WriteView) -> Any:
-            got = rules.number_imports(view, batch, texts)
+            got = rules.number_imports(view, batch, texts, alive)
             decided[:] = [got]
             rows = []
             for row in got.rows:

@@ -18,7 +18,8 @@ from semmem.errors import InvalidArguments
 Vectors = npt.NDArray[np.float32]
 
 MAX_NOTE_CHARS = 500
-RECORD_FIELDS = ("note", "status", "surfacing", "mergedInto", "slug")
+RECORD_FIELDS = ("note", "status", "surfacing", "mergedInto", "slug", "expiresAt")
+EXPIRES = "expiresAt"  # a fact's own end (ISO 8601): see semmem/lifecycle/retention.py
 _SPACE = re.compile(r"\s+")
 
 # Whitespace as ECMA-262's \s (WhiteSpace and LineTerminator): what a host's JSON Schema
@@ -98,8 +99,8 @@ def clean_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
     """Validate owner record fields; ``None`` values mean "clear this field".
 
     Raises:
-        InvalidArguments: an unknown field, a non-string note/status/surfacing/slug, or a note
-            over 500 characters.
+        InvalidArguments: an unknown field, a non-string note/status/surfacing/slug, a note
+            over 500 characters, or an ``expiresAt`` that is not ISO 8601.
     """
     out: dict[str, Any] = {}
     for key, value in attrs.items():
@@ -109,12 +110,24 @@ def clean_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
         if value is None or key == "mergedInto":
             out[key] = value
             continue
+        if key == EXPIRES:
+            out[key] = _expiry(value)
+            continue
         if not isinstance(value, str):
             raise InvalidArguments(f"{key} must be a string")
         if key == "note" and len(value.strip()) > MAX_NOTE_CHARS:
             raise InvalidArguments(f"note is over {MAX_NOTE_CHARS} characters")
         out[key] = value.strip() if key == "note" else value
     return out
+
+
+def _expiry(value: Any) -> str:
+    """An ``expiresAt`` as stored: ISO 8601 UTC with milliseconds."""
+    try:
+        return iso(parse_iso(value))
+    except (TypeError, ValueError, AttributeError, OverflowError, OSError) as exc:
+        raise InvalidArguments(f"{EXPIRES} must be an ISO 8601 timestamp, such as "
+                               "2026-09-10T15:04:15Z") from exc
 
 
 def dedupe_key(text: str) -> str:

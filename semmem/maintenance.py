@@ -8,7 +8,8 @@ piled up (``compact_every``) and, after a forget, as soon as the old versions ho
 are past the store's retention, so a forgotten text leaves every file within
 ``version_retention + delay + the maintenance pass`` (documented as the forget window).
 The registry (partition names) is maintained under the key ``REGISTRY_DUE`` after a partition is
-deleted.
+deleted. The retention sweep (``lifecycle/sweep.py``) runs here too, at start and every
+``SEMMEM_RETENTION_SWEEP_S``: what it forgets is purged like any forget.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -252,6 +253,36 @@ class Maintenance:
         self.record_ttl_s = record_ttl_s
         self.follow_s = follow_s
         self._follow: asyncio.Task[None] | None = None
+        self._sweep: Callable[[list[str] | None], Awaitable[object]] | None = None
+        self.sweep_s = 3600.0
+        self._sweeping: asyncio.Task[None] | None = None
+        self._soon: dict[str, asyncio.Task[None]] = {}
+        self.sweeps = 0  # retention sweeps done
+
+    def sweeping(self, sweep: Callable[[list[str] | None], Awaitable[object]],
+                 interval_s: float) -> None:
+        """Run ``sweep`` (the retention sweep, of the partitions given or all) once at start
+        and every ``interval_s``."""
+        self._sweep, self.sweep_s = sweep, interval_s
+
+    def sweep_soon(self, partition: str) -> None:
+        """Sweep ``partition`` after the maintenance delay (a read found expired facts in it:
+        they are hidden, and each new version costs a filtered copy until they are gone)."""
+        if self._sweep is None or partition in self._soon or self._sweeping is None:
+            return
+        self._soon[partition] = asyncio.create_task(self._sweep_one(partition),
+                                                    name="semmem-sweep-soon")
+
+    async def _sweep_one(self, partition: str) -> None:
+        assert self._sweep is not None
+        try:
+            await asyncio.sleep(self.maintainer.delay_s)
+            await self._sweep([partition])
+        except Exception:
+            log.warning("the retention sweep of a partition failed; the next round tries "
+                        "again", exc_info=True)
+        finally:
+            self._soon.pop(partition, None)
 
     @property
     def passes(self) -> int:
@@ -287,6 +318,21 @@ class Maintenance:
         self.purger.sweep(partitions, self.orphan_age_s)
         if self._follow is None and self.follow_s > 0:
             self._follow = asyncio.create_task(self._follow_requests(), name="semmem-follow")
+        if self._sweeping is None and self._sweep is not None:
+            self._sweeping = asyncio.create_task(self._sweep_now_and_then(), name="semmem-sweep")
+
+    async def _sweep_now_and_then(self) -> None:
+        """The retention sweep at start and then every ``sweep_s`` (a failed one is retried
+        at the next round: the facts stay hidden from reads meanwhile)."""
+        assert self._sweep is not None
+        while True:
+            try:
+                await self._sweep(None)
+                self.sweeps += 1
+            except Exception:
+                log.warning("the retention sweep failed; the next round tries again",
+                            exc_info=True)
+            await asyncio.sleep(self.sweep_s)
 
     async def _follow_requests(self) -> None:
         """Purge what other processes without maintenance of their own (the CLI) dropped:
@@ -306,7 +352,13 @@ class Maintenance:
             await asyncio.sleep(self.follow_s)
 
     async def stop(self) -> None:
-        """Cancel follow-ups and stop the scheduler."""
+        """Cancel follow-ups and the sweep, and stop the scheduler."""
+        for task in [*self._soon.values(), *([self._sweeping] if self._sweeping else [])]:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._soon.clear()
+        self._sweeping = None
         if self._follow is not None:
             self._follow.cancel()
             with contextlib.suppress(asyncio.CancelledError):

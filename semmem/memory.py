@@ -12,11 +12,11 @@ import builtins
 from collections.abc import AsyncIterator, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from semmem import results, rules
+from semmem import results, rules, tracing
 from semmem.consolidation import similar_groups
 from semmem.contract import (
     MAX_RECALL_BYTES,
@@ -28,15 +28,18 @@ from semmem.contract import (
 from semmem.embedding.embedder import Embedder
 from semmem.embedding.queue import ModelQueue
 from semmem.errors import InvalidArguments, InvalidInput
-from semmem.importing import ImportReport, import_records, reembed
-from semmem.items import Item, clean_attrs, clean_text, trim
+from semmem.importing import ImportReport, import_records
+from semmem.items import EXPIRES, Item, clean_attrs, clean_text, trim
+from semmem.lifecycle import inspection, upkeep
+from semmem.lifecycle.retention import Retention
 from semmem.observing import QuietObserver, WriteObserver
 from semmem.ranking.ranker import Ranker, Scored
-from semmem.ranking.similar import MAX_SIMILAR, SIMILAR_THRESHOLD, Group, nearest
+from semmem.ranking.similar import MAX_SIMILAR, SIMILAR_THRESHOLD, Group, nearest, standing_out
 from semmem.results import Recall
 from semmem.rules import Operation
+from semmem.stats import PartitionStats, partition_stats
 from semmem.store.rows import Lookup, Mutation, Plan, op_key
-from semmem.store.views import IndexedView, PartitionSnapshot, WriteView
+from semmem.store.views import IndexedView, PartitionSnapshot, ReadView, WriteView
 
 if TYPE_CHECKING:  # the store's engine loads only where a store is opened
     from semmem.store.tables import Store
@@ -46,19 +49,6 @@ __all__ = ["ImportReport", "Memory", "Operation", "PartitionStats", "QuietObserv
            "WriteObserver"]
 
 
-class PartitionStats(TypedDict):
-    """Counters of one partition."""
-
-    partition: str
-    count: int
-    highest: int
-    forgotten: int
-    version: int
-    seq: int
-    model: str | None
-    purge_pending_s: float | None  # a dropped text's purge: seconds to its last pass, or None
-
-
 class Memory:
     """Remember, update, forget, search and recall numbered facts."""
 
@@ -66,7 +56,7 @@ class Memory:
         self, store: Store, embedder: Embedder, ranker: Ranker | None = None, *,
         idempotency_ttl_ms: int = 24 * 3600 * 1000, observer: WriteObserver | None = None,
         index_candidates: int = 100, model_executor: ThreadPoolExecutor | None = None,
-        similar_threshold: float = SIMILAR_THRESHOLD,
+        similar_threshold: float = SIMILAR_THRESHOLD, retention: Retention | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -78,6 +68,8 @@ class Memory:
         # The least cosine a fact has to be listed in a write's ``similar`` hints.
         self.similar_threshold = similar_threshold
         self.model = ModelQueue(embedder, model_executor)
+        # What is expired is hidden from every read here (and swept by lifecycle/sweep.py).
+        self.retention = retention or Retention(store)
 
     @classmethod
     async def open(cls, uri: str, embedder: Embedder, ranker: Ranker | None = None,
@@ -94,7 +86,7 @@ class Memory:
         return Memory(self.store, self.embedder, ranker,
                       idempotency_ttl_ms=self.idempotency_ttl_ms,
                       index_candidates=self.index_candidates, model_executor=self.model_executor,
-                      similar_threshold=self.similar_threshold)
+                      similar_threshold=self.similar_threshold, retention=self.retention)
 
     @property
     def uri(self) -> str:
@@ -156,7 +148,7 @@ class Memory:
 
     async def remember(
         self, partition: str, text: str, *, op: Operation | None = None,
-        attrs: dict[str, Any] | None = None,
+        attrs: dict[str, Any] | None = None, expires_at: str | None = None,
     ) -> dict[str, Any]:
         """Store a new fact, or point at the existing one with the same text.
 
@@ -170,12 +162,15 @@ class Memory:
         """
         op = op and op.keyed(self.store.secret)  # records keep a keyed fingerprint
         text = clean_text(text)
-        fields = {k: v for k, v in clean_attrs(attrs or {}).items() if v is not None}
+        asked = {**(attrs or {}), **({EXPIRES: expires_at} if expires_at is not None else {})}
+        fields = {k: v for k, v in clean_attrs(asked).items() if v is not None}
         with self.store.coming(partition):  # its group waits for it (the rest of the turn)
-            vector = (await self.model.embed([text]))[0]
+            vector = await self._embed(text)
             hints = await self._hints(partition, vector)
-        plan = rules.remember(text, vector, fields, op, self.idempotency_ttl_ms, hints)
-        return await self._write(partition, plan, op, numbers=hints.candidates, texts=[text])
+        alive = self.retention.alive(await self.retention.max_age(partition))
+        plan = rules.remember(text, vector, fields, op, self.idempotency_ttl_ms, hints, alive)
+        return await self.retention.counted(partition, await self._write(
+            partition, plan, op, numbers=hints.candidates, texts=[text]))
 
     async def update(
         self, partition: str, n: int, text: str | None = None, *, cursor: str | None = None,
@@ -197,30 +192,43 @@ class Memory:
         vector, hints = None, rules.Hints()
         if new_text is not None:
             with self.store.coming(partition):
-                vector = (await self.model.embed([new_text]))[0]
+                vector = await self._embed(new_text)
                 hints = await self._hints(partition, vector)
+        alive = self.retention.alive(await self.retention.max_age(partition))
         plan = rules.update(n, new_text, vector, changes, cursor_seq, op, self.idempotency_ttl_ms,
-                            owner, hints)
+                            owner, hints, alive)
         # a replaced text must leave the disk like a forgotten one: purge as after a forget
-        return await self._write(partition, plan, op, dropped=new_text is not None,
-                                 numbers=[n, *hints.candidates])
+        return await self.retention.counted(partition, await self._write(
+            partition, plan, op, dropped=new_text is not None, numbers=[n, *hints.candidates]))
+
+    async def expire(self, partition: str, numbers: builtins.list[int]) -> builtins.list[int]:
+        """Forget those of ``numbers`` that are expired at the decided version, through the
+        forget path (their texts leave every file within the forget window); returns them."""
+        alive = self.retention.alive(await self.retention.max_age(partition))
+        result = await self._write(partition, rules.expire(numbers, alive), None, dropped=True,
+                                   numbers=numbers)
+        return list(result["expired"])
 
     async def _hints(self, partition: str, vector: np.ndarray) -> rules.Hints:
         """The facts a written text may restate, to be scored again at the decided version: the
-        nearest recallable ones in the partition's cached view, else (a write never loads a
-        partition) the nearest numbers the table's own vector search finds."""
+        nearest recallable ones in the partition's cached view that stand out from the rest of
+        it (``cutoff``), else (a write never loads a partition; an indexed one has no whole
+        row to compare with) the nearest at the threshold alone."""
         # A few more than are listed: some may change before the write is decided.
         limit = 2 * MAX_SIMILAR
         view = self.store.cached_view(partition)
         if view is None:
             numbers = await self.store.nearest_numbers(partition, vector, limit)
             return rules.Hints(numbers, self.similar_threshold)
+        view = await self.retention.live(view)
         if not view.count:
             return rules.Hints()
-        found = await self.store.nearest(view, vector, self.index_candidates) \
-            if isinstance(view, IndexedView) else view
-        near = nearest(found, vector, self.similar_threshold, limit=limit)
-        return rules.Hints([c.item.n for c in near], self.similar_threshold)
+        if isinstance(view, IndexedView):
+            found = await self.retention.nearest(view, vector, self.index_candidates)
+            near = nearest(found, vector, self.similar_threshold, limit=limit)
+            return rules.Hints([c.item.n for c in near], self.similar_threshold)
+        near, least = standing_out(view, vector, self.similar_threshold, limit=limit)
+        return rules.Hints([c.item.n for c in near], least)
 
     async def merge(self, partition: str, n: int, into: int) -> dict[str, Any]:
         """Mark item ``n`` merged into item ``into`` in one write (``n`` stays on file, no
@@ -253,7 +261,9 @@ class Memory:
         """Bulk-add records (``{"text", "n"?, "ts"?, "updated"?, record fields…}``): numbers
         kept when free (an export imports back unchanged), texts already present skipped."""
         return await import_records(self._write, self.model.embed, partition, records,
-                                    batch_size=batch_size, progress=progress)
+                                    batch_size=batch_size, progress=progress,
+                                    alive=self.retention.alive(
+                                        await self.retention.max_age(partition)))
 
     async def delete_partition(self, partition: str) -> bool:
         """Delete the partition and every file of it. Returns whether it existed."""
@@ -276,26 +286,27 @@ class Memory:
             raise InvalidInput(f"maxBytes must be an integer from 1 to {MAX_RECALL_BYTES}")
         blank = text is None or not text.strip()
         # The query embedding (the bulk of a recall) runs while the view is read.
-        embedding = None if blank else asyncio.ensure_future(self.model.embed([text or ""]))
-        try:
-            view = await self.store.read_view(partition)
+        embedding = None if blank else asyncio.ensure_future(self._embed(text or ""))
+        try:  # ranked on the snapshot as it is, the expired (``hidden``) left out after; an
+            # indexed view's candidates come through the filter (its count is not needed here)
+            view = await self._read_view(partition)
+            hidden = await self.retention.hidden(view)
         except BaseException:
             if embedding is not None:
                 embedding.cancel()
             raise
         cursor = make_cursor(partition, view.seq)
-        if not view.count:
+        if view.count == len(hidden):
             if embedding is not None:
                 embedding.cancel()
             return Recall([], [], cursor, [])
         if embedding is None:
-            items = (await self.store.recent(view, 3 * MAX_SOURCES)).items \
+            items = (await self.retention.recent(view, 3 * MAX_SOURCES)).items \
                 if isinstance(view, IndexedView) else view.items
-            return results.recent(items, max_bytes, cursor)
-        qvec = (await embedding)[0]
-        found = await self.store.nearest(view, qvec, self.index_candidates) \
-            if isinstance(view, IndexedView) else view
-        return results.relevant(self.ranker, found, qvec, text or "", max_bytes, cursor)
+            return results.recent(items, max_bytes, cursor, hidden)
+        qvec = await embedding
+        found = await self.retention.nearest(view, qvec, self.index_candidates)
+        return results.relevant(self.ranker, found, qvec, text or "", max_bytes, cursor, hidden)
 
     async def search(self, partition: str, query: str, limit: int = 10) -> dict[str, Any]:
         """The ``limit`` items most similar to ``query``, with scores (no relevance floor).
@@ -308,29 +319,48 @@ class Memory:
         if isinstance(limit, bool) or not isinstance(limit, int) \
                 or not 1 <= limit <= MAX_SEARCH_LIMIT:
             raise InvalidArguments(f"limit must be an integer from 1 to {MAX_SEARCH_LIMIT}")
-        view = await self.store.read_view(partition)
-        if not view.count:
+        view, hidden = await self.retention.split(await self._read_view(partition))
+        if view.count == len(hidden):
             return {"items": [], "count": 0}
-        qvec = (await self.model.embed([query]))[0]
-        found = await self.store.nearest(view, qvec, max(limit, self.index_candidates)) \
-            if isinstance(view, IndexedView) else view
-        return {"items": results.search_entries(self.ranker, found, qvec, query, limit),
-                "count": view.count}
+        qvec = await self._embed(query)
+        found = await self.retention.nearest(view, qvec,
+                                             max(limit, self.index_candidates))
+        return {"items": results.search_entries(self.ranker, found, qvec, query, limit, hidden),
+                "count": view.count - len(hidden)}
+
+    async def _embed(self, text: str) -> np.ndarray:
+        """A text's vector (the ``embed`` span of a request)."""
+        with tracing.span("semmem.embed"):
+            vector: np.ndarray = (await self.model.embed([text]))[0]
+            return vector
+
+    async def _read_view(self, partition: str) -> ReadView:
+        """The partition's read view (the ``view read`` span of a read)."""
+        with tracing.span("semmem.view_read") as span:
+            view = await self.store.read_view(partition)
+            span.set("semmem.view.items", view.count)
+            return view
 
     async def ranked(self, partition: str, text: str) -> list[Scored]:
         """Every recallable item above the relevance floor for ``text``, best first, with
         near-duplicates left out: the order recall packs from (for evaluation)."""
         snap = await self.store.snapshot(partition)
         qvec = (await self.model.embed([text]))[0]
-        return results.ranked(self.ranker, snap, qvec, text)
+        return results.ranked(self.ranker, snap, qvec, text, await self.retention.hidden(snap))
+
+    async def read_view(self, partition: str) -> ReadView:
+        """The store's read view without the facts expired now."""
+        return await self.retention.live(await self.store.read_view(partition))
 
     async def snapshot(self, partition: str) -> PartitionSnapshot:
-        """Every live item, tombstone and counter of ``partition``, as of now."""
-        return await self.store.snapshot(partition)
+        """Every live item (none expired), tombstone and counter of ``partition``, as of now."""
+        snap = await self.retention.live(await self.store.snapshot(partition))
+        assert isinstance(snap, PartitionSnapshot)
+        return snap
 
     async def get(self, partition: str, n: int) -> Item | None:
-        """The live item ``n``, if there is one."""
-        return (await self.store.snapshot(partition)).get(n)
+        """The live item ``n``, if there is one (not forgotten, not expired)."""
+        return (await self.snapshot(partition)).get(n)
 
     async def partitions(self) -> list[str]:
         """Names of every partition, sorted."""
@@ -341,7 +371,7 @@ class Memory:
         newest_first: bool = False,
     ) -> list[Item]:
         """Live items in number order (or newest first), paged."""
-        snap = await self.store.snapshot(partition)
+        snap = await self.snapshot(partition)
         items = list(reversed(snap.items)) if newest_first else list(snap.items)
         end = None if limit is None else offset + limit
         return items[offset:end]
@@ -352,55 +382,31 @@ class Memory:
             yield item.public()
 
     async def stats(self, partition: str) -> PartitionStats:
-        """Counters of one partition (read without loading it when it is indexed)."""
-        view = await self.store.read_view(partition)
-        forgotten = (await self.store.count_forgotten(partition)
-                     if isinstance(view, IndexedView) else len(view.tombstones))
-        pending = getattr(self.observer, "purge_pending", lambda _: None)(partition)
-        return {"partition": partition, "count": view.count, "highest": view.hwm,
-                "forgotten": forgotten, "version": view.version, "seq": view.seq,
-                "model": view.model, "purge_pending_s": pending}
+        """Counters of one partition (the expired left out), its text bytes and the quotas
+        (see ``semmem.stats``)."""
+        return await partition_stats(self.store, self.observer, await self.read_view(partition))
 
     async def similar(self, partition: str, threshold: float | None = None) -> builtins.list[Group]:
-        """Groups of recallable facts that probably restate or supersede each other, newest
-        first in each group (an owner's clean-up; ``threshold``: the hints' by default)."""
+        """Groups of recallable facts that probably restate or supersede each other: each fact
+        linked to its best match, closest pair's group first, newest first in each (an owner's
+        clean-up; ``threshold``: the hints' by default)."""
         return await similar_groups(self.store, partition,
-                                    self.similar_threshold if threshold is None else threshold)
+                                    self.similar_threshold if threshold is None else threshold,
+                                    self.retention)
 
     async def last_update(self, partition: str) -> int | None:
         """When the partition last changed (its newest item or tombstone), if ever."""
-        view = await self.store.read_view(partition)
-        if isinstance(view, IndexedView):
-            items = (await self.store.recent(view, 1)).items
-            return max((it.updated for it in items), default=None)
-        return view.last_update
+        return await inspection.last_update(self, partition)
 
-    # ----- owners' upkeep ----------------------------------------------------------------------
+    # ----- owners' upkeep (semmem.lifecycle.upkeep) -------------------------------------------
     async def maintain(self, partition: str | None = None, *,
                        retention: timedelta | None = None
                        ) -> builtins.list[MaintenanceReport]:
         """Compact, prune and purge one partition, or every partition and the registry."""
-        names = [partition] if partition is not None else await self.store.partitions()
-        reports = [r for name in names
-                   if (r := await self.store.maintain(name, retention=retention)) is not None]
-        if partition is None:
-            await self.store.maintain_registry(retention=retention)
-        return reports
+        return await upkeep.maintain(self, partition, retention=retention)
 
     async def reindex(self, partition: str | None = None, *, batch_size: int = 256,
                       progress: Callable[[int, int], None] | None = None) -> int:
-        """Re-embed every item with this memory's model: of one partition, or of every
-        partition and then record the model as the store's. An offline migration: run it
-        with no server writing. Returns how many items were re-embedded.
-
-        Args:
-            progress: called with (items done so far, items in all).
-        """
-        names = [partition] if partition is not None else await self.store.partitions()
-        done = await reembed(self.store, self.model.embed, names, batch_size, progress)
-        if partition is None:
-            meta = await self.store.meta() or {}
-            await self.store.set_meta({**meta, "model": self.embedder.model_id,
-                                       "dim": self.embedder.dim})
-        return done
-
+        """Re-embed every item with this memory's model (an offline migration); see
+        ``semmem.lifecycle.upkeep.reindex``."""
+        return await upkeep.reindex(self, partition, batch_size=batch_size, progress=progress)

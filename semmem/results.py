@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from semmem import tracing
 from semmem.contract import MAX_SOURCES, TITLE_CHARS
 from semmem.items import RECORD_FIELDS, Item, iso, one_line
 from semmem.ranking.packing import pack
@@ -48,32 +49,49 @@ def source_of(item: Item) -> dict[str, str]:
     }
 
 
-def recent(items: Sequence[Item], max_bytes: int, cursor: str) -> Recall:
-    """The most recently updated recallable items, newest first, within ``max_bytes``."""
-    ordered = sorted((it for it in items if it.surfaced), key=lambda it: (-it.updated, -it.n))
-    packed = pack(ordered, max_bytes, MAX_SOURCES)
+def recent(items: Sequence[Item], max_bytes: int, cursor: str,
+           hidden: frozenset[int] = frozenset()) -> Recall:
+    """The most recently updated recallable items, newest first, within ``max_bytes``
+    (``hidden``: numbers left out, the expired)."""
+    ordered = sorted((it for it in items if it.surfaced and it.n not in hidden),
+                     key=lambda it: (-it.updated, -it.n))
+    with tracing.span("semmem.pack"):
+        packed = pack(ordered, max_bytes, MAX_SOURCES)
     return Recall(packed.lines, [source_of(it) for it in packed.items], cursor, [])
 
 
-def ranked(ranker: Ranker, items: ItemSet, qvec: np.ndarray, text: str) -> list[Scored]:
+def ranked(ranker: Ranker, items: ItemSet, qvec: np.ndarray, text: str,
+           hidden: frozenset[int] = frozenset()) -> list[Scored]:
     """The recallable items above the relevance floor, best first, near-duplicates left out."""
-    scored = [s for s in ranker.rank(items, qvec, text) if s.item.surfaced]
+    scored = [s for s in ranker.rank(items, qvec, text)
+              if s.item.surfaced and s.item.n not in hidden]
     return list(ranker.without_near_duplicates(items, scored))
 
 
 def relevant(ranker: Ranker, items: ItemSet, qvec: np.ndarray, text: str, max_bytes: int,
-             cursor: str) -> Recall:
-    """The items relevant to ``text`` within ``max_bytes``, best first."""
-    scored = [s for s in ranker.rank(items, qvec, text) if s.item.surfaced]
-    packed, chosen = ranker.pack(items, scored, max_bytes, MAX_SOURCES)
+             cursor: str, hidden: frozenset[int] = frozenset()) -> Recall:
+    """The items relevant to ``text`` within ``max_bytes``, best first (``hidden``: numbers
+    left out, the expired)."""
+    with tracing.span("semmem.rank") as span:
+        scored = [s for s in ranker.rank(items, qvec, text)
+                  if s.item.surfaced and s.item.n not in hidden]
+        span.set("semmem.rank.candidates", items.size)
+    with tracing.span("semmem.pack") as span:
+        packed, chosen = ranker.pack(items, scored, max_bytes, MAX_SOURCES)
+        span.set("semmem.pack.lines", len(packed.items))
     return Recall(packed.lines, [source_of(it) for it in packed.items], cursor, chosen)
 
 
 def search_entries(ranker: Ranker, items: ItemSet, qvec: np.ndarray, query: str,
-                   limit: int) -> list[dict[str, Any]]:
-    """The ``limit`` items most similar to ``query``, with scores (no relevance floor)."""
+                   limit: int, hidden: frozenset[int] = frozenset()) -> list[dict[str, Any]]:
+    """The ``limit`` items most similar to ``query``, with scores (no relevance floor;
+    ``hidden``: numbers left out, the expired)."""
     out = []
-    for s in ranker.rank(items, qvec, query, floor=False)[:limit]:
+    with tracing.span("semmem.rank") as span:
+        found = ranker.rank(items, qvec, query, floor=False)
+        best = [s for s in found if s.item.n not in hidden][:limit]
+        span.set("semmem.rank.candidates", items.size)
+    for s in best:
         entry: dict[str, Any] = {
             "n": s.item.n, "text": s.item.text, "score": round(s.score, 4),
             "updatedAt": iso(s.item.updated),

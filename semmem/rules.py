@@ -7,8 +7,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -16,11 +16,12 @@ import numpy as np
 from semmem.contract import DEADLINE_HORIZON_MS, sha256_hex
 from semmem.errors import Conflict, Forbidden, IdempotencyMismatch, InvalidArguments, NotFound
 from semmem.items import RECORD_FIELDS, Item, clean_attrs, dedupe_key, now_ms
-from semmem.ranking.similar import nearest
+from semmem.ranking.similar import Near, nearest
 from semmem.store.rows import NEW, ItemRow, Mutation, Plan, op_key
 from semmem.store.views import ItemSet, OpRecord, WriteView
 
 Decision = Mutation | dict[str, Any]  # rows to commit, or a result to answer without writing
+Alive = Callable[[Item], bool]  # whether an item has not expired (retention)
 
 
 @dataclass(frozen=True)
@@ -89,17 +90,52 @@ def _shown(view: WriteView, result: dict[str, Any]) -> dict[str, Any]:
                if view.get(ref["n"]) is None and ref["n"] not in view.tombstones]
     if missing:
         raise MissingRows(missing)
-    shown = []
-    for ref in refs:
-        item = view.get(ref["n"])
-        if item is not None and item.surfaced and item.revision == ref["revision"]:
-            shown.append({"n": item.n, "text": item.text, "score": ref["score"]})
+    back = [Hint.recorded(ref).read_back(view) for ref in refs]
+    shown = [hint.answer() for hint in back if hint is not None]
     return with_similar({k: v for k, v in result.items() if k != "similar"}, shown)
+
+
+@dataclass(frozen=True)
+class Hint:
+    """One fact a write lists as one it probably restates or supersedes: what the write
+    answers (number, text, score) and what its idempotency record keeps (number, revision,
+    score: no text, which a replay reads back from the fact)."""
+
+    n: int
+    revision: int
+    score: float
+    text: str | None = None
+
+    @classmethod
+    def of(cls, near: Near) -> Hint:
+        """The hint of a listed fact (score to 4 decimals, as answered and recorded)."""
+        return cls(near.item.n, near.item.revision, round(near.score, 4), near.item.text)
+
+    @classmethod
+    def recorded(cls, ref: dict[str, Any]) -> Hint:
+        """The hint a record names (without its text)."""
+        return cls(ref["n"], ref["revision"], ref["score"])
+
+    def read_back(self, view: WriteView) -> Hint | None:
+        """The hint with its fact's text, if the fact is still recallable at the revision it
+        was listed at (else none: a changed or forgotten fact is left out)."""
+        item = view.get(self.n)
+        if item is None or not item.surfaced or item.revision != self.revision:
+            return None
+        return replace(self, text=item.text)
+
+    def answer(self) -> dict[str, Any]:
+        """The entry of the write's ``similar`` list."""
+        return {"n": self.n, "text": self.text, "score": self.score}
+
+    def record(self) -> dict[str, Any]:
+        """The entry the idempotency record keeps."""
+        return {"n": self.n, "revision": self.revision, "score": self.score}
 
 
 def record(op: Operation | None, result: dict[str, Any], ttl_ms: int) -> OpRecord | None:
     """The idempotency record that commits with a write (none without an operation id); its
-    ``similar`` entries name facts by number and revision, without their text."""
+    ``similar`` entries (``Hint``) name facts by number and revision, without their text."""
     if op is None:
         return None
     now = now_ms()
@@ -107,8 +143,7 @@ def record(op: Operation | None, result: dict[str, Any], ttl_ms: int) -> OpRecor
     expires = max(now + ttl_ms, min(op.deadline_ms or 0, now + DEADLINE_HORIZON_MS))
     kept = {k: v for k, v in result.items() if k != "similar"}
     if "similar" in result:
-        kept["similar"] = [{"n": h["n"], "revision": h["revision"], "score": h["score"]}
-                           for h in result["similar"]]
+        kept["similar"] = [hint.record() for hint in result["similar"]]
     return OpRecord(op_key(op.operation_id), op.fingerprint,
                     json.dumps(kept, ensure_ascii=False), expires)
 
@@ -184,9 +219,10 @@ class Imported:
 
 
 def number_imports(view: WriteView, batch: Sequence[dict[str, Any]],
-                   texts: Sequence[str]) -> Imported:
+                   texts: Sequence[str], alive: Alive = lambda item: True) -> Imported:
     """Numbers for an import batch: a record's own ``n`` when free, else the next free one;
-    texts already in the partition (or earlier in the batch) are skipped."""
+    texts already in the partition (or earlier in the batch) are skipped, unless the item
+    holding one has expired (``alive``)."""
     seen: set[str] = set()
     hwm = view.hwm
     # The view holds the items with the asked-for numbers; numbers above the high-water mark
@@ -196,7 +232,8 @@ def number_imports(view: WriteView, batch: Sequence[dict[str, Any]],
     duplicates = 0
     for i, (rec, text) in enumerate(zip(batch, texts, strict=True)):
         key = dedupe_key(text)
-        if view.find_text(text) is not None or key in seen:
+        same = view.find_text(text)
+        if (same is not None and alive(same)) or key in seen:
             duplicates += 1
             continue
         seen.add(key)
@@ -224,43 +261,46 @@ def as_numbers(values: Sequence[Any]) -> list[int]:
 def mutation(op: Operation | None, result: dict[str, Any], ttl_ms: int,
              items: Sequence[ItemRow] = (), hwm: int | None = None) -> Mutation:
     """A write's rows, committed with the idempotency record of ``op`` if there is one; the
-    write answers ``result`` without the hints' revisions."""
+    write answers ``result`` with its ``similar`` hints (``Hint``) as answered entries."""
     answer = result
     if "similar" in result:
-        answer = {**result, "similar": [{k: v for k, v in h.items() if k != "revision"}
-                                        for h in result["similar"]]}
+        answer = {**result, "similar": [hint.answer() for hint in result["similar"]]}
     return Mutation(items=list(items), op=record(op, result, ttl_ms), hwm=hwm, result=answer)
 
 
 @dataclass(frozen=True)
 class Hints:
     """What a write's ``similar`` list is chosen from: the candidates' numbers (looked up with
-    the write) and the least cosine a listed fact has."""
+    the write) and the least cosine a listed fact has (the threshold, or the partition's
+    ``cutoff`` when that is higher)."""
 
     candidates: Sequence[int] = ()
     threshold: float = 1.0
 
-    def listed(self, view: WriteView, vector: np.ndarray, written: int) -> list[dict[str, Any]]:
-        """The ``similar`` entries (with each fact's revision, for the record): candidates
-        still recallable at the decided version, other than the written fact, scored on their
-        current vectors, best first."""
+    def listed(self, view: WriteView, vector: np.ndarray, written: int) -> list[Hint]:
+        """The hints: candidates still recallable at the decided version, other than the
+        written fact, scored on their current vectors, best first."""
         rows = [view.index_of(n) for n in self.candidates if n != written]
         found = ItemSet([view.items[i] for i in rows if i is not None],
                         view.vectors[[i for i in rows if i is not None]].reshape(
                             -1, view.vectors.shape[1]))
-        return [{**near.hint(), "revision": near.item.revision}
-                for near in nearest(found, vector, self.threshold)]
+        return [Hint.of(near) for near in nearest(found, vector, self.threshold)]
 
 
-def with_similar(result: dict[str, Any], similar: list[dict[str, Any]]) -> dict[str, Any]:
+def with_similar(result: dict[str, Any], similar: Sequence[Any]) -> dict[str, Any]:
     """``result`` with its ``similar`` list; the key is left out when nothing is listed."""
     return {**result, "similar": similar} if similar else result
 
 
+def _always(item: Item) -> bool:
+    return True
+
+
 def remember(text: str, vector: np.ndarray, fields: dict[str, Any], op: Operation | None,
-             ttl_ms: int, hints: Hints = Hints()) -> Plan:
+             ttl_ms: int, hints: Hints = Hints(), alive: Alive = _always) -> Plan:
     """Store ``text`` under the next number, or answer with the item that already has it; a
-    new fact lists the facts it probably restates or supersedes."""
+    new fact lists the facts it probably restates or supersedes. ``alive``: whether an item
+    has not expired (an expired one is no duplicate: it is gone from every read)."""
 
     def plan(view: WriteView) -> Decision:
         replayed = replay(view, op)
@@ -269,7 +309,7 @@ def remember(text: str, vector: np.ndarray, fields: dict[str, Any], op: Operatio
         same = view.find_text(text)
         # Only an item recall can show is a duplicate: the text of a hidden one (inactive,
         # held, merged) becomes a new, visible item, and the hidden record stays as it is.
-        if same is not None and same.surfaced:
+        if same is not None and same.surfaced and alive(same):
             result = {"status": "stored", "n": same.n, "count": view.count, "existing": True}
             return result if op is None else mutation(op, result, ttl_ms)
         n, ts = view.hwm + 1, now_ms()
@@ -283,16 +323,18 @@ def remember(text: str, vector: np.ndarray, fields: dict[str, Any], op: Operatio
 
 def update(n: int, text: str | None, vector: np.ndarray | None, changes: dict[str, Any],
            cursor_seq: int | None, op: Operation | None, ttl_ms: int, owner: bool = True,
-           hints: Hints = Hints()) -> Plan:
+           hints: Hints = Hints(), alive: Alive = _always) -> Plan:
     """Replace item ``n``'s text and/or record fields, keeping its number; a new text lists
     the other facts it probably restates or supersedes (an identical one included: update
-    does not deduplicate)."""
+    does not deduplicate). An expired item is not found: an edit must not bring it back."""
 
     def plan(view: WriteView) -> Decision:
         replayed = replay(view, op)
         if replayed is not None:
             return replayed
         item = check_target(view, n, cursor_seq)
+        if not alive(item):
+            raise NotFound(f"item {n} expired in this memory", {"n": n})
         check_editable(item, owner)
         row = ItemRow(
             n, text if text is not None else item.text,
@@ -335,5 +377,20 @@ def forget(n: int, cursor_seq: int | None, op: Operation | None, ttl_ms: int,
                       created=item.born)
         result = {"status": "stored", "n": n, "count": view.count - 1, "forgotten": True}
         return mutation(op, result, ttl_ms, [row])
+
+    return plan
+
+
+def expire(numbers: Sequence[int], alive: Alive) -> Plan:
+    """Forget those of ``numbers`` that are still live items and expired at the decided
+    version (the retention sweep): tombstones like a forget's, in one commit."""
+
+    def plan(view: WriteView) -> Decision:
+        now = now_ms()
+        rows = [ItemRow(it.n, None, None, it.ts, now, it.revision + 1, forgotten=True,
+                        created=it.born)
+                for n in numbers if (it := view.get(n)) is not None and not alive(it)]
+        result = {"expired": [r.n for r in rows], "count": view.count - len(rows)}
+        return Mutation(items=rows, result=result) if rows else result
 
     return plan

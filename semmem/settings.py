@@ -10,6 +10,7 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from semmem.embedding.files import default_model_dir
+from semmem.lifecycle.retention import parse_policy
 from semmem.ranking.similar import SIMILAR_THRESHOLD
 
 DEFAULT_DATA = "semmem-data"  # relative: a symbolic link found there is refused (store/modes.py)
@@ -60,6 +61,17 @@ class Settings(BaseSettings):
         None, description="where `POST /admin/backups` writes: a directory or s3://…"
     )
     idempotency_ttl_s: int = Field(86_400, ge=1, description="keep write records this long")
+    retention: str | None = Field(
+        None, description="how long a fact lives after its last write by default: 45s, 30m, "
+        "12h, 90d or never (unset: forever); partitions may override it"
+    )
+    retention_sweep_s: float = Field(
+        3600.0, gt=0, description="how often expired facts are forgotten (and once at start)"
+    )
+    tool_expiry: bool = Field(
+        False, description="the remember tool takes an optional expires_at (changes the "
+        "declared tools)"
+    )
 
     # model and ranking
     model: Path = Field(default_factory=default_model_dir, description="model folder")
@@ -90,6 +102,23 @@ class Settings(BaseSettings):
         "past it); it is read before the request takes one of the concurrency slots"
     )
     log_level: str = "info"
+    log_format: Literal["text", "json"] = Field(
+        "text", description="text, or json: one JSON object per line (docs/operating.md)"
+    )
+
+    # quotas and rate limits (docs/operating.md)
+    partition_max_items: int | None = Field(
+        None, ge=1, description="live facts a partition may hold; a write past it is refused"
+    )
+    partition_max_bytes: int | None = Field(
+        None, ge=1, description="UTF-8 bytes of fact text a partition may hold"
+    )
+    rate_limit: str | None = Field(
+        None, description="requests per token and replica, e.g. 20/s, 600/m; more get 429"
+    )
+    rate_burst: int | None = Field(
+        None, ge=1, description="requests a token may send at once (default: one second's)"
+    )
 
     # MCP (``semmem mcp`` and ``/mcp`` on ``semmem serve``)
     mcp: bool = Field(True, description="serve MCP at /mcp beside the provider endpoint")
@@ -112,6 +141,18 @@ class Settings(BaseSettings):
     def default_data(self) -> bool:
         """Whether the store is the default relative directory (not one the operator named)."""
         return self.data == DEFAULT_DATA
+
+    @field_validator("retention")
+    @classmethod
+    def _duration(cls, value: str | None) -> str | None:
+        if value is not None and value.strip():
+            parse_policy(value)  # refused at start-up, not at the first read
+        return value.strip() if value and value.strip() else None
+
+    @property
+    def retention_ms(self) -> int | None:
+        """The default max age in milliseconds (``None``: keep forever)."""
+        return None if self.retention is None else parse_policy(self.retention)
 
     @field_validator("storage_options", mode="before")
     @classmethod

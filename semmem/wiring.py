@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from semmem.embedding.choice import open_model
 from semmem.embedding.embedder import CachedEmbedder, Embedder
+from semmem.lifecycle.retention import Retention
+from semmem.lifecycle.sweep import sweep
 from semmem.maintenance import Maintenance
 from semmem.memory import Memory
 from semmem.ranking.ranker import Ranker, RankingConfig
@@ -57,6 +59,7 @@ def load_ranking(settings: Settings) -> RankingConfig:
 def make_store(settings: Settings, embedder: ModelIdentity) -> Store:
     """A store for ``settings.data``, not yet opened (this loads the storage engine)."""
     from semmem.store.fence import Fence
+    from semmem.store.quota import Quota
     from semmem.store.tables import Store
 
     return Store(
@@ -72,6 +75,7 @@ def make_store(settings: Settings, embedder: ModelIdentity) -> Store:
         cache_items=settings.cache_items,
         cache_bytes=settings.cache_bytes,
         fence=Fence(skew=settings.max_clock_skew_s),
+        quota=Quota(settings.partition_max_items, settings.partition_max_bytes),
     )
 
 
@@ -88,9 +92,14 @@ async def open_memory(
     observer = (Maintenance(store, settings.maintenance_delay_s, settings.compact_every,
                             record_ttl_s=settings.idempotency_ttl_s)
                 if maintain else None)
-    return Memory(
+    memory = Memory(
         store, embedder, Ranker(load_ranking(settings)),
         idempotency_ttl_ms=settings.idempotency_ttl_s * 1000,
         index_candidates=settings.index_candidates, observer=observer,
         similar_threshold=settings.similar_threshold,
+        retention=Retention(store, settings.retention_ms),
     )
+    if observer is not None:
+        observer.sweeping(lambda names: sweep(memory, names), settings.retention_sweep_s)
+        memory.retention.found_expired = observer.sweep_soon
+    return memory

@@ -315,3 +315,34 @@ async def test_a_corrupt_partition_backs_off_and_logs_once_per_interval(
     assert failed[0].exc_info is not None and not any(r.exc_info for r in failed[1:])
     assert "3 times in a row" in failed[2].getMessage()
     await memory.close()
+
+
+async def test_the_retention_sweep_runs_at_start_then_every_interval(tmp_path: Path) -> None:
+    """``Maintenance`` runs the sweep of every partition once at start and then every
+    interval, and a partition asked for soon on its own, once however often it is asked."""
+    from semmem.maintenance import Maintenance
+
+    emb = HashingEmbedder()
+    store = Store(str(tmp_path / "db"), dim=emb.dim, model_id=emb.model_id)
+    await store.open()
+    maintenance = Maintenance(store, delay_s=0.05, compact_every=32, follow_s=0)
+    calls: list[list[str] | None] = []
+
+    async def sweep(names: list[str] | None) -> None:
+        calls.append(names)
+
+    maintenance.sweeping(sweep, 0.2)
+    maintenance.start([])
+    started = time.monotonic()
+    while calls.count(None) < 3:  # at start, then twice more
+        assert time.monotonic() - started < 10
+        await asyncio.sleep(0.02)
+    for _ in range(5):
+        maintenance.sweep_soon("p")
+    while ["p"] not in calls:
+        assert time.monotonic() - started < 10
+        await asyncio.sleep(0.02)
+    await asyncio.sleep(0.2)
+    assert calls.count(["p"]) == 1
+    await maintenance.stop()
+    await store.close()

@@ -75,7 +75,8 @@ def create(to: Annotated[str, typer.Option("--to", help="a directory or s3://…
     async def go(chosen: Settings) -> dict[str, Any]:
         store = await _open(chosen, chosen.data)
         try:
-            manifest = await create_backup(store, _target(chosen, to))
+            manifest = await create_backup(store, _target(chosen, to),
+                                           default_retention_ms=chosen.retention_ms)
         finally:
             await store.close()
         return manifest.summary()
@@ -132,7 +133,8 @@ def restore(
         live = await _open(chosen, ledger) if ledger is not None else None
         store = await _open(chosen, into, _Model(manifest.model, manifest.dim))
         try:
-            report = await restore_backup(target, backup_id, store, live)
+            report = await restore_backup(target, backup_id, store, live,
+                                            default_retention_ms=chosen.retention_ms)
         finally:
             await store.close()
             if live is not None:

@@ -12,6 +12,7 @@ import typer
 from semmem.cli.backup import backup_app
 from semmem.cli.model import model_app
 from semmem.cli.options import DataOpt, ModelOpt, PartitionOpt, errors, run, settings, show
+from semmem.cli.retention import retention_app
 from semmem.errors import InvalidArguments
 from semmem.memory import Memory
 
@@ -24,6 +25,7 @@ app = typer.Typer(
 )
 app.add_typer(model_app, name="model")
 app.add_typer(backup_app, name="backup")
+app.add_typer(retention_app, name="retention")
 
 
 @app.command()
@@ -69,21 +71,27 @@ def declare(
     """Print the httpMemory provider declaration (TypeScript) and the tools JSON.
 
     With SEMMEM_READ_CONSISTENCY_MS above zero, the write tools describe their results as
-    'accepted', as the server then answers."""
+    'accepted', as the server then answers; with SEMMEM_TOOL_EXPIRY, remember takes an
+    optional expires_at."""
     from semmem.protocol.declaration import render_declaration
     from semmem.settings import Settings
 
     with errors():
-        accepted = Settings().read_consistency_ms > 0
+        chosen = Settings()
         typer.echo(render_declaration(path=path, max_bytes=max_bytes, json_only=json_only,
-                                      accepted=accepted))
+                                      accepted=chosen.read_consistency_ms > 0,
+                                      expiry=chosen.tool_expiry))
 
 
 @app.command()
-def remember(text: str, partition: PartitionOpt, data: DataOpt = None,
-             model: ModelOpt = None) -> None:
+def remember(
+    text: str, partition: PartitionOpt,
+    expires: Annotated[str | None, typer.Option(
+        "--expires", help="when the fact ends (ISO 8601, e.g. 2026-09-10T18:00:00Z)")] = None,
+    data: DataOpt = None, model: ModelOpt = None,
+) -> None:
     """Store a fact; prints its number."""
-    show(run(data, model, lambda m: m.remember(partition, text)))
+    show(run(data, model, lambda m: m.remember(partition, text, expires_at=expires)))
 
 
 @app.command()
@@ -123,13 +131,15 @@ def update(
     note: Annotated[str | None, typer.Option(help="owner note ('' clears)")] = None,
     status: Annotated[str | None, typer.Option(help="e.g. active, inactive ('' clears)")] = None,
     surfacing: Annotated[str | None, typer.Option(help="'hold' stops recall ('' clears)")] = None,
+    expires: Annotated[str | None, typer.Option(
+        "--expires", help="when the fact ends, ISO 8601 ('' clears)")] = None,
     data: DataOpt = None,
     model: ModelOpt = None,
 ) -> None:
     """Replace item N's text and/or its record fields, keeping its number."""
     attrs = {
-        k: (v or None) for k, v in {"note": note, "status": status,
-                                    "surfacing": surfacing}.items() if v is not None
+        k: (v or None) for k, v in {"note": note, "status": status, "surfacing": surfacing,
+                                    "expiresAt": expires}.items() if v is not None
     }
     if text is None and not attrs:
         with errors():
@@ -184,7 +194,8 @@ def similar(
     data: DataOpt = None,
     model: ModelOpt = None,
 ) -> None:
-    """List groups of facts that probably restate or supersede each other (newest first)."""
+    """List groups of facts that probably restate or supersede each other (closest pair's
+    group first; in each, newest first with its best match and their similarity)."""
     found = run(data, model, lambda m: m.similar(partition, threshold))
     if as_json:
         show({"groups": [g.public() for g in found]})
@@ -192,9 +203,8 @@ def similar(
     for i, group in enumerate(found):
         if i:
             typer.echo("")
-        for near in group.members:
-            score = "" if near is group.members[0] else f"  ({near.score:.2f})"
-            typer.echo(f"{near.item.n}. {near.item.text}{score}")
+        for member in group.members:
+            typer.echo(f"{member.item.n}. {member.item.text}  (~#{member.to} {member.score:.2f})")
 
 
 @app.command()

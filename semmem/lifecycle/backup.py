@@ -30,7 +30,7 @@ from semmem.lifecycle.backup_format import (
     sha256,
     valid_id,
 )
-from semmem.lifecycle.liveness import Live, still_live
+from semmem.lifecycle.liveness import Live, policies
 from semmem.store.dump import Dump, created_at, latest_version, read_head, read_partition
 from semmem.store.objects import Objects
 from semmem.store.rows import table_name
@@ -46,13 +46,14 @@ PARALLEL = 4
 UNREFERENCED_AGE_S = 3600.0
 
 
-async def create_backup(store: Store, target: Objects, *, live: Live = still_live
-                        ) -> Manifest:
+async def create_backup(store: Store, target: Objects, *, live: Live | None = None,
+                        default_retention_ms: int | None = None) -> Manifest:
     """Back ``store`` up into ``target``; the manifest, written last, is returned.
 
     Every fact acknowledged before this call is in the backup; one acknowledged meanwhile is
     in it whole or not at all (each partition is read at one version). A fact no longer
-    ``live`` (expired, not yet swept) is written as a tombstone.
+    live (expired, not yet swept: by ``live``, else the partition's retention, whose default is
+    ``default_retention_ms``) is written as a tombstone.
     """
     started = now_ms()
     names = await store.partitions()
@@ -60,11 +61,12 @@ async def create_backup(store: Store, target: Objects, *, live: Live = still_liv
     previous = await asyncio.to_thread(_newest, target)
     before = {p["partition"]: p for p in previous.partitions} if previous else {}
     gate = asyncio.Semaphore(PARALLEL)
+    policy = await policies(store, default_retention_ms)
 
     async def one(name: str) -> dict[str, Any] | None:
         async with gate:
             return await _back_up(store, target, name, created.get(name, 0),
-                                  before.get(name), live)
+                                  before.get(name), live or policy(name))
 
     entries = [e for e in await asyncio.gather(*(one(n) for n in names)) if e is not None]
     manifest = Manifest(new_id(started), started, now_ms(), store.uri, store.model_id, store.dim,

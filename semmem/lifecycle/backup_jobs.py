@@ -26,23 +26,29 @@ class BackupJobs:
         self.jobs: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._tasks: set[asyncio.Task[None]] = set()
 
-    def start(self, store: Store, target: Objects) -> dict[str, Any]:
-        """Start a backup of ``store`` into ``target``; returns its job (state ``running``)."""
+    def start(self, store: Store, target: Objects, default_retention_ms: int | None = None
+              ) -> dict[str, Any]:
+        """Start a backup of ``store`` into ``target`` (facts expired under the retention,
+        whose default is ``default_retention_ms``, as tombstones); returns its job (state
+        ``running``)."""
         job: dict[str, Any] = {"job": secrets.token_hex(8), "state": "running",
                                "started": now_ms(), "to": target.uri}
         self.jobs[job["job"]] = job
         while len(self.jobs) > KEPT:
             self.jobs.popitem(last=False)
-        task = asyncio.create_task(self._run(job, store, target), name="semmem-backup")
+        task = asyncio.create_task(self._run(job, store, target, default_retention_ms),
+                                   name="semmem-backup")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return dict(job)
 
-    async def _run(self, job: dict[str, Any], store: Store, target: Objects) -> None:
+    async def _run(self, job: dict[str, Any], store: Store, target: Objects,
+                   default_retention_ms: int | None) -> None:
         from semmem.lifecycle.backup import create_backup
 
         try:
-            manifest = await create_backup(store, target)
+            manifest = await create_backup(store, target,
+                                           default_retention_ms=default_retention_ms)
         except Exception as exc:  # reported to the owner, and logged with its cause
             log.exception("backup into %s failed", target.uri)
             job.update(state="failed", error=f"{type(exc).__name__}: {exc}")

@@ -25,7 +25,7 @@ from semmem.errors import InvalidInput
 from semmem.items import Item, now_ms
 from semmem.lifecycle.backup import load_manifest, read_object
 from semmem.lifecycle.backup_format import decode
-from semmem.lifecycle.liveness import Live, still_live
+from semmem.lifecycle.liveness import Live, policies
 from semmem.store.dump import Dump, created_at, write_partition
 from semmem.store.objects import Objects
 from semmem.store.views import Head, PartitionSnapshot, Tombstone
@@ -58,10 +58,12 @@ class RestoreReport:
 
 
 async def restore_backup(target: Objects, backup_id: str, into: Store,
-                         ledger: Store | None = None, *, live: Live = still_live
-                         ) -> RestoreReport:
+                         ledger: Store | None = None, *, live: Live | None = None,
+                         default_retention_ms: int | None = None) -> RestoreReport:
     """Write backup ``backup_id`` into ``into`` (a new store, opened by the caller), every
-    object checked against its SHA-256 first; with ``ledger``, as described above."""
+    object checked against its SHA-256 first; with ``ledger``, as described above (a fact is
+    live there by ``live``, else by the ledger's retention, whose default is
+    ``default_retention_ms``)."""
     manifest = await asyncio.to_thread(load_manifest, target, backup_id)
     report = RestoreReport(manifest.id, into.uri)
     if await into.partitions():
@@ -74,13 +76,15 @@ async def restore_backup(target: Objects, backup_id: str, into: Store,
         dumps.append((entry, decode(await asyncio.to_thread(read_object, target, entry))))
     existing = set(await ledger.partitions()) if ledger is not None else set()
     created = await created_at(ledger) if ledger is not None else {}
+    policy = await policies(ledger, default_retention_ms) if ledger is not None else None
     for entry, dump in dumps:
         name = dump.head.partition
         if ledger is not None:
             if name not in existing or created.get(name) != entry["tableCreated"]:
                 report.deleted_partitions.append(name)
                 continue
-            dump = _against(dump, await ledger.snapshot(name), live, report)
+            assert policy is not None
+            dump = _against(dump, await ledger.snapshot(name), live or policy(name), report)
         await write_partition(into, dump, entry["tableCreated"] or None)
         report.partitions += 1
         report.items += len(dump.items)

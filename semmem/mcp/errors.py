@@ -18,6 +18,7 @@ from semmem.errors import (
     InvalidInput,
     NotFound,
     NotReady,
+    QuotaExceeded,
     SemmemError,
     TooLarge,
 )
@@ -34,6 +35,7 @@ NEXT_STEP: dict[type[SemmemError], str] = {
     Forbidden: "Do not retry: this memory can only be read here.",
     TooLarge: "Send less and try again.",
     IdempotencyMismatch: "Call the tool again as a new request.",
+    QuotaExceeded: "Do not retry: forget or update facts that are no longer needed first.",
 }
 
 

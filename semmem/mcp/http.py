@@ -115,6 +115,7 @@ class McpEndpoint:
         header = _header(scope, b"authorization")
         try:
             binding = self.runtime.auth.check_mcp(header)
+            self.runtime.limit(header, "mcp")
         except SemmemError as exc:
             await _refuse(send, exc)
             return
@@ -165,5 +166,8 @@ async def _refuse(send: Send, exc: SemmemError) -> None:
         headers.append((b"retry-after", str(wait).encode()))
     if status == 401:
         headers.append((b"www-authenticate", b'Bearer realm="semmem"'))
+    wait = retry_after(exc)
+    if wait is not None:
+        headers.append((b"retry-after", str(wait).encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": envelope(exc.code, exc.message)})

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import getpass
 import logging
+import sys
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -26,6 +27,7 @@ from semmem.mcp import resources
 from semmem.mcp.service import Caller, Service
 from semmem.mcp.tools import mcp_tool
 from semmem.protocol.status import PUBLIC_5XX, status_of
+from semmem.serving import logs, otel
 from semmem.serving.runtime import Runtime
 from semmem.settings import Settings
 from semmem.store import quiet_engine_logs
@@ -87,8 +89,9 @@ def build_server(service: Service, caller_of: CallerOf) -> Server[Any]:
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
                         ) -> types.CallToolResult:
+        headers = ctx.request.headers if ctx.request is not None else None
         return await service.call_tool(caller_of(ctx), params.name, params.arguments,
-                                       ctx.request_id)
+                                       ctx.request_id, headers)
 
     async def list_prompts(ctx: ServerRequestContext[Any],
                            params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
@@ -155,9 +158,13 @@ def run_stdio(settings: Settings, *, partition: str | None = None, writable: boo
 
         # fail now, with one line, rather than at the first call
         check_model(settings.model, settings.encoder)
-    logging.basicConfig(level=settings.log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    with owner_only(settings.data, default_dir=settings.default_data), \
-            private_temp(settings.data):  # the engine's spill files: see store/scratch.py
-        asyncio.run(serve_stdio(settings, partition=partition or default_partition(settings),
-                                writable=writable, embedder=embedder))
+    logs.configure(settings.log_level, settings.log_format)
+    tracer = otel.setup(console=sys.stderr)  # None unless OTEL_* configure tracing
+    try:
+        with owner_only(settings.data, default_dir=settings.default_data), \
+                private_temp(settings.data):  # the engine's spill files: see store/scratch.py
+            asyncio.run(serve_stdio(settings, partition=partition or default_partition(settings),
+                                    writable=writable, embedder=embedder))
+    finally:
+        if tracer is not None:
+            tracer.shutdown()

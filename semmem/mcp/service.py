@@ -18,13 +18,14 @@ import hashlib
 import json
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
 
+from semmem import tracing
 from semmem.errors import Conflict, InvalidInput, SemmemError
 from semmem.mcp.errors import internal_error, tool_error
 from semmem.mcp.tools import specs
@@ -32,7 +33,7 @@ from semmem.memory import Memory
 from semmem.protocol.fitting import fit_recall
 from semmem.protocol.jsonio import dumps
 from semmem.protocol.untrusted import ascii_int
-from semmem.serving.dispatch import Dispatcher, ToolCall
+from semmem.serving.dispatch import Dispatcher, ToolCall, records
 from semmem.serving.guard import served
 from semmem.serving.runtime import Runtime
 
@@ -119,7 +120,8 @@ class Service:
     def __init__(self, runtime: Runtime, *, max_bytes: int) -> None:
         self.runtime = runtime
         self.max_bytes = max_bytes
-        self.specs = specs(max_bytes, accepted=runtime.accepted)
+        self.specs = specs(max_bytes, accepted=runtime.accepted,
+                           expiry=runtime.settings.tool_expiry)
         self.tools = Dispatcher(self.specs, runtime.metrics, accepted=runtime.accepted)
         self.sessions = Sessions()
 
@@ -146,21 +148,29 @@ class Service:
 
     # ----- tools -------------------------------------------------------------------------------
     async def call_tool(self, caller: Caller, name: str, arguments: dict[str, Any] | None,
-                        request_id: str | int | None = None) -> types.CallToolResult:
+                        request_id: str | int | None = None,
+                        headers: Mapping[str, str] | None = None) -> types.CallToolResult:
         """Run one tool call through the request guard; every outcome is a result, errors as
-        ``isError`` results."""
+        ``isError`` results. ``headers``: the HTTP request's (its ``traceparent``), if any."""
         operation_id = f"mcp.{caller.session or '-'}.{_request_key(request_id)}"
-        await self.loaded()
-        try:
-            async with served(self.runtime, "mcp") as call:
-                call.tool = name if name in self.specs else ""
-                return await self._tool(call.memory, caller, name, arguments or {},
-                                        operation_id)
-        except SemmemError as exc:
-            return tool_error(exc, operation_id)
-        except Exception:
-            log.exception("mcp operation %s: internal error", operation_id)
-            return internal_error(operation_id)
+        with tracing.span("semmem.request", headers, server=True) as span:
+            tracing.operation(span, name, caller.partition)
+            await self.loaded()
+            try:
+                async with served(self.runtime, "mcp") as call:
+                    call.tool = name if name in self.specs else ""
+                    result = await self._tool(call.memory, caller, name, arguments or {},
+                                              operation_id)
+            except SemmemError as exc:
+                span.set("error.type", exc.code)
+                return tool_error(exc, operation_id)
+            except Exception:
+                span.set("error.type", "internal")
+                log.exception("mcp operation %s: internal error", operation_id)
+                return internal_error(operation_id)
+            value = result.structured_content or {}
+            tracing.answered(span, records(value), len(dumps(value)))
+            return result
 
     async def _tool(self, memory: Memory, caller: Caller, name: str, arguments: dict[str, Any],
                     operation_id: str) -> types.CallToolResult:

@@ -57,10 +57,12 @@ def recall_spec(default_max_bytes: int) -> ToolSpec:
     )
 
 
-def specs(default_max_bytes: int, *, accepted: bool = False) -> dict[str, ToolSpec]:
+def specs(default_max_bytes: int, *, accepted: bool = False,
+          expiry: bool = False) -> dict[str, ToolSpec]:
     """Every MCP tool by name: ``recall`` first, then the contract's tools, described for a
-    server whose writes answer ``accepted`` (reads may lag) or ``stored``."""
-    ordered = (recall_spec(default_max_bytes), *tools_for(accepted=accepted))
+    server whose writes answer ``accepted`` (reads may lag) or ``stored`` (``expiry``:
+    ``remember`` takes ``expires_at``)."""
+    ordered = (recall_spec(default_max_bytes), *tools_for(accepted=accepted, expiry=expiry))
     return {spec.name: spec for spec in ordered}
 
 

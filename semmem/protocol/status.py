@@ -18,6 +18,8 @@ from semmem.errors import (
     NotFound,
     NotReady,
     Overloaded,
+    QuotaExceeded,
+    RateLimited,
     SemmemError,
     TooLarge,
     TooSlow,
@@ -31,6 +33,9 @@ STATUS: dict[type[SemmemError], int] = {
     DeadlineExceeded: 400,
     Unauthorized: 401,
     Forbidden: 403,
+    # A full partition does not empty itself in 250 ms: a status the host does not retry
+    # (it retries 408, 429 and 5xx), the code says why (docs/operating.md).
+    QuotaExceeded: 403,
     NotFound: 404,
     Conflict: 409,
     IdempotencyMismatch: 409,
@@ -76,6 +81,8 @@ def public(exc: SemmemError, operation_id: str) -> tuple[str, dict[str, Any] | N
 
 def retry_after(exc: SemmemError) -> int | None:
     """Seconds a caller should wait before retrying, for refusals that pass."""
+    if isinstance(exc, RateLimited):
+        return exc.wait_s
     for cls in type(exc).__mro__:
         if cls in RETRY_AFTER_S:
             return RETRY_AFTER_S[cls]

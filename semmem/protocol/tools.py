@@ -215,11 +215,38 @@ _SIMILAR = (
 )
 
 
-def tools_for(*, accepted: bool) -> tuple[ToolSpec, ...]:
+# The remember tool's optional end of a fact, when the owner turns it on (SEMMEM_TOOL_EXPIRY):
+# off by default, so the declared tools stay as they are.
+_EXPIRES_AT: dict[str, Any] = {
+    "type": "string",
+    "format": "date-time",
+    "minLength": 1,
+    "maxLength": 64,
+    "description": (
+        "Only for a fact with an end date ('in Paris until Friday'): when it stops being "
+        "true, as an ISO 8601 date-time such as 2026-09-11T00:00:00Z. The fact is forgotten "
+        "then. Leave it out for lasting facts."
+    ),
+}
+_EXPIRY_HINT = " A fact that ends on a date can say when with 'expires_at'."
+
+
+def _with_expiry(spec: ToolSpec) -> ToolSpec:
+    """``remember`` taking the optional ``expires_at``; other tools unchanged."""
+    if spec.name != "remember":
+        return spec
+    schema = {**spec.input, "properties": {**spec.input["properties"],
+                                           "expires_at": _EXPIRES_AT}}
+    return replace(spec, description=spec.description + _EXPIRY_HINT, input=schema)
+
+
+def tools_for(*, accepted: bool, expiry: bool = False) -> tuple[ToolSpec, ...]:
     """The tools with descriptions for a server whose writes answer ``accepted`` (reads may
-    lag: a read-consistency interval above zero) or ``stored``."""
-    return tuple(replace(spec, description=spec.description.format(
+    lag: a read-consistency interval above zero) or ``stored``; with ``expiry``, ``remember``
+    takes an optional ``expires_at`` (the owner's setting ``SEMMEM_TOOL_EXPIRY``)."""
+    specs = tuple(replace(spec, description=spec.description.format(
         written=_WRITTEN[accepted], similar=_SIMILAR)) for spec in _TEMPLATES)
+    return tuple(_with_expiry(spec) for spec in specs) if expiry else specs
 
 
 # What the tools answer, as JSON Schemas (the OpenAPI document shows them; the fuzzing tests

@@ -67,7 +67,8 @@ async def _search(memory: Memory, call: ToolCall, spec: ToolSpec,
 
 async def _remember(memory: Memory, call: ToolCall, spec: ToolSpec,
                     args: dict[str, Any]) -> dict[str, Any]:
-    return await memory.remember(call.partition, args["text"], op=call.operation(args))
+    return await memory.remember(call.partition, args["text"], op=call.operation(args),
+                                 expires_at=args.get("expires_at"))
 
 
 async def _update(memory: Memory, call: ToolCall, spec: ToolSpec,
@@ -80,6 +81,12 @@ async def _forget(memory: Memory, call: ToolCall, spec: ToolSpec,
                   args: dict[str, Any]) -> dict[str, Any]:
     return await memory.forget(call.partition, args["n"], cursor=call.cursor,
                                op=call.operation(args), owner=False)
+
+
+def records(result: dict[str, Any]) -> int:
+    """How many facts a tool's result returned (a search, a recall) or wrote (one)."""
+    listed = result.get("items", result.get("sources"))
+    return len(listed) if isinstance(listed, list) else 1
 
 
 HANDLERS: dict[str, Handler] = {

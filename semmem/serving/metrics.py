@@ -53,6 +53,10 @@ class Metrics:
             "semmem_writes", "Committed or replayed write tool calls", ["tool"],
             registry=self.registry,
         )
+        self.rate_limited = Counter(
+            "semmem_rate_limited", "Requests refused because their token was over its rate",
+            ["surface"], registry=self.registry,
+        )
         # Each non-empty partition's last count, keyed by an 8-byte digest of its name: never
         # the caller's string, and nothing for a partition that holds nothing (a search on a
         # key that does not exist), so this grows with the store, not with requests.

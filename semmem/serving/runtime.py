@@ -13,13 +13,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from semmem.embedding.embedder import Embedder
-from semmem.errors import NotReady, Overloaded, SemmemError, Unavailable
+from semmem.errors import NotReady, Overloaded, RateLimited, SemmemError, Unavailable
 from semmem.maintenance import Maintenance
 from semmem.memory import Memory
-from semmem.protocol.tools import BY_NAME
-from semmem.serving.auth import ProviderAuth, Tokens
+from semmem.protocol.tools import tools_for
+from semmem.serving.auth import ProviderAuth, Tokens, bearer_of
 from semmem.serving.dispatch import Dispatcher
 from semmem.serving.metrics import Metrics
+from semmem.serving.rates import RateLimiter
 from semmem.settings import Settings
 
 log = logging.getLogger("semmem.web")
@@ -65,9 +66,12 @@ class Runtime:
             insecure=settings.insecure,
         )
         self.limiter = Limiter(settings.max_concurrency)
+        self.rates = RateLimiter.configured(settings.rate_limit, settings.rate_burst)
         self.metrics = Metrics()
         # The contract's tools, as the provider endpoint serves them (listed by name).
-        self.tools = Dispatcher({name: BY_NAME[name] for name in sorted(BY_NAME)},
+        served = {s.name: s for s in tools_for(accepted=self.accepted,
+                                               expiry=settings.tool_expiry)}
+        self.tools = Dispatcher({name: served[name] for name in sorted(served)},
                                 self.metrics, accepted=self.accepted)
         self.memory: Memory | None = None
         self.failure: SemmemError | None = None
@@ -125,6 +129,28 @@ class Runtime:
         if self.memory is not None and self._owned:
             await self.memory.close()
         self.memory = None
+
+    def admit(self, header: str | None) -> None:
+        """Allow a provider call: its credentials, then its token's rate limit.
+
+        Raises:
+            Unauthorized: missing or wrong token.
+            RateLimited: the token is over ``SEMMEM_RATE_LIMIT``.
+        """
+        self.auth.check(header)
+        self.limit(header, "provider")
+
+    def limit(self, header: str | None, surface: str) -> None:
+        """Spend one request of the (already checked) token's rate limit.
+
+        Raises:
+            RateLimited: the token is over ``SEMMEM_RATE_LIMIT`` (counted in the metrics).
+        """
+        try:
+            self.rates.take(bearer_of(header))
+        except RateLimited:
+            self.metrics.rate_limited.labels(surface).inc()
+            raise
 
     def require_memory(self) -> Memory:
         """The memory core.

@@ -36,6 +36,7 @@ class Registry:
         self.upkeep = upkeep
         self._asked: tuple[int, dict[str, int]] | None = None  # the last read, by version
         self._followed: Any = None  # the handle the purge requests are read through
+        self._policies: tuple[int, dict[str, int | None]] | None = None  # retention, by version
 
     async def _table(self, create: bool) -> Any:
         try:
@@ -115,6 +116,32 @@ class Registry:
         self._asked = (version, asked)
         return self._asked
 
+    async def retention(self) -> dict[str, int | None]:
+        """Each table's retention override: a max age in milliseconds, or ``None`` for keep
+        forever (a table without one inherits the deployment's default). Read again only once
+        the registry's version moved."""
+        reg = self._followed or await self._table(create=False)
+        if reg is None:
+            return {}
+        self._followed = reg
+        await reg.checkout_latest()
+        version = int(await reg.version())
+        if self._policies is not None and self._policies[0] == version:
+            return self._policies[1]
+        rows = (await reg.query().where("key LIKE 'r:%'").to_arrow()).to_pylist()
+        found = {str(r["key"])[2:]: json.loads(r["value"])["maxAgeMs"] for r in rows}
+        self._policies = (version, found)
+        return found
+
+    async def set_retention(self, name: str, max_age_ms: int | None, inherit: bool) -> None:
+        """Set table ``name``'s retention override (``None``: forever), or remove it."""
+        if inherit:
+            reg = await self._table(create=False)
+            if reg is not None:
+                await reg.delete(f"key = 'r:{name}'")  # name is hex: safe in a filter
+            return
+        await self.put(f"r:{name}", {"maxAgeMs": max_age_ms})
+
     async def meta(self) -> dict[str, Any] | None:
         """The store's metadata (schema version, model), or ``None`` for a new store."""
         return (await self.rows()).get(META)
@@ -133,7 +160,8 @@ class Registry:
         """Forget a dropped table's partition name (purged from files by ``maintain``)."""
         reg = await self._table(create=False)
         if reg is not None:
-            await reg.delete(f"key = 't:{name}'")  # name is hex: safe in a filter
+            # name is hex: safe in a filter; its retention override goes with it
+            await reg.delete(f"key = 't:{name}' OR key = 'r:{name}'")
 
     async def partitions(self, existing: set[str]) -> list[str]:
         """Names of the partitions whose tables are in ``existing``, sorted."""

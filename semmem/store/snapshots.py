@@ -57,6 +57,7 @@ class Snapshots:
         # Whether every read checks for a newer version itself (read consistency 0); else the
         # table handle decides when to look.
         self.check_latest = True
+        self.count_bytes = False  # a byte quota is set: write views carry their live text bytes
         self.model_id = model_id
         self.storage_options = storage_options
         self.cache = ViewCache(max_views, max_items)
@@ -225,7 +226,7 @@ class Snapshots:
             snap = await self.at(partition, tbl, version)
             layout = self._layouts.get(name)
             if layout is not None and layout.version == version:
-                return ds, cut(snap, lookup), layout
+                return ds, cut(snap, lookup, count_bytes=self.count_bytes), layout
         return await asyncio.to_thread(self._read_write_view, ds, partition, version, lookup)
 
     def _read_write_view(self, ds: Any, partition: str, version: int,
@@ -236,7 +237,9 @@ class Snapshots:
         looked = ["head", *lookup.ops, *(f"i:{int(n)}" for n in lookup.numbers)]
         layout = layout_of(ds, data, self.schema, self.tail_rows, complete=False,
                            looked=looked)
-        return ds, WriteView(d.items, d.vectors, d.head, live, d.tombstones, d.ops), layout
+        size = live_text_bytes(ds) if self.count_bytes else None
+        return ds, WriteView(d.items, d.vectors, d.head, live, d.tombstones, d.ops,
+                             size), layout
 
     def following(self, partition: str, batch: Batch, ds: Any, layout: Layout | None
                   ) -> Callable[[], Awaitable[None]] | None:
@@ -290,9 +293,16 @@ class Snapshots:
             self.cache.put(name, new)
 
 
-def cut(snap: PartitionSnapshot, lookup: Lookup) -> WriteView:
+def live_text_bytes(ds: Any) -> int:
+    """UTF-8 bytes of the live texts of a table version: its text column read in full (a
+    partition too large for a snapshot, under a byte quota)."""
+    texts = ds.to_table(columns=["text"], filter=LIVE_ITEMS).column("text")
+    return int(pc.sum(pc.binary_length(texts)).as_py() or 0)
+
+
+def cut(snap: PartitionSnapshot, lookup: Lookup, *, count_bytes: bool = False) -> WriteView:
     """The write view of ``lookup`` taken from a full snapshot (the same rows a table read of
-    ``lookup.where()`` would give)."""
+    ``lookup.where()`` would give); with ``count_bytes``, the live texts' bytes too."""
     rows: set[int] = set()
     for n in lookup.numbers:
         i = snap.index_of(n)
@@ -307,4 +317,5 @@ def cut(snap: PartitionSnapshot, lookup: Lookup) -> WriteView:
         [snap.items[i] for i in ordered], snap.vectors[ordered].reshape(-1, snap.vectors.shape[1]),
         snap.head, snap.count,
         {n: snap.tombstones[n] for n in lookup.numbers if n in snap.tombstones},
-        {k: snap.ops[k] for k in lookup.ops if k in snap.ops})
+        {k: snap.ops[k] for k in lookup.ops if k in snap.ops},
+        snap.text_bytes if count_bytes else None)

@@ -27,13 +27,14 @@ from semmem.store.connection import Connection
 from semmem.store.fence import Fence
 from semmem.store.files import open_dataset, remote
 from semmem.store.keyed import items_numbered, numbers_after
+from semmem.store.quota import Quota
 from semmem.store.reading import candidates, decode
 from semmem.store.rows import KIND_HEAD, KIND_ITEM, Lookup, Mutation, Plan, table_name
 from semmem.store.schema import ITEM_COLUMNS, LIVE_ITEMS, SCHEMA_VERSION, partition_schema
-from semmem.store.snapshots import WRITE_LOADS, Snapshots
+from semmem.store.snapshots import WRITE_LOADS, Snapshots, live_text_bytes
 from semmem.store.upkeep import INDEX_THRESHOLD, MaintenanceReport, Upkeep, index_probes
 from semmem.store.views import Candidates, Head, IndexedView, PartitionSnapshot, ReadView, WriteView
-from semmem.store.writes import Writer
+from semmem.store.writes import Writer, after
 
 V = TypeVar("V")
 log = logging.getLogger("semmem.store")
@@ -64,6 +65,7 @@ class Store:
         tail_rows: int | None = None,
         write_loads: int = WRITE_LOADS,
         fence: Fence | None = None,
+        quota: Quota | None = None,
     ) -> None:
         self.uri = uri
         self.dim = dim
@@ -83,6 +85,8 @@ class Store:
         self.snapshots = Snapshots(dim, model_id, self.storage_options, cache_size, cache_items,
                                    index_threshold, cache_bytes, tail_rows, write_loads)
         self.snapshots.check_latest = read_consistency == timedelta(0)
+        self.quota = quota or Quota()
+        self.snapshots.count_bytes = self.quota.counts_bytes
         self._views = self.snapshots.cache
         self.writer = Writer(model_id, self.schema, self.snapshots.write_view,
                              self.snapshots.following, self.snapshots.known,
@@ -92,7 +96,7 @@ class Store:
                              leftover=self.upkeep.leftover, suspect=self.suspect,
                              storage_options=self.storage_options, durable=not remote(uri),
                              confirms=self.snapshots.check_latest,
-                             confirmed=self.snapshots.confirmed)
+                             confirmed=self.snapshots.confirmed, quota=self.quota)
 
     @property
     def version_retention(self) -> timedelta:
@@ -172,6 +176,15 @@ class Store:
     async def set_meta(self, value: dict[str, Any]) -> None:
         """Replace the store's metadata (used on creation and by reindex)."""
         await self.conn.registry.set_meta(value)
+
+    async def retention(self) -> dict[str, int | None]:
+        """Retention overrides by partition table name (max age in ms; ``None``: forever)."""
+        return await self.conn.registry.retention()
+
+    async def set_retention(self, partition: str, max_age_ms: int | None, *,
+                            inherit: bool = False) -> None:
+        """Set ``partition``'s retention override (``None``: forever), or drop it (inherit)."""
+        await self.conn.registry.set_retention(table_name(partition), max_age_ms, inherit)
 
     async def partitions(self) -> list[str]:
         """Names of all partitions that exist, sorted."""
@@ -338,6 +351,34 @@ class Store:
 
         return await asyncio.to_thread(load)
 
+    async def lifetimes(self, view: IndexedView) -> tuple[np.ndarray, np.ndarray, list[Any]]:
+        """Of an indexed partition's live items at ``view``'s version: numbers, last writes,
+        and record fields (JSON or ``None``): what their expiry is computed from."""
+        uri = await self.conn.uri_of(view.head.partition)
+        if uri is None:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), []
+
+        def load() -> tuple[np.ndarray, np.ndarray, list[Any]]:
+            ds = open_dataset(uri, self.storage_options, view.version)
+            cols = ds.to_table(columns=["n", "updated", "attrs"], filter=LIVE_ITEMS)
+            return (cols.column("n").to_numpy(), cols.column("updated").to_numpy(),
+                    cols.column("attrs").to_pylist())
+
+        return await asyncio.to_thread(load)
+
+    async def text_bytes(self, view: ReadView) -> int:
+        """UTF-8 bytes of the live texts of ``view``'s partition at its version (what a byte
+        quota counts): summed from a snapshot, read from the table's text column past the
+        index threshold."""
+        if isinstance(view, PartitionSnapshot):
+            return view.text_bytes
+        tbl = await self.conn.table(view.partition, create=False)
+        if tbl is None:
+            return 0
+        uri = await tbl.uri()
+        return await asyncio.to_thread(
+            lambda: live_text_bytes(open_dataset(uri, self.storage_options, view.version)))
+
     async def count_forgotten(self, partition: str) -> int:
         """How many tombstones (forgotten numbers) the partition holds."""
         tbl = await self.conn.table(partition, create=False)
@@ -399,10 +440,12 @@ class Store:
         if tbl is None:
             # A partition without a table: decide on its empty state first, so that a write
             # that commits nothing (a refusal, a replay-free no-op) leaves no table behind.
-            decision = plan(WriteView([], np.zeros((0, self.dim), np.float32),
-                                      Head.empty(partition), 0))
+            empty = WriteView([], np.zeros((0, self.dim), np.float32), Head.empty(partition), 0,
+                              text_bytes=0)
+            decision = plan(empty)
             if not isinstance(decision, Mutation):
                 return decision
+            self.quota.check(empty, after(empty, decision))  # a refusal leaves no table
             if deadline_ms is not None and now_ms() >= deadline_ms:
                 raise DeadlineExceeded("deadline passed before the write was committed")
             try:

@@ -184,6 +184,16 @@ class PartitionSnapshot(ItemSet, _HeadFields):
         n = self.by_key.get(dedupe_key(text))
         return None if n is None else self.get(n)
 
+    @property
+    def text_bytes(self) -> int:
+        """UTF-8 bytes of every live item's text (what a byte quota counts), once per set."""
+        return self.cached("text_bytes", lambda s: text_bytes(s.items))
+
+
+def text_bytes(items: list[Item]) -> int:
+    """UTF-8 bytes of the items' texts."""
+    return sum(len(it.text.encode("utf-8")) for it in items)
+
 
 def key_rank(item: Item) -> tuple[bool, int]:
     """Which of several items with the same dedupe key a lookup finds: one recall can show
@@ -204,12 +214,14 @@ def key_map(items: list[Item]) -> dict[str, int]:
 
 @dataclass(frozen=True, eq=False)
 class WriteView(ItemSet, _HeadFields):
-    """The rows one write looked up at one version; ``live`` is the partition's live count."""
+    """The rows one write looked up at one version; ``live`` is the partition's live count,
+    ``text_bytes`` the UTF-8 bytes of its live texts (read only when a byte quota needs it)."""
 
     head: Head
     live: int
     tombstones: dict[int, Tombstone] = field(default_factory=dict)
     ops: dict[str, OpRecord] = field(default_factory=dict)
+    text_bytes: int | None = None
     _by_key: dict[str, int] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:

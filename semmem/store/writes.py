@@ -26,14 +26,16 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from semmem import tracing
 from semmem.errors import DeadlineExceeded, ModelMismatch, SemmemError, Unavailable
 from semmem.items import now_ms
 from semmem.store.conflicts import backoff, is_commit_conflict, moved_on
 from semmem.store.fence import Fence, Stale, gaps, listed_versions
+from semmem.store.quota import Quota
 from semmem.store.rows import Lookup, Mutation, Plan, table_name
 from semmem.store.schema import Batch
 from semmem.store.tail import Layout, commit, tail_limit
-from semmem.store.views import WriteView
+from semmem.store.views import WriteView, text_bytes
 
 log = logging.getLogger("semmem.store")
 
@@ -86,11 +88,15 @@ def after(view: WriteView, m: Mutation) -> WriteView:
     added = sum(1 for it in items if view.get(it.n) is None)
     dropped = sum(1 for n in tombstones if view.get(n) is not None)
     head = type(view.head)(view.partition, view.version, batch.hwm, view.seq, view.model)
+    size = view.text_bytes
+    if size is not None:  # the replaced rows were looked up: their texts are in the view
+        old = [it for n in batch.items if (it := view.get(n)) is not None]
+        size += text_bytes(items) - text_bytes(old)
     return WriteView(
         [it for it, _ in merged],
         np.array([v for _, v in merged], np.float32).reshape(-1, view.vectors.shape[1]),
         head, view.live + added - dropped, {**view.tombstones, **tombstones},
-        {**view.ops, **batch.ops})
+        {**view.ops, **batch.ops}, size)
 
 
 class Writer:
@@ -103,7 +109,8 @@ class Writer:
                  suspect: Callable[[str], Awaitable[None]] | None = None,
                  storage_options: dict[str, str] | None = None, durable: bool = False,
                  confirms: bool = True,
-                 confirmed: dict[str, tuple[int, float]] | None = None) -> None:
+                 confirmed: dict[str, tuple[int, float]] | None = None,
+                 quota: Quota | None = None) -> None:
         self.model_id = model_id
         self.schema = schema
         self.tail_rows = tail_rows or tail_limit(schema.field("vector").type.list_size)
@@ -124,6 +131,7 @@ class Writer:
         # Per partition: the version this process last confirmed the latest, and when
         # (monotonic): a write decided on it commits without asking while that is recent.
         self._confirmed: dict[str, tuple[int, float]] = {} if confirmed is None else confirmed
+        self.quota = quota or Quota()
         self._queues: dict[str, _Queue] = {}
         self._coming: dict[str, int] = {}  # writes announced and not yet queued, per partition
         self._first: dict[str, float] = {}  # when the first of them arrived (monotonic)
@@ -271,10 +279,14 @@ class Writer:
             uri = await tbl.uri()
             gate = _Gate(self.fence, ds, confirmed, [p for p, _ in mutations])
             try:
-                new, layout_now = await asyncio.to_thread(
-                    commit, ds, layout, rows, self.schema, self.tail_rows, view.hwm,
-                    functools.partial(self.discard, uri), gate=gate,
-                    leftover=functools.partial(self.leftover, uri), durable=self.durable)
+                # The span is the group's, under the request of the write that started it.
+                with tracing.span("semmem.commit") as span:
+                    span.set("semmem.commit.group_size", len(mutations))
+                    span.set("semmem.commit.attempt", attempt + 1)
+                    new, layout_now = await asyncio.to_thread(
+                        commit, ds, layout, rows, self.schema, self.tail_rows, view.hwm,
+                        functools.partial(self.discard, uri), gate=gate,
+                        leftover=functools.partial(self.leftover, uri), durable=self.durable)
             except (Stale, DeadlineExceeded):
                 continue  # decide again on the latest version (or refuse, past the deadline)
             except SemmemError:
@@ -309,19 +321,25 @@ class Writer:
 
     def _decide(self, group: list[Pending], view: WriteView
                 ) -> tuple[list[tuple[Pending, Any]], list[tuple[Pending, Mutation]]]:
-        """Each write's decision in turn, each seeing the ones before it."""
+        """Each write's decision in turn, each seeing the ones before it: the quota is
+        checked on the partition as the writes before it in the group left it, at the
+        version the group commits on (a lost race decides again), so it is exact across
+        replicas and concurrent writers."""
         outcomes: list[tuple[Pending, Any]] = []
         mutations: list[tuple[Pending, Mutation]] = []
         for p in group:
             try:
                 decision = p.plan(view)
+                if isinstance(decision, Mutation):
+                    following = after(view, decision)
+                    self.quota.check(view, following)
             except Exception as exc:  # a refusal (or a fault) of this write only
                 outcomes.append((p, exc))
                 continue
             if isinstance(decision, Mutation):
                 mutations.append((p, decision))
                 outcomes.append((p, decision.result))
-                view = after(view, decision)
+                view = following
             else:
                 outcomes.append((p, decision))
         return outcomes, mutations

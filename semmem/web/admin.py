@@ -1,5 +1,5 @@
 """The owners' admin API (admin tokens only): list partitions, list/export/edit items, delete,
-start and list backups.
+start and list backups, retention policies.
 
 Partitions travel as a query parameter, never as a path segment, so any partition string
 (slashes, quotes, unicode) names exactly itself.
@@ -18,6 +18,7 @@ from starlette.responses import Response, StreamingResponse
 from semmem.contract import MAX_PARTITION_BYTES
 from semmem.errors import InvalidArguments, InvalidInput, SemmemError
 from semmem.items import RECORD_FIELDS
+from semmem.lifecycle import policies
 from semmem.memory import Memory
 from semmem.protocol.jsonio import dumps, loads
 from semmem.serving.guard import served
@@ -103,7 +104,8 @@ EDITABLE = ("text", *(f for f in RECORD_FIELDS if f != "slug"))
 @router.patch("/items")
 async def edit_item(request: Request, rt: RuntimeDep, partition: PartitionQ,
                     n: Annotated[int, Query(ge=1)]) -> Response:
-    """Change item ``n``'s text and/or record fields (note, status, surfacing, mergedInto).
+    """Change item ``n``'s text and/or record fields (note, status, surfacing, mergedInto,
+    expiresAt).
 
     The body is a JSON object with any of those keys; ``null`` clears a record field.
     """
@@ -149,7 +151,7 @@ async def export(request: Request, rt: RuntimeDep, partition: PartitionQ) -> Res
 @router.get("/similar")
 async def similar(request: Request, rt: RuntimeDep, partition: PartitionQ,
                   threshold: Annotated[float | None, Query(ge=-1, le=1)] = None) -> Response:
-    """Groups of facts that probably restate or supersede each other, newest first."""
+    """Groups of facts that probably restate or supersede each other, closest pair first."""
 
     async def work(memory: Memory) -> Response:
         found = await memory.similar(partition, threshold)
@@ -195,7 +197,8 @@ async def start_backup(request: Request, rt: RuntimeDep) -> Response:
     at once with the job, whose outcome ``GET /admin/backups`` shows."""
 
     async def work(memory: Memory) -> Response:
-        job = request.app.state.backups.start(memory.store, _backup_target(rt))
+        job = request.app.state.backups.start(memory.store, _backup_target(rt),
+                                              rt.settings.retention_ms)
         return Response(dumps(job), 202, media_type=MEDIA_TYPE)
 
     return await _guarded(request, rt, work)
@@ -214,5 +217,52 @@ async def backups(request: Request, rt: RuntimeDep) -> Response:
         found = await asyncio.to_thread(list_backups, _backup_target(rt))
         return _json({"to": rt.settings.backup_to, "backups": [m.summary() for m in found],
                       "jobs": jobs})
+
+    return await _guarded(request, rt, work)
+
+
+DURATION = r"[1-9][0-9]{0,8}[smhd]"
+PolicyQ = Annotated[str, Query(pattern=f"^(never|{DURATION})$",
+                               description="a duration (45s, 30m, 12h, 90d) or never")]
+SetPolicyQ = Annotated[str, Query(pattern=f"^(never|inherit|{DURATION})$",
+                                  description="a duration, never, or inherit (the default)")]
+# Absent (or empty) means every partition: a string, not a nullable one, so the schema says
+# exactly what is served (a repeated parameter is not a list).
+MaybePartitionQ = Annotated[str, Query(description="the partition key; absent: all of them")]
+
+
+@router.get("/retention")
+async def retention(request: Request, rt: RuntimeDep,
+                    partition: MaybePartitionQ = "") -> Response:
+    """A partition's policy and the facts due to expire, soonest first; without a partition,
+    the deployment default and every partition's override."""
+
+    async def work(memory: Memory) -> Response:
+        if not partition:
+            return _json(await policies.show(memory))
+        return _json(await policies.due(memory, partition))
+
+    return await _guarded(request, rt, work)
+
+
+@router.get("/retention/preview")
+async def retention_preview(request: Request, rt: RuntimeDep, policy: PolicyQ,
+                            partition: MaybePartitionQ = "") -> Response:
+    """How many live facts ``policy`` would expire now (one partition, or every partition
+    that inherits the default). Changes nothing."""
+
+    async def work(memory: Memory) -> Response:
+        return _json(await policies.preview(memory, policy, partition or None))
+
+    return await _guarded(request, rt, work)
+
+
+@router.put("/retention")
+async def set_retention(request: Request, rt: RuntimeDep, partition: PartitionQ,
+                        policy: SetPolicyQ) -> Response:
+    """Set a partition's policy; the facts it expires now are forgotten at once."""
+
+    async def work(memory: Memory) -> Response:
+        return _json(await policies.set_policy(memory, partition, policy))
 
     return await _guarded(request, rt, work)

@@ -29,6 +29,7 @@ from semmem.web.rebinding import LoopbackOnly
 
 log = logging.getLogger("semmem.web")
 MCP_PATH = "/mcp"
+OPS_PATHS = ("/healthz", "/readyz", "/metrics", "/openapi.json")
 
 
 def create_app(settings: Settings, *, embedder: Embedder | None = None,
@@ -41,7 +42,7 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None,
     Raises:
         InvalidInput: the endpoint path breaks the contract's rules, or a tokens file is unreadable.
     """
-    if settings.path.startswith("/admin") or settings.path in ("/healthz", "/readyz", "/metrics"):
+    if settings.path.startswith("/admin") or settings.path in OPS_PATHS:
         raise InvalidInput(f"path {settings.path!r} is taken by the admin or ops endpoints")
     check_path(settings.path)
     runtime = Runtime(settings, embedder=embedder, memory=memory)
@@ -83,7 +84,9 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None,
     app.add_api_route("/healthz", healthz, methods=["GET"])
     app.add_api_route("/readyz", readyz, methods=["GET"])
     app.add_api_route("/metrics", metrics, methods=["GET"])
+    app.add_api_route("/openapi.json", openapi_document, methods=["GET"], include_in_schema=False)
     if with_console:
+        app.add_route(console.PREFIX, console.landing, methods=["GET"], include_in_schema=False)
         app.mount(console.PREFIX, console.create_console(runtime))
     app.add_exception_handler(SemmemError, _on_semmem_error)
     app.add_exception_handler(HTTPException, _on_http_error)
@@ -118,6 +121,18 @@ async def metrics(request: Request) -> Response:
     """Prometheus text exposition."""
     rt: Runtime = request.app.state.runtime
     return Response(rt.metrics.render(), 200, media_type=rt.metrics.content_type)
+
+
+async def openapi_document(request: Request) -> Response:
+    """The API's OpenAPI 3.1 document (built once, from the tool definitions and this app)."""
+    doc: bytes | None = getattr(request.app.state, "openapi_document", None)
+    if doc is None:
+        from semmem.web.openapi import api_openapi  # built on the first GET only
+
+        rt: Runtime = request.app.state.runtime
+        doc = dumps(api_openapi(request.app, rt.settings.path, accepted=rt.accepted))
+        request.app.state.openapi_document = doc
+    return Response(doc, 200, media_type=MEDIA_TYPE)
 
 
 async def _on_semmem_error(request: Request, exc: Exception) -> Response:

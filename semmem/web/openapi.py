@@ -1,8 +1,11 @@
 """An OpenAPI 3.1 document of the provider endpoint, derived from the tool definitions.
 
-The app serves no schema (``openapi_url=None``): hosts get the ``httpMemory`` declaration
-instead. This document exists for tools that speak OpenAPI (the fuzz tests run schemathesis
-on it) and is built from the same ``TOOLS`` and limits the server enforces, so it cannot drift.
+The app serves it at ``GET /openapi.json`` (no token: it holds no data, see docs/http.md); hosts
+get the ``httpMemory`` declaration instead. It is for tools that speak OpenAPI (the fuzz tests
+run schemathesis on it) and for remote clients (``semmem_client``'s adapters read each tool's
+name, description and argument schema from it), and it is built from the same tool definitions
+and limits the server enforces, so it cannot drift. Each tool call's schema carries the tool's
+description and, as extensions, its ``x-access`` and ``x-idempotent``.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from semmem.contract import MAX_ID_BYTES, MAX_RECALL_BYTES, MAX_SOURCES
 from semmem.errors import SemmemError
 from semmem.protocol.envelope import PROTOCOL_VERSION
 from semmem.protocol.status import RETRY_AFTER_S, STATUS
-from semmem.protocol.tools import SEARCH_RESULT, TOOLS, WRITE_RESULT
+from semmem.protocol.tools import SEARCH_RESULT, WRITE_RESULT, tools_for
 
 _REF = "#/components/schemas/"
 
@@ -54,8 +57,9 @@ def _codes() -> dict[int, list[str]]:
     return by_status
 
 
-def provider_openapi(path: str = "/memory") -> dict[str, Any]:
-    """The OpenAPI 3.1 document of ``POST <path>``: requests, results and error envelopes."""
+def provider_openapi(path: str = "/memory", *, accepted: bool = False) -> dict[str, Any]:
+    """The OpenAPI 3.1 document of ``POST <path>``: requests, results and error envelopes
+    (``accepted``: the tool descriptions of a server whose writes answer ``accepted``)."""
     schemas: dict[str, Any] = {
         "RecallRequest": _envelope("recall", {
             "input": {"type": "object", "properties": {"text": {"type": ["string", "null"]}},
@@ -88,13 +92,15 @@ def provider_openapi(path: str = "/memory") -> dict[str, Any]:
         },
     }
     tool_refs = []
-    for spec in TOOLS:
+    for spec in tools_for(accepted=accepted):
         name = f"{spec.name.capitalize()}Call"
         schemas[name] = _envelope("tool", {
             "tool": {"const": spec.name},
             "arguments": spec.declaration()["input"],
             "cursor": {"type": ["string", "null"], "maxLength": MAX_ID_BYTES},
         }, ["tool", "arguments"])
+        schemas[name].update({"description": spec.description, "x-access": spec.access,
+                              "x-idempotent": spec.idempotent})
         tool_refs.append({"$ref": _REF + name})
 
     responses: dict[str, Any] = {
@@ -150,10 +156,11 @@ _OPS_ERRORS = {"/readyz": (503,)}
 _NOT_JSON = {"/admin/export": "application/x-ndjson", "/metrics": "text/plain"}
 
 
-def api_openapi(app: FastAPI, path: str = "/memory") -> dict[str, Any]:
+def api_openapi(app: FastAPI, path: str = "/memory", *, accepted: bool = False
+                ) -> dict[str, Any]:
     """The whole HTTP API as one OpenAPI 3.1 document: the provider endpoint, and the admin
     and ops endpoints as FastAPI describes them with their real error answers."""
-    doc = provider_openapi(path)
+    doc = provider_openapi(path, accepted=accepted)
     described = app.openapi()
     for route, operations in described["paths"].items():
         errors = _ADMIN_ERRORS if route.startswith("/admin") else _OPS_ERRORS.get(route, ())

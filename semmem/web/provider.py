@@ -13,6 +13,7 @@ import logging
 from starlette.requests import Request
 from starlette.responses import Response
 
+from semmem import tracing
 from semmem.contract import DEADLINE_HORIZON_MS, MAX_RESPONSE
 from semmem.errors import DeadlineExceeded, InvalidInput, SemmemError
 from semmem.items import now_ms
@@ -20,7 +21,7 @@ from semmem.memory import Memory
 from semmem.protocol.envelope import RecallRequest, ToolRequest, operation_id_of, parse_envelope
 from semmem.protocol.fitting import fit_recall
 from semmem.protocol.jsonio import dumps, loads
-from semmem.serving.dispatch import ToolCall
+from semmem.serving.dispatch import ToolCall, records
 from semmem.serving.guard import served
 from semmem.serving.runtime import Runtime
 from semmem.web.bodies import read_body
@@ -42,7 +43,7 @@ def _check_media_type(request: Request) -> None:
                                "the body must be UTF-8 JSON")
 
 
-async def _tool(rt: Runtime, memory: Memory, req: ToolRequest) -> bytes:
+async def _tool(rt: Runtime, memory: Memory, req: ToolRequest) -> tuple[bytes, int]:
     result = await rt.tools.call(memory, ToolCall(
         req.tool, req.arguments, req.partition, req.writable, operation_id=req.operation_id,
         cursor=req.cursor, deadline_ms=req.deadline_ms))
@@ -50,12 +51,18 @@ async def _tool(rt: Runtime, memory: Memory, req: ToolRequest) -> bytes:
     body = dumps({"result": result}, sort_keys=True)
     if len(body) > MAX_RESPONSE:
         raise SemmemError("tool result over the response limit")
-    return body
+    return body, records(result)
 
 
 async def handle(request: Request) -> Response:
     """Serve one provider call; every outcome is a JSON body, never a stack trace."""
-    rt = runtime(request)
+    with tracing.span("semmem.request", request.headers, server=True) as span:
+        response = await _handle(runtime(request), request, span)
+        span.set("http.response.status_code", response.status_code)
+        return response
+
+
+async def _handle(rt: Runtime, request: Request, span: tracing.Span) -> Response:
     operation_id = "-"
     received = bytearray()
 
@@ -65,13 +72,14 @@ async def handle(request: Request) -> Response:
 
     try:
         async with served(rt, "invalid",
-                          lambda: rt.auth.check(request.headers.get("authorization")),
+                          lambda: rt.admit(request.headers.get("authorization")),
                           receive=receive) as call:
             decoded = loads(bytes(received))
             operation_id = operation_id_of(decoded)
             req = parse_envelope(decoded)
             call.operation = req.operation
             call.tool = req.tool if isinstance(req, ToolRequest) else ""
+            tracing.operation(span, call.tool or "recall", req.partition)
             now = now_ms()
             if now >= req.deadline_ms:
                 raise DeadlineExceeded("deadlineAt has already passed",
@@ -83,12 +91,16 @@ async def handle(request: Request) -> Response:
                      "horizonSeconds": DEADLINE_HORIZON_MS // 1000})
             if isinstance(req, RecallRequest):
                 recall = await call.memory.recall(req.partition, req.input.text, req.max_bytes)
-                body = dumps(fit_recall(recall).wire())
+                wire = fit_recall(recall).wire()
+                body, count = dumps(wire), len(wire["sources"])
             else:
-                body = await _tool(rt, call.memory, req)
+                body, count = await _tool(rt, call.memory, req)
+        tracing.answered(span, count, len(body))
         return Response(body, 200, media_type=MEDIA_TYPE)
     except SemmemError as exc:
+        span.set("error.type", exc.code)
         return error_response(exc, operation_id)
     except Exception:
+        span.set("error.type", "internal")
         log.exception("operation %s: internal error", operation_id)
         return internal_response(operation_id)

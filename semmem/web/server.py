@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 from pathlib import Path
@@ -78,27 +77,37 @@ def serve(settings: Settings, *, embedder: Embedder | None = None,
     """Serve the provider on ``settings.host:settings.port`` until interrupted."""
     import uvicorn
 
+    from semmem.serving import logs, otel
     from semmem.web.accesslog import AccessLog
     from semmem.web.app import create_app
+    from semmem.web.requestid import RequestIds
 
     quiet_engine_logs()  # before the store loads the engine
+    logs.configure(settings.log_level, settings.log_format)  # prepare's warnings in this form
     settings = prepare(settings, out or sys.stdout)
     if embedder is None:
         from semmem.embedding.choice import check_model
 
         # fail now, not after the port opened, if the model is broken
         check_model(settings.model, settings.encoder)
-    logging.basicConfig(level=settings.log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    app = AccessLog(create_app(settings, embedder=embedder))
+    tracer = otel.setup()  # None unless OTEL_* configure tracing
+    # Request ids outermost: the access line carries the request's id and trace.
+    app = RequestIds(AccessLog(create_app(settings, embedder=embedder)))
+    # JSON: uvicorn's own lines go through the root handler too (no config of its own).
+    log_config = None if settings.log_format == "json" else uvicorn.config.LOGGING_CONFIG
     # access_log=False: uvicorn's line shows the query string (admin partitions); ours doesn't.
     # Headers: uvicorn (h11) refuses a header block over 16 KiB; it has no deadline for one
     # (docs/security.md: a proxy's header timeout bounds it); a slow sender holds its socket,
     # never a concurrency slot, and a body has SEMMEM_BODY_TIMEOUT_S (web/bodies.py).
-    with owner_only(settings.data, default_dir=settings.default_data), \
-            private_temp(settings.data):
-        uvicorn.run(
-            app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(),
-            server_header=False, proxy_headers=False, timeout_graceful_shutdown=5,
-            access_log=False,
-        )
+    try:
+        with owner_only(settings.data, default_dir=settings.default_data), \
+                private_temp(settings.data):  # the engine's spill files: removed if left by a kill
+            uvicorn.run(
+                app, host=settings.host, port=settings.port,
+                log_level=settings.log_level.lower(), log_config=log_config,
+                server_header=False, proxy_headers=False, timeout_graceful_shutdown=5,
+                access_log=False,
+            )
+    finally:
+        if tracer is not None:
+            tracer.shutdown()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -13,6 +14,7 @@ from starlette.testclient import TestClient
 
 from semmem.embedding.fakes import HashingEmbedder
 from semmem.errors import InvalidInput
+from semmem.tracing import partition_id
 from semmem.web.app import create_app
 from tests.support.mcp import (
     MODES,
@@ -24,6 +26,7 @@ from tests.support.mcp import (
     text,
 )
 from tests.support.server import AUTH, TOKEN, ServerProcess
+from tests.support.spans import console_spans, parent_id, span_id
 from tests.support.web import app_client, assert_error, recall, send, settings_for
 
 # Inline tokens: the contract's (unbound), and MCP tokens bound to a partition.
@@ -34,6 +37,7 @@ TOKENS = ",".join([
     "bob-reader-0000000 partition=bob access=read",
     "trip-auto-token-000 partition=trip-auto",
     "trip-legacy-token-0 partition=trip-legacy",
+    "traced-token-00000 partition=traced",
 ])
 TRIP = {"auto": "trip-auto-token-000", "legacy": "trip-legacy-token-0"}
 
@@ -42,7 +46,9 @@ TRIP = {"auto": "trip-auto-token-000", "legacy": "trip-legacy-token-0"}
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """One real server for the module, its store in a fresh directory."""
     data = tmp_path_factory.mktemp("mcp-http") / "db"
-    process = ServerProcess(data, env={"SEMMEM_TOKENS": TOKENS}).start()
+    # Traces on the console: the MCP requests' spans are read back from the output.
+    process = ServerProcess(data, env={"SEMMEM_TOKENS": TOKENS,
+                                       "OTEL_TRACES_EXPORTER": "console"}).start()
     try:
         yield process.wait_ready()
     finally:
@@ -250,3 +256,41 @@ def test_app_started_twice_serves_mcp_each_time(tmp_path: Path) -> None:
                 "Accept": "application/json, text/event-stream"})
             assert r.status_code == 200, r.text
             assert r.json()["result"]["serverInfo"]["name"] == "semmem"
+
+
+async def test_tool_calls_are_memory_spans(server: ServerProcess) -> None:
+    """Over MCP too, each tool call is a GenAI memory span naming the partition by its hash,
+    with the step spans under it."""
+    async with http_client(_url(server), "traced-token-00000") as client:
+        ok(await client.call_tool("remember", {"text": "the traced fact"}))
+        assert "the traced fact" in text(await client.call_tool("recall", {"text": "traced"}))
+
+    def found() -> list[dict[str, Any]]:
+        return [s for s in console_spans(server.output())
+                if s["attributes"].get("gen_ai.memory.store.id") == partition_id("traced")]
+
+    deadline = time.monotonic() + 20
+    while len(found()) < 2:
+        assert time.monotonic() < deadline, "no MCP spans in the output"
+        time.sleep(0.05)
+    spans = console_spans(server.output())
+    mine = {s["name"]: s for s in found()}
+    assert {"create_memory", "search_memory"} <= mine.keys()
+    search = mine["search_memory"]
+    assert search["attributes"]["gen_ai.memory.record.count"] == 1
+    children = {s["name"] for s in spans if parent_id(s) == span_id(search)}
+    assert children == {"semmem.embed", "semmem.view_read", "semmem.rank", "semmem.pack"}
+
+
+def test_token_over_its_rate_refused_before_the_sdk(tmp_path: Path) -> None:
+    """/mcp applies the token's rate limit: past it, 429 rate_limited with Retry-After."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    headers = {"Accept": "application/json, text/event-stream",
+               "Authorization": "Bearer rate-token"}
+    with app_client(tmp_path / "db", tokens="rate-token partition=r", rate_limit="6/m",
+                    rate_burst=1) as c:
+        assert c.post("/mcp", json=body, headers=headers).status_code != 429
+        refused = c.post("/mcp", json=body, headers=headers)
+        assert_error(refused, 429, "rate_limited")
+        assert int(refused.headers["retry-after"]) >= 1
+        assert 'semmem_rate_limited_total{surface="mcp"} 1.0' in c.get("/metrics").text

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from semmem.items import Item
-from semmem.ranking.similar import groups, nearest
+from semmem.ranking.similar import cutoff, groups, nearest, standing_out
 from semmem.store.views import ItemSet
 
 
@@ -32,12 +33,41 @@ def test_nearest_leaves_out_hidden_and_excluded_facts_and_stops_at_the_limit() -
     assert nearest(_set([[1, 0]]), np.array([0, 1], np.float32), 0.5) == []
 
 
-def test_groups_are_stars_around_the_newest_fact() -> None:
-    # 1 ~ 2 ~ 3 is a chain: 3 (the newest) takes 2, and 1 is too far from 3 to join it.
-    items = _set([[1, 0, 0], [0.8, 0.6, 0], [0.3, 1, 0], [0, 0, 1], [0, 0.05, 1]])
+def test_cutoff_is_the_threshold_until_the_memory_has_a_spread() -> None:
+    few = np.array([0.9, 0.5, 0.45, 0.44, 0.43, 0.42, 0.41], np.float32)  # 4 beside the best 3
+    assert cutoff(few, 0.4) == 0.4
+    diverse = np.concatenate([[0.9, 0.6], np.linspace(-0.1, 0.2, 500)]).astype(np.float32)
+    assert cutoff(diverse, 0.4) == 0.4  # short facts on many topics: the threshold decides
+
+
+def test_cutoff_rises_above_a_dense_memory() -> None:
+    # Long facts about one person: every one is 0.35-0.55 similar to the new text.
+    dense = np.concatenate([[0.85, 0.58], np.linspace(0.35, 0.55, 300)]).astype(np.float32)
+    least = cutoff(dense, 0.4)
+    assert 0.58 < least < 0.85  # the restatement stands out, the crowd does not
+    items = _set([[1, 0]] * len(dense))
+    row = ItemSet(items.items, np.stack([dense, np.sqrt(1 - dense**2)], axis=1))
+    near, used = standing_out(row, np.array([1, 0], np.float32), 0.4)
+    assert used == least and [n.item.n for n in near] == [1]
+
+
+def test_groups_link_each_fact_to_its_best_match() -> None:
+    # 1 and 2 say the same thing (0.94); 4, the newest, is nearer 1 (0.5) than 2 (< 0.4): it
+    # joins 1 and 2 rather than taking 1 away from 2 (3 and 5 have no match).
+    two = [0.94, np.sqrt(1 - 0.94**2), 0, 0, 0]
+    items = _set([[1, 0, 0, 0, 0], two, [0, 0, 1, 0, 0], [0.5, -0.3, 0, 0, 0.81],
+                  [0, 0, 0, 1, 0]])
+    found = groups(items, 0.4)
+    assert [[(m.item.n, m.to) for m in g.members] for g in found] == [[(4, 1), (2, 1), (1, 2)]]
+    assert found[0].members[1].score == pytest.approx(0.94, abs=1e-3)
+    assert found[0].members[0].score == pytest.approx(0.5, abs=1e-3)
+
+
+def test_groups_come_closest_pair_first() -> None:
+    items = _set([[1, 0, 0], [0.8, 0.6, 0], [0, 0, 1], [0, 0.05, 1], [0, 1, 0]])
     found = groups(items, 0.75)
-    assert [[near.item.n for near in g.members] for g in found] == [[5, 4], [3, 2]]
-    assert found[0].members[0].score == 1.0 and 0.75 <= found[0].members[1].score < 1
+    assert [[m.item.n for m in g.members] for g in found] == [[4, 3], [2, 1]]
+    assert found[0].strongest > found[1].strongest >= 0.75
 
 
 def test_groups_of_many_facts_find_every_planted_pair() -> None:

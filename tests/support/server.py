@@ -54,16 +54,19 @@ class ServerProcess:
     ``model``: the bundled model through ``python -m semmem.cli serve``; otherwise the fake
     embedder through serve's own code path. ``env`` is applied last, over the harness's own
     ``SEMMEM_*`` settings (the caller's ``SEMMEM_*`` variables are dropped).
-    ``maintenance_delay_s``: ``None`` leaves the server's default.
+    ``maintenance_delay_s``: ``None`` leaves the server's default. ``python``: the interpreter
+    that runs the server (default: this one; the client's tests run in a venv without semmem).
     """
 
     def __init__(self, data: Path, *, env: dict[str, str] | None = None, model: bool = False,
-                 log: Path | None = None, maintenance_delay_s: float | None = 0.2) -> None:
+                 log: Path | None = None, maintenance_delay_s: float | None = 0.2,
+                 python: str | None = None) -> None:
         self.data = data
         self.port = free_port()
         self.extra_env = env or {}
         self.model = model
         self.maintenance_delay_s = maintenance_delay_s
+        self.python = python or sys.executable
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = log or data.parent / f"server-{self.port}.log"
         self.ready_s = 0.0  # seconds from the latest start to ready
@@ -88,8 +91,8 @@ class ServerProcess:
         if self.maintenance_delay_s is not None:
             env["SEMMEM_MAINTENANCE_DELAY_S"] = str(self.maintenance_delay_s)
         env.update(self.extra_env)
-        argv = ([sys.executable, "-m", "semmem.cli", "serve"] if self.model
-                else [sys.executable, "-c", FAKE_LAUNCH])
+        argv = ([self.python, "-m", "semmem.cli", "serve"] if self.model
+                else [self.python, "-c", FAKE_LAUNCH])
         self._started = time.monotonic()
         # A file, not a pipe: nobody reads a pipe while the server runs, and a full one blocks it.
         with self.log.open("ab") as sink:

@@ -155,8 +155,9 @@ def test_admin_similar_groups_likely_restatements(client: Client) -> None:
     body = r.json()
     assert [[f["n"] for f in g["facts"]] for g in body["groups"]] == [[3, 1]]
     newest, older = body["groups"][0]["facts"]
-    assert newest["text"] == "Dan drinks green tea daily" and newest["score"] == 1.0
-    assert older["text"] == "Dan drinks green tea" and 0 < older["score"] < 1
+    assert newest["text"] == "Dan drinks green tea daily" and newest["to"] == 1
+    assert older["text"] == "Dan drinks green tea" and older["to"] == 3
+    assert 0 < older["score"] == newest["score"] < 1  # each with its best match in the group
     assert body["threshold"] > 0
     assert client.get("/admin/similar?partition=d&threshold=0.99",
                       headers=ADMIN).json()["groups"] == []

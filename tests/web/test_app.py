@@ -9,12 +9,15 @@ import time
 from pathlib import Path
 
 import pytest
+from fastapi import FastAPI
 from starlette.testclient import TestClient
 
 from semmem.embedding.fakes import HashingEmbedder
 from semmem.errors import InvalidInput, Unavailable
+from semmem.protocol.tools import tools_for
 from semmem.web.app import create_app
 from semmem.web.errors import error_response
+from semmem.web.openapi import api_openapi
 from tests.support.files import files_with
 from tests.support.server import ADMIN, TOKEN
 from tests.support.web import (
@@ -181,8 +184,29 @@ def test_custom_path_serves_there_only(tmp_path: Path) -> None:
         assert_error(send(c, recall(None)), 404, "not_found")
 
 
+def test_openapi_served_without_token_from_the_tool_definitions(tmp_path: Path) -> None:
+    """GET /openapi.json needs no token and is the document built from this app's path and
+    tools, each tool call carrying the tool's description, access and idempotency."""
+    with app_client(tmp_path / "db", path="/oc-memory", read_consistency_ms=500) as c:
+        r = c.get("/openapi.json")
+        again = c.get("/openapi.json", headers={"Authorization": "Bearer wrong"})
+        app = c.app
+    assert (r.status_code, r.headers["content-type"]) == (200, "application/json")
+    assert again.content == r.content
+    assert isinstance(app, FastAPI)
+    doc = r.json()
+    assert doc == json.loads(json.dumps(api_openapi(app, "/oc-memory", accepted=True)))
+    assert "/memory" not in doc["paths"] and "post" in doc["paths"]["/oc-memory"]
+    schemas = doc["components"]["schemas"]
+    for spec in tools_for(accepted=True):
+        call = schemas[f"{spec.name.capitalize()}Call"]
+        assert (call["description"], call["x-access"], call["x-idempotent"]) == (
+            spec.description, spec.access, spec.idempotent)
+    assert "'accepted'" in schemas["RememberCall"]["description"]
+
+
 @pytest.mark.parametrize("path", ["memory", "//memory", "/mem ory", "/memory?x=1", "/m#f",
-                                  "/admin/x", "/healthz"])
+                                  "/admin/x", "/healthz", "/openapi.json"])
 def test_create_app_bad_path_refused(tmp_path: Path, path: str) -> None:
     """The endpoint path follows the contract's rules and does not shadow other endpoints."""
     with pytest.raises(InvalidInput):

@@ -105,17 +105,27 @@ def text_of(page: str) -> str:
 
 
 PAGES = ["/console/", "/console/partition?p=a", "/console/item?p=a&n=1",
-         "/console/export?p=a", "/console/delete?p=a"]
+         "/console/export?p=a", "/console/delete?p=a", "/console/retention?p=a"]
 FORMS = ["/signout", "/partition/add", "/partition/search", "/partition/recall", "/item",
-         "/item/forget", "/delete"]
+         "/item/forget", "/delete", "/retention", "/retention/preview"]
 
 
 # ----- on or off --------------------------------------------------------------------------------
 def test_console_off_without_admin_tokens(tmp_path: Path) -> None:
     with console_client(tmp_path / "db", admin_tokens=None) as c:
         wait_ready(c)
-        for path in ("/console/", "/console/signin"):
+        for path in ("/console", "/console/", "/console/signin"):
             assert_error(c.get(path), 404, "not_found")
+
+
+def test_console_address_without_slash_lands_on_the_console(client: TestClient) -> None:
+    """A person typing ``/console`` lands on the console (it used to answer a JSON 404)."""
+    r = client.get("/console")
+    assert r.status_code == 307 and r.headers["location"] == "/console/"
+    assert r.headers["cache-control"] == "no-store"
+    landed = client.get(r.headers["location"])
+    assert landed.status_code == 303 and landed.headers["location"].startswith("/console/signin")
+    assert_error(client.post("/console"), 405, "invalid_request")
 
 
 def test_create_app_refuses_provider_path_under_console(tmp_path: Path) -> None:
@@ -335,7 +345,7 @@ def test_every_response_is_uncached_and_locked_down(client: TestClient) -> None:
         csp = r.headers["content-security-policy"]
         assert "default-src 'none'" in csp and "frame-ancestors 'none'" in csp
         assert r.headers["x-content-type-options"] == "nosniff"
-    assert [r.status_code for r in responses] == [200, 303, 200, 404] + [200] * 6
+    assert [r.status_code for r in responses] == [200, 303, 200, 404] + [200] * 7
 
 
 def test_unknown_console_page_is_html_404(client: TestClient) -> None:
@@ -662,3 +672,17 @@ def test_rotated_admin_tokens_file_ends_old_sessions(tmp_path: Path) -> None:
         listed = c.get("/admin/items", params={"partition": "a"},
                        headers={"Authorization": "Bearer second-admin-token"})
         assert listed.json()["items"] == []
+
+
+# ----- quotas -----------------------------------------------------------------------------------
+def test_partition_page_shows_quota_usage_and_refuses_past_it(tmp_path: Path) -> None:
+    with console_client(tmp_path / "db", partition_max_items=1, partition_max_bytes=100) as c:
+        wait_ready(c)
+        csrf = sign_in(c)
+        add(c, csrf, "qa", "twelve bytes")
+        page = text_of(c.get("/console/partition", params={"p": "qa"}).text)
+        assert "Item quota 1 of 1" in page and "Text bytes 12 of 100" in page
+        refused = post(c, "/partition/add", csrf, p="qa", add_text="one too many")
+        assert refused.status_code != 303
+        assert "this memory is full" in text_of(refused.text)
+        assert [it["text"] for it in items_of(c, "qa")] == ["twelve bytes"]

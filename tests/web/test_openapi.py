@@ -3,9 +3,10 @@ server process.
 
 The provider endpoint's document is ``semmem.web.openapi.provider_openapi`` (built from the
 tool definitions); the admin and ops endpoints come from FastAPI's own description of the app
-(the app serves neither). Positive and negative cases, a fixed example budget; every response
-must be a documented status with a body matching its schema (a result or the error envelope),
-never a 5xx, and no response may carry a fact of the one partition the fuzzer never names.
+(the app serves the whole at ``GET /openapi.json``). Positive and negative cases, a fixed
+example budget; every response must be a documented status with a body matching its schema
+(a result or the error envelope), never a 5xx, and no response may carry a fact of the one
+partition the fuzzer never names.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ import pytest
 
 from semmem.serving.auth import Tokens
 from tests.support.server import ADMIN, ADMIN_TOKEN, AUTH, JSON, TOKEN, ServerProcess
+from tests.support.spans import console_spans
 from tests.support.web import app_client, assert_error, recall, send, tool
 
 
@@ -88,15 +89,16 @@ def test_tokens_compare_digests_of_every_token() -> None:
 
 @pytest.mark.timeout(120)
 def test_info_logs_hold_no_texts_partitions_or_tokens(tmp_path: Path) -> None:
-    """A real server at log level info, through writes, reads, refusals and admin calls:
-    its whole log (uvicorn's access lines included) never shows a fact text, a query, a
-    partition name or a token."""
+    """A real server at log level info, tracing to its console, through writes, reads,
+    refusals and admin calls: its whole output (uvicorn's access lines and every span's
+    attributes included) never shows a fact text, a query, a partition name or a token."""
     secret = f"zz{uuid.uuid4().hex}"
     partition = f"owner-{uuid.uuid4().hex}"
     wrong = f"wrong-{uuid.uuid4().hex}"
     server = ServerProcess(tmp_path / "db", env={"SEMMEM_LOG_LEVEL": "info",
                                                  "SEMMEM_MAINTENANCE_DELAY_S": "0.1",
-                                                 "SEMMEM_VERSION_RETENTION_S": "0.5"})
+                                                 "SEMMEM_VERSION_RETENTION_S": "0.5",
+                                                 "OTEL_TRACES_EXPORTER": "console"})
     server.start().wait_ready()
     try:
         with server.client() as c:
@@ -135,5 +137,8 @@ def test_info_logs_hold_no_texts_partitions_or_tokens(tmp_path: Path) -> None:
         server.stop()
     log = server.output()
     assert "POST /memory" in log and "operation" in log  # info lines were written
+    names = {span["name"] for span in console_spans(log)}  # and the spans
+    assert {"create_memory", "search_memory", "update_memory", "delete_memory",
+            "semmem.commit"} <= names
     for needle in (secret, partition, TOKEN, ADMIN_TOKEN, wrong):
         assert needle not in log, f"{needle!r} is in the log"

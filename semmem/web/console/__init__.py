@@ -17,18 +17,24 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from semmem.errors import SemmemError
 from semmem.serving.runtime import Runtime
-from semmem.web.console import actions, pages
+from semmem.web.console import actions, pages, retention
 from semmem.web.console.guard import Refused, SignInRequired
 from semmem.web.console.render import PREFIX, ConsoleHeaders, error_page, semmem_error_page, url
 from semmem.web.console.session import COOKIE, Sessions, clear_cookie
 
-__all__ = ["PREFIX", "create_console"]
+__all__ = ["PREFIX", "create_console", "landing"]
+
+
+async def landing(request: Request) -> Response:
+    """``GET /console`` without the trailing slash: a person typing the address lands on the
+    console's first page (the mount itself answers only below ``/console/``)."""
+    return RedirectResponse(url("/"), headers={"Cache-Control": "no-store"})
 
 
 def create_console(runtime: Runtime) -> Starlette:
@@ -48,6 +54,9 @@ def create_console(runtime: Runtime) -> Starlette:
         Route("/item/forget", actions.forget, methods=["POST"]),
         Route("/item/merge", actions.merge, methods=["POST"]),
         Route("/similar", pages.similar, methods=["GET"]),
+        Route("/retention", retention.show, methods=["GET"]),
+        Route("/retention", retention.set_policy, methods=["POST"]),
+        Route("/retention/preview", retention.preview, methods=["POST"]),
         Route("/export", pages.export, methods=["GET"]),
         Route("/delete", pages.delete_form, methods=["GET"]),
         Route("/delete", actions.delete, methods=["POST"]),

@@ -24,7 +24,7 @@ from semmem.web.console.render import page, url
 from semmem.web.console.session import Session
 from semmem.web.requests import runtime
 
-EDITABLE = ("note", "status", "surfacing")
+EDITABLE = ("note", "status", "surfacing", "expiresAt")
 
 
 def partition_field(form: Form) -> str:

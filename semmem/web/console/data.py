@@ -76,6 +76,10 @@ class PartitionView:
     items: list[Item]
     paging: Paging
     cursor: str
+    text_bytes: int = 0  # what the byte quota counts
+    max_items: int | None = None  # the partition quotas, if set
+    max_bytes: int | None = None
+    retention: str = "never"  # the effective policy
 
 
 async def partition_view(memory: Memory, partition: str, page: int) -> PartitionView:
@@ -86,7 +90,9 @@ async def partition_view(memory: Memory, partition: str, page: int) -> Partition
     return PartitionView(
         partition, snap.count, snap.hwm, len(snap.tombstones), snap.model, snap.last_update,
         newest_first[paging.offset:paging.offset + paging.size], paging,
-        make_cursor(partition, snap.seq),
+        make_cursor(partition, snap.seq), snap.text_bytes,
+        memory.store.quota.max_items, memory.store.quota.max_bytes,
+        (await memory.retention.policy(partition)).public()["effective"],
     )
 
 

@@ -1,0 +1,39 @@
+"""semmem_client: a light client for a semmem server, speaking the host's side of the contract.
+
+    from semmem_client import Client
+    with Client("http://127.0.0.1:8080", "s3cret-token") as memory:
+        memory.remember("alice", "Prefers metric units")
+        print(memory.recall("alice", "which units?").text)
+
+Adapters: ``semmem_client.langchain`` (LangChain tools, a LangGraph pre-model recall) and
+``semmem_client.openai_agents`` (function tools, recall as dynamic instructions), each an extra.
+"""
+
+from semmem_client._async import AsyncClient, AsyncTurn
+from semmem_client._client import Client, Turn
+from semmem_client._errors import (
+    Conflict,
+    DeadlineExceeded,
+    Forbidden,
+    IdempotencyMismatch,
+    InternalError,
+    InvalidArguments,
+    InvalidRequest,
+    NotFound,
+    Overloaded,
+    ProtocolError,
+    SemmemError,
+    TooLarge,
+    TransportError,
+    Unauthorized,
+    Unavailable,
+)
+from semmem_client._wire import Found, Recall, SearchResult, Similar, Source, WriteResult
+
+__version__ = "0.1.0"
+__all__ = [
+    "AsyncClient", "AsyncTurn", "Client", "Conflict", "DeadlineExceeded", "Forbidden", "Found",
+    "IdempotencyMismatch", "InternalError", "InvalidArguments", "InvalidRequest", "NotFound",
+    "Overloaded", "ProtocolError", "Recall", "SearchResult", "SemmemError", "Similar", "Source",
+    "TooLarge", "TransportError", "Turn", "Unauthorized", "Unavailable", "WriteResult",
+]

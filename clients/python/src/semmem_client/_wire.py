@@ -1,0 +1,136 @@
+"""The contract's v1 bodies as the host sends them, and its answers as this client reads them."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal, NotRequired, TypedDict
+
+from semmem_client._errors import ProtocolError, SemmemError, TransportError, from_envelope
+
+PROTOCOL_VERSION = 1
+MAX_BODY_BYTES = 64 * 1024
+Access = Literal["read", "read-write"]
+
+
+class Source(TypedDict):
+    """One recalled fact: ``id`` is its number as a string."""
+
+    id: str
+    title: NotRequired[str]
+    revision: NotRequired[str]
+    updatedAt: NotRequired[str]
+
+
+class Similar(TypedDict):
+    """A fact a write probably restates or supersedes."""
+
+    n: int
+    text: str
+    score: float
+
+
+class WriteResult(TypedDict):
+    """What ``remember``, ``update`` and ``forget`` answer."""
+
+    status: Literal["stored", "accepted"]
+    n: int
+    count: int
+    existing: NotRequired[bool]
+    forgotten: NotRequired[bool]
+    similar: NotRequired[list[Similar]]
+
+
+class Found(TypedDict):
+    """One ``search`` hit (owners' record fields may follow)."""
+
+    n: int
+    text: str
+    score: float
+    updatedAt: str
+
+
+class SearchResult(TypedDict):
+    """What ``search`` answers; ``truncated`` when cut to fit 64 KiB."""
+
+    items: list[Found]
+    count: int
+    truncated: NotRequired[bool]
+
+
+@dataclass(frozen=True)
+class Recall:
+    """A recall: the text for the instructions, one source per line, the state it read."""
+
+    text: str
+    sources: list[Source] = field(default_factory=list)
+    cursor: str | None = None
+
+
+def operation_id() -> str:
+    """A fresh operation id (one per logical call; its retries reuse it)."""
+    return f"py-{uuid.uuid4().hex}"
+
+
+def deadline_at(seconds: float) -> str:
+    """ISO 8601 UTC instant ``seconds`` from now, to the millisecond."""
+    at = datetime.now(UTC) + timedelta(seconds=seconds)
+    return at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}Z"
+
+
+def envelope(operation: str, op_id: str | None, partition: str, access: Access,
+             deadline_s: float, **fields: Any) -> dict[str, Any]:
+    """A v1 request body."""
+    return {"version": PROTOCOL_VERSION, "operation": operation,
+            "operationId": op_id or operation_id(), "partition": partition, "access": access,
+            "deadlineAt": deadline_at(deadline_s), **fields}
+
+
+def encode(body: dict[str, Any]) -> bytes:
+    """The body's bytes, sent unchanged by every attempt."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def read_answer(status: int, content: bytes, limit: int | None = MAX_BODY_BYTES) -> Any:
+    """The decoded 200 body, or raise the error the answer carries.
+
+    Raises:
+        SemmemError: the envelope's class for an error status; ``ProtocolError`` for a body
+            that is not JSON, over ``limit`` (the contract's 64 KiB), or an error without the
+            envelope.
+    """
+    if limit is not None and len(content) > limit:
+        raise ProtocolError(f"answer of {len(content)} bytes is over the 64 KiB limit",
+                            status=status)
+    try:
+        body = json.loads(content)
+    except ValueError:
+        body = None
+        if status == 200:
+            raise ProtocolError("answer is not JSON", status=status) from None
+    if status != 200:
+        raise from_envelope(status, body)
+    return body
+
+
+def read_recall(body: Any) -> Recall:
+    """A recall answer as a ``Recall``."""
+    if not (isinstance(body, dict) and isinstance(body.get("text"), str)
+            and isinstance(body.get("sources"), list)):
+        raise ProtocolError("recall answer without text and sources", status=200)
+    cursor = body.get("cursor")
+    return Recall(body["text"], body["sources"], cursor if isinstance(cursor, str) else None)
+
+
+def read_result(body: Any) -> Any:
+    """A tool answer's ``result``, as the server sent it."""
+    if not (isinstance(body, dict) and isinstance(body.get("result"), dict)):
+        raise ProtocolError("tool answer without a result object", status=200)
+    return body["result"]
+
+
+def transport_error(exc: Exception) -> SemmemError:
+    """A failure that got no answer, named by what failed."""
+    return TransportError(f"no answer: {type(exc).__name__}: {exc}")

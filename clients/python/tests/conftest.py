@@ -1,0 +1,71 @@
+"""Fixtures: one real ``semmem serve`` (fake embedder, on ``/oc-memory`` so every test goes
+through ``memory_path``) started from the server's own venv, a recording proxy, clients."""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(REPO))  # the repo's real-server harness, tests/support/server.py
+
+from semmem_client import AsyncClient, Client  # noqa: E402
+
+from proxy import Proxy  # noqa: E402
+from tests.support.server import TOKEN, ServerProcess  # noqa: E402
+
+PATH = "/oc-memory"
+# The server runs in the venv that has semmem (and its engines); this one has only the client.
+SERVER_PYTHON = os.environ.get("SEMMEM_SERVER_PYTHON", str(REPO / ".venv" / "bin" / "python"))
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """A real server for the whole session; tests keep apart by partition."""
+    data = tmp_path_factory.mktemp("server") / "db"
+    proc = ServerProcess(data, python=SERVER_PYTHON, env={"SEMMEM_PATH": PATH})
+    proc.start()
+    try:
+        yield proc.wait_ready()
+    finally:
+        proc.stop()
+
+
+@pytest.fixture
+def partition() -> str:
+    """A partition of this test's own."""
+    return f"user-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def client(server: ServerProcess) -> Iterator[Client]:
+    """A client straight to the server."""
+    with Client(server.url, TOKEN, memory_path=PATH) as c:
+        yield c
+
+
+@pytest.fixture
+def proxy(server: ServerProcess) -> Iterator[Proxy]:
+    """A recording proxy in front of the server."""
+    p = Proxy(server.url).start()
+    try:
+        yield p
+    finally:
+        p.stop()
+
+
+@pytest.fixture
+def proxied(proxy: Proxy) -> Iterator[Client]:
+    """A client that goes through the proxy."""
+    with Client(proxy.url, TOKEN, memory_path=PATH) as c:
+        yield c
+
+
+def async_client(url: str, **options: object) -> AsyncClient:
+    """An async client for ``url`` (tests run it inside ``asyncio.run``)."""
+    return AsyncClient(url, TOKEN, memory_path=PATH, **options)  # type: ignore[arg-type]

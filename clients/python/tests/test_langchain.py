@@ -1,0 +1,84 @@
+"""The LangChain/LangGraph adapter with a scripted chat model and a real server: what the
+model stores in one thread is in its system prompt in another; edits carry the thread's
+cursor; errors reach the model as the contract's envelope."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from typing import Any
+
+from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from semmem_client import Client
+from semmem_client._binding import MEMORY_HEADER
+from semmem_client.langchain import LangChainMemory
+
+from conftest import PATH
+from fakes import ScriptedChatModel, calls
+from proxy import Proxy
+from tests.support.server import TOKEN, ServerProcess
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # create_react_agent moved to langchain.agents in 1.0
+    from langgraph.prebuilt import create_react_agent
+
+
+def _ask(agent: Any, thread: str, text: str) -> list[Any]:
+    state = agent.invoke({"messages": [("user", text)]},
+                         {"configurable": {"thread_id": thread}})
+    return list(state["messages"])
+
+
+def test_fact_stored_in_one_thread_is_recalled_in_another(proxy: Proxy, proxied: Client,
+                                                          partition: str) -> None:
+    """Thread 1: the model calls memory_remember. Thread 2 (no shared messages): the
+    pre-model step puts the fact in the system prompt, within the byte budget; the model's
+    memory_forget there carries thread 2's recall cursor."""
+    memory = LangChainMemory(proxied, partition, max_bytes=256)
+    model = ScriptedChatModel(script=[
+        calls("memory_remember", {"text": "Prefers metric units"}, "c1"),
+        AIMessage("Noted."),
+        calls("memory_forget", {"n": 1}, "c2"),
+        AIMessage("Forgotten."),
+    ])
+    agent = create_react_agent(model, memory.tools(), checkpointer=InMemorySaver(),
+                               pre_model_hook=memory.pre_model_hook("You are helpful."))
+    assert model.bound == ["memory_recall", "memory_search", "memory_remember",
+                           "memory_update", "memory_forget"]
+
+    first = _ask(agent, "thread-1", "Remember that I prefer metric units")
+    stored = [m for m in first if isinstance(m, ToolMessage)]
+    assert json.loads(str(stored[0].content))["n"] == 1
+    assert model.seen[0][0] == SystemMessage("You are helpful.")  # nothing remembered yet
+
+    second = _ask(agent, "thread-2", "Which units do I prefer, metric units?")
+    prompt = model.seen[2][0]
+    assert isinstance(prompt, SystemMessage)
+    assert prompt.content == f"You are helpful.\n\n{MEMORY_HEADER}\n1. Prefers metric units"
+    assert [m.content for m in model.seen[2][1:]] == ["Which units do I prefer, metric units?"]
+    assert json.loads(str(second[2].content))["forgotten"] is True
+
+    recalls = [a for a in proxy.posts() if a.json()["operation"] == "recall"]
+    remember, forget = (a.json() for a in proxy.posts() if a.json()["operation"] == "tool")
+    assert len(recalls) == 4 and all(r.json()["maxBytes"] == 256 for r in recalls)
+    assert remember["cursor"] == json.loads(recalls[0].answer)["cursor"]
+    assert forget["cursor"] == json.loads(recalls[2].answer)["cursor"]
+    assert forget["cursor"] != remember["cursor"]
+
+
+def test_refusal_reaches_the_model_as_the_envelope(proxied: Client, partition: str) -> None:
+    """A tool refused by the server (404) answers the model the error envelope, no raise."""
+    memory = LangChainMemory(proxied, partition)
+    forget = {t.name: t for t in memory.tools()}["memory_forget"]
+    answer = json.loads(forget.invoke({"n": 9}, {"configurable": {"thread_id": "t"}}))
+    assert answer["error"]["code"] == "not_found"
+
+
+def test_read_only_binding_offers_no_write_tools(server: ServerProcess, partition: str
+                                                 ) -> None:
+    """With read access the model gets recall and search only."""
+    with Client(server.url, TOKEN, memory_path=PATH, access="read") as reader:
+        names = [t.name for t in LangChainMemory(reader, partition).tools()]
+    assert names == ["memory_recall", "memory_search"]

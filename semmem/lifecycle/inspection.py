@@ -1,0 +1,20 @@
+"""Inspection: a partition's last change, as owners see it (expired facts left out, as every
+read leaves them out); its counters are ``semmem.stats``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from semmem.store.views import IndexedView
+
+if TYPE_CHECKING:
+    from semmem.memory import Memory
+
+
+async def last_update(memory: Memory, partition: str) -> int | None:
+    """When the partition last changed (its newest item or tombstone), if ever."""
+    view = await memory.read_view(partition)
+    if isinstance(view, IndexedView):
+        items = (await memory.retention.recent(view, 1)).items
+        return max((it.updated for it in items), default=None)
+    return view.last_update

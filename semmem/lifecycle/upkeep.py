@@ -1,0 +1,45 @@
+"""Owners' upkeep over a whole store: maintenance passes and the re-embedding migration."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from semmem.importing import reembed
+
+if TYPE_CHECKING:
+    from semmem.memory import Memory
+    from semmem.store.upkeep import MaintenanceReport
+
+
+async def maintain(memory: Memory, partition: str | None = None, *,
+                   retention: timedelta | None = None) -> builtins.list[MaintenanceReport]:
+    """Compact, prune and purge one partition, or every partition and the registry."""
+    store = memory.store
+    names = [partition] if partition is not None else await store.partitions()
+    reports = [r for name in names
+               if (r := await store.maintain(name, retention=retention)) is not None]
+    if partition is None:
+        await store.maintain_registry(retention=retention)
+    return reports
+
+
+async def reindex(memory: Memory, partition: str | None = None, *, batch_size: int = 256,
+                  progress: Callable[[int, int], None] | None = None) -> int:
+    """Re-embed every item with ``memory``'s model: of one partition, or of every partition
+    and then record the model as the store's. An offline migration: run it with no server
+    writing. Returns how many items were re-embedded.
+
+    Args:
+        progress: called with (items done so far, items in all).
+    """
+    store = memory.store
+    names = [partition] if partition is not None else await store.partitions()
+    done = await reembed(store, memory.model.embed, names, batch_size, progress)
+    if partition is None:
+        meta = await store.meta() or {}
+        await store.set_meta({**meta, "model": memory.embedder.model_id,
+                              "dim": memory.embedder.dim})
+    return done

@@ -1,0 +1,48 @@
+"""Per-partition quotas (``SEMMEM_PARTITION_MAX_ITEMS``, ``SEMMEM_PARTITION_MAX_BYTES``).
+
+Checked by the writer inside the write decision (``Writer._decide``): on the write view of the
+version the group commits on, after the writes before it in the same group, so two writers in
+one group commit, or on two replicas, cannot both take the last place — the second decides
+again on the version the first committed and is refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from semmem.errors import QuotaExceeded
+from semmem.store.views import WriteView
+
+
+@dataclass(frozen=True)
+class Quota:
+    """The most live facts, and UTF-8 bytes of their texts, one partition may hold."""
+
+    max_items: int | None = None
+    max_bytes: int | None = None
+
+    @property
+    def counts_bytes(self) -> bool:
+        """Whether write views must carry their live text bytes."""
+        return self.max_bytes is not None
+
+    def check(self, before: WriteView, after: WriteView) -> None:
+        """Refuse a write that takes the partition past a limit. A write that does not grow
+        what is over (a forget, a shorter text, a lowered limit) is never refused.
+
+        Raises:
+            QuotaExceeded: the partition would hold more than a limit allows.
+        """
+        if self.max_items is not None and after.live > self.max_items \
+                and after.live > before.live:
+            raise QuotaExceeded(
+                f"this memory is full: at most {self.max_items} facts per partition; "
+                "forget or update facts that are no longer needed",
+                {"quota": "items", "limit": self.max_items, "usage": before.live})
+        if self.max_bytes is not None and before.text_bytes is not None \
+                and after.text_bytes is not None and after.text_bytes > self.max_bytes \
+                and after.text_bytes > before.text_bytes:
+            raise QuotaExceeded(
+                f"this memory is full: at most {self.max_bytes} bytes of facts per partition; "
+                "forget or shorten facts that are no longer needed",
+                {"quota": "bytes", "limit": self.max_bytes, "usage": before.text_bytes})
