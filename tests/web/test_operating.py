@@ -153,7 +153,8 @@ def test_partition_at_item_quota_refuses_next_remember(tmp_path: Path) -> None:
 def test_token_over_its_rate_gets_429_while_another_is_served(tmp_path: Path) -> None:
     """Past its burst one token gets 429 rate_limited with a Retry-After in whole seconds;
     another token is served; /metrics counts the refusal."""
-    server = ServerProcess(tmp_path / "db", env={"SEMMEM_TOKENS": "tok-a-0000000000,tok-b-0000000000",
+    server = ServerProcess(tmp_path / "db", env={
+        "SEMMEM_TOKENS": "tok-a-0000000000,tok-b-0000000000",
                                                  "SEMMEM_RATE_LIMIT": "6/m",
                                                  "SEMMEM_RATE_BURST": "2"})
     server.start().wait_ready()
