@@ -1,31 +1,40 @@
 """Browsing a partition one item or one page at a time (MCP resources): past the index
-threshold the items are read by number from the store, never by loading the partition."""
+threshold the items are read by number from the store, never by loading the partition. The
+expired are left out, as every read leaves them out."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from semmem.items import Item
+from semmem.lifecycle.retention import is_live
 from semmem.store.views import IndexedView
 
 if TYPE_CHECKING:
-    from semmem.store.tables import Store
+    from semmem.memory import Memory
 
 
-async def item(store: Store, partition: str, n: int) -> Item | None:
-    """The live item ``n``, if there is one."""
-    view = await store.read_view(partition)
-    if not isinstance(view, IndexedView):
-        return view.get(n)  # a snapshot: the whole (small) partition is already in memory
-    found = (await store.numbered(view, numbers=[n])).items
-    return found[0] if found else None
-
-
-async def page(store: Store, partition: str, after: int, limit: int) -> tuple[list[Item], bool]:
-    """The first ``limit`` live items numbered above ``after``, and whether more follow."""
-    view = await store.read_view(partition)
+async def item(memory: Memory, partition: str, n: int) -> Item | None:
+    """The live item ``n`` (not expired), if there is one."""
+    view = await memory.store.read_view(partition)
     if isinstance(view, IndexedView):
-        items = (await store.numbered(view, after=after, limit=limit + 1)).items
+        found = (await memory.store.numbered(view, numbers=[n])).items
+        got = found[0] if found else None
+    else:
+        got = view.get(n)  # a snapshot: the whole (small) partition is already in memory
+    return got if is_live(got, await memory.retention.max_age(partition)) else None
+
+
+async def page(memory: Memory, partition: str, after: int, limit: int
+               ) -> tuple[list[Item], int | None]:
+    """The live items (not expired) among the first ``limit`` numbered above ``after``, and
+    the number the next page starts after (``None``: none follows)."""
+    view = await memory.store.read_view(partition)
+    if isinstance(view, IndexedView):
+        items = (await memory.store.numbered(view, after=after, limit=limit + 1)).items
     else:
         items = [it for it in view.items if it.n > after][:limit + 1]
-    return items[:limit], len(items) > limit
+    alive = memory.retention.alive(await memory.retention.max_age(partition))
+    scanned = items[:limit]
+    following = scanned[-1].n if len(items) > limit else None
+    return [it for it in scanned if alive(it)], following

@@ -52,11 +52,11 @@ async def test_indexed_partition_is_browsed_without_loading_it(tmp_path: Path) -
 
 async def test_small_partition_pages_from_its_snapshot(tmp_path: Path) -> None:
     memory = await _memory(tmp_path, 5)
-    items, more = await browsing.page(memory.store, "p", 2, 2)
-    assert [it.n for it in items] == [3, 4] and more
-    items, more = await browsing.page(memory.store, "p", 4, 2)
-    assert [it.n for it in items] == [5] and not more
-    found = await browsing.item(memory.store, "p", 5)
+    items, following = await browsing.page(memory, "p", 2, 2)
+    assert [it.n for it in items] == [3, 4] and following == 4
+    items, following = await browsing.page(memory, "p", 4, 2)
+    assert [it.n for it in items] == [5] and following is None
+    found = await browsing.item(memory, "p", 5)
     assert found is not None and found.text == "fact 5"
-    assert await browsing.item(memory.store, "p", 6) is None
+    assert await browsing.item(memory, "p", 6) is None
     await memory.close()

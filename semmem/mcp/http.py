@@ -166,8 +166,5 @@ async def _refuse(send: Send, exc: SemmemError) -> None:
         headers.append((b"retry-after", str(wait).encode()))
     if status == 401:
         headers.append((b"www-authenticate", b'Bearer realm="semmem"'))
-    wait = retry_after(exc)
-    if wait is not None:
-        headers.append((b"retry-after", str(wait).encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": envelope(exc.code, exc.message)})

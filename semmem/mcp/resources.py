@@ -43,10 +43,10 @@ async def list_page(memory: Memory, partition: str, cursor: str | None,
         if number is None:
             raise InvalidInput("cursor is not one this server handed out")
         after = number
-    chunk, more = await browsing.page(memory.store, partition, after, page)
+    chunk, following = await browsing.page(memory, partition, after, page)
     return types.ListResourcesResult(
         resources=[_resource(it) for it in chunk],
-        next_cursor=f"n{chunk[-1].n}" if more and chunk else None,
+        next_cursor=None if following is None else f"n{following}",
     )
 
 
@@ -60,7 +60,7 @@ async def read(memory: Memory, partition: str, uri: str) -> types.ReadResourceRe
     n = ascii_int(uri.removeprefix(SCHEME)) if uri.startswith(SCHEME) else None
     if n is None:
         raise InvalidInput(f"resources are {SCHEME}<n>, n a fact's number")
-    item = await browsing.item(memory.store, partition, n)
+    item = await browsing.item(memory, partition, n)
     if item is None:
         raise NotFound(f"item {n} does not exist in this memory", {"n": n})
     return types.ReadResourceResult(contents=[
