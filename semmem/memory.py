@@ -170,7 +170,8 @@ class Memory:
         alive = self.retention.alive(await self.retention.max_age(partition))
         plan = rules.remember(text, vector, fields, op, self.idempotency_ttl_ms, hints, alive)
         return await self.retention.counted(partition, await self._write(
-            partition, plan, op, numbers=hints.candidates, texts=[text]))
+            partition, plan, op, numbers=hints.candidates, texts=[text]),
+            sets_expiry=EXPIRES in fields)
 
     async def update(
         self, partition: str, n: int, text: str | None = None, *, cursor: str | None = None,
@@ -199,7 +200,8 @@ class Memory:
                             owner, hints, alive)
         # a replaced text must leave the disk like a forgotten one: purge as after a forget
         return await self.retention.counted(partition, await self._write(
-            partition, plan, op, dropped=new_text is not None, numbers=[n, *hints.candidates]))
+            partition, plan, op, dropped=new_text is not None, numbers=[n, *hints.candidates]),
+            sets_expiry=EXPIRES in changes)
 
     async def expire(self, partition: str, numbers: builtins.list[int]) -> builtins.list[int]:
         """Forget those of ``numbers`` that are expired at the decided version, through the

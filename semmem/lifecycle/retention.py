@@ -219,18 +219,22 @@ class Retention:
         """An indexed partition's ``k`` most recently updated items, the expired left out."""
         return self.keep(await self.store.recent(view, k), await self.max_age(view.partition))
 
-    async def counted(self, partition: str, result: dict[str, Any]) -> dict[str, Any]:
+    async def counted(self, partition: str, result: dict[str, Any], *,
+                      sets_expiry: bool = False) -> dict[str, Any]:
         """A write's result with ``count`` leaving out the facts expired now, as reads do
-        (where this process holds the partition's snapshot: it is brought forward to the
-        write's version, a version check; a partition written through write views is not
-        loaded for it)."""
-        if "count" not in result or not isinstance(self.store.cached_view(partition),
-                                                   PartitionSnapshot):
+        (where this process holds the partition's snapshot; a partition written through write
+        views is not loaded for it). The expired are those of the snapshot the write was
+        decided beside, so the answer does not wait for the snapshot to move, unless the write
+        itself set an expiry (``sets_expiry``): then the snapshot at its own version."""
+        view = self.store.cached_view(partition)
+        if "count" not in result or not isinstance(view, PartitionSnapshot):
             return result
-        view = await self.store.read_view(partition)
-        if not isinstance(view, PartitionSnapshot):
-            return result
-        hidden = view.count - (await self.live(view)).count
+        if sets_expiry:
+            moved = await self.store.read_view(partition)
+            if not isinstance(moved, PartitionSnapshot):
+                return result
+            view = moved
+        hidden = len(await self.hidden(view))
         return {**result, "count": max(0, result["count"] - hidden)} if hidden else result
 
     async def live(self, view: ReadView) -> ReadView:

@@ -67,9 +67,10 @@ class DefaultServer:
         deadline = time.monotonic() + 180
         while True:
             assert self.proc.poll() is None, self.output()[-3000:]
-            found = re.search(r"bearer token \(shown only now\): (\S+)", self.output()[mark:])
+            # no terminal attached: the generated token is in a file, and the output says where
+            found = re.search(r"it is in (\S+) \(readable", self.output()[mark:])
             if found:
-                self.token = found.group(1)
+                self.token = (self.cwd / found.group(1)).read_text().strip()
                 try:
                     if httpx.get(f"{self.url}/readyz", timeout=5).status_code == 200:
                         return self
@@ -204,6 +205,8 @@ def test_an_indexed_partition_with_the_shipped_defaults(tmp_path: Path) -> None:
     import asyncio
 
     asyncio.run(_seed_indexed(tmp_path / "semmem-data", 50_500))
+    # seeded in-process under the test's umask; the CLI (umask 077) would have made it 0700
+    (tmp_path / "semmem-data").chmod(0o700)
     _cli(tmp_path, "maintain")  # builds the index
     server = DefaultServer(tmp_path).start()
     try:

@@ -62,7 +62,8 @@ def sign_in(client: TestClient, token: str = ADMIN_TOKEN) -> str:
 
 def sessions_of(client: TestClient) -> Sessions:
     """The server-side sessions of the app's console."""
-    mount = next(r for r in client.app.routes if getattr(r, "path", "") == "/console")
+    mount = next(r for r in client.app.routes  # the mount, not the slashless redirect
+                 if getattr(r, "path", "") == "/console" and hasattr(r, "routes"))
     sessions: Sessions = mount.app.state.sessions  # type: ignore[attr-defined]
     return sessions
 

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from semmem.tracing import partition_id
-from tests.support.server import ADMIN, JSON, ServerProcess
+from tests.support.server import ADMIN, JSON, TOKEN, ServerProcess
 from tests.support.spans import console_spans, parent_id, span_id, trace_id
 from tests.support.web import recall, tool
 
@@ -28,7 +28,7 @@ def _bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}", **JSON}
 
 
-def _send(c: httpx.Client, body: dict[str, Any], token: str = "test-token",
+def _send(c: httpx.Client, body: dict[str, Any], token: str = TOKEN,
           **headers: str) -> httpx.Response:
     return c.post("/memory", content=json.dumps(body), headers={**_bearer(token), **headers})
 
