@@ -22,6 +22,9 @@ from semmem_client._errors import (
     NotFound,
     Overloaded,
     ProtocolError,
+    QuotaExceeded,
+    RateLimited,
+    RequestTimeout,
     SemmemError,
     TooLarge,
     TransportError,
@@ -34,6 +37,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AsyncClient", "AsyncTurn", "Client", "Conflict", "DeadlineExceeded", "Forbidden", "Found",
     "IdempotencyMismatch", "InternalError", "InvalidArguments", "InvalidRequest", "NotFound",
-    "Overloaded", "ProtocolError", "Recall", "SearchResult", "SemmemError", "Similar", "Source",
+    "Overloaded", "ProtocolError", "QuotaExceeded", "RateLimited", "Recall", "RequestTimeout",
+    "SearchResult", "SemmemError", "Similar", "Source",
     "TooLarge", "TransportError", "Turn", "Unauthorized", "Unavailable", "WriteResult",
 ]

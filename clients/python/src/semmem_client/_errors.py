@@ -101,6 +101,26 @@ class Overloaded(SemmemError):
     code = "overloaded"
 
 
+class RateLimited(Overloaded):
+    """This token is over its request rate (``SEMMEM_RATE_LIMIT``); retried after
+    ``Retry-After`` when it fits the deadline."""
+
+    code = "rate_limited"
+
+
+class QuotaExceeded(Forbidden):
+    """The partition is at its item or byte quota: nothing was written (not retried; forget
+    or shorten facts first). ``details`` has ``quota``, ``limit`` and ``usage``."""
+
+    code = "quota_exceeded"
+
+
+class RequestTimeout(SemmemError):
+    """The request body did not arrive within the server's body timeout (408, retried)."""
+
+    code = "request_timeout"
+
+
 class InternalError(SemmemError):
     """An unexpected server failure, logged there with the operation id."""
 
@@ -133,6 +153,7 @@ BY_CODE: dict[str, type[SemmemError]] = {
     cls.code: cls for cls in (
         InvalidRequest, InvalidArguments, DeadlineExceeded, Unauthorized, Forbidden, NotFound,
         Conflict, IdempotencyMismatch, TooLarge, Overloaded, InternalError, Unavailable,
+        RateLimited, QuotaExceeded, RequestTimeout,
     )
 }
 """The classes of the codes a server answers with, by code."""
