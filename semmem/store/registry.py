@@ -37,6 +37,9 @@ class Registry:
         self._asked: tuple[int, dict[str, int]] | None = None  # the last read, by version
         self._followed: Any = None  # the handle the purge requests are read through
         self._policies: tuple[int, dict[str, int | None]] | None = None  # retention, by version
+        # New tables' entries waiting for the append in flight (``add_table``).
+        self._adding: list[tuple[dict[str, str], asyncio.Future[None]]] = []
+        self._appender: asyncio.Future[None] | None = None
 
     async def _table(self, create: bool) -> Any:
         try:
@@ -54,8 +57,15 @@ class Registry:
         reg = await self._table(create=False)
         if reg is None:
             return {}
-        rows = (await reg.to_arrow()).to_pylist()
-        return {str(r["key"]): json.loads(r["value"]) for r in rows}
+        out: dict[str, dict[str, Any]] = {}
+        for r in (await reg.to_arrow()).to_pylist():
+            key, value = str(r["key"]), json.loads(r["value"])
+            held = out.get(key)
+            # A table's entry may be there twice (``add_table``): the earliest creation stands.
+            if held is None or not key.startswith("t:") \
+                    or value.get("created", 0) < held.get("created", 0):
+                out[key] = value
+        return out
 
     async def put(self, key: str, value: dict[str, Any]) -> None:
         """Insert or replace one entry (again after losing a race to another process)."""
@@ -72,6 +82,9 @@ class Registry:
                 if attempt == MAX_ATTEMPTS - 1 or not is_commit_conflict(exc):
                     raise
                 await backoff(attempt)
+        await self._compact_now_and_then(reg)
+
+    async def _compact_now_and_then(self, reg: Any) -> None:
         if await reg.version() % COMPACT_EVERY == 0:
             await asyncio.to_thread(self.upkeep.maintain_small, await reg.uri())
             await reg.checkout_latest()
@@ -152,9 +165,48 @@ class Registry:
 
     async def add_table(self, name: str, partition: str, created: int | None = None) -> None:
         """Record the partition a new table belongs to, and when it was created (now, or
-        the original's time for a restored one)."""
-        await self.put(f"t:{name}", {"partition": partition,
-                                     "created": now_ms() if created is None else created})
+        the original's time for a restored one).
+
+        The entries of tables created at the same time go in one append (a group commit): one
+        commit per new partition on this one table made the first writes of many new
+        partitions queue for seconds on object storage. An append, not an upsert: appends of
+        several processes never conflict; two processes creating the same table both append
+        its entry, and ``rows`` reads the earliest."""
+        row = {"key": f"t:{name}", "value": json.dumps(
+            {"partition": partition, "created": now_ms() if created is None else created})}
+        done = asyncio.get_running_loop().create_future()
+        self._adding.append((row, done))
+        if self._appender is None or self._appender.done():
+            self._appender = asyncio.ensure_future(self._append_added())
+        await done
+
+    async def _append_added(self) -> None:
+        await asyncio.sleep(0)  # the other creations of this turn join the first
+        while self._adding:
+            group, self._adding = self._adding, []
+            data = pa.Table.from_pylist([row for row, _ in group], schema=REGISTRY_SCHEMA)
+            try:
+                await self._append(data)
+            except Exception as exc:
+                for _, done in group:
+                    if not done.done():
+                        done.set_exception(exc)
+            else:
+                for _, done in group:
+                    if not done.done():
+                        done.set_result(None)
+
+    async def _append(self, data: pa.Table) -> None:
+        for attempt in range(MAX_ATTEMPTS):
+            try:
+                reg = await self._table(create=True)
+                await reg.add(data)
+                break
+            except Exception as exc:  # the engine's errors are not a typed tree
+                if attempt == MAX_ATTEMPTS - 1 or not is_commit_conflict(exc):
+                    raise
+                await backoff(attempt)
+        await self._compact_now_and_then(reg)
 
     async def remove_table(self, name: str) -> None:
         """Forget a dropped table's partition name (purged from files by ``maintain``)."""

@@ -238,7 +238,7 @@ class Upkeep:
         """Whether a commit on ``ds``'s version made now is fenced though time passed since it
         was read: every version above it is still there and young enough that no cleanup can
         remove it within the fence's budget (``store/fence.py``)."""
-        versions = {int(v["version"]): v for v in self._open(uri).versions()}
+        versions = {int(v["version"]): v for v in listed(self._open(uri))}
         above = [v for n, v in versions.items() if n > ds.version]
         if gaps(set(versions), ds.version, max(versions) + 1):
             return False
@@ -310,7 +310,7 @@ class Upkeep:
         with self._files_lock:
             known = self._files.pop(uri, {})
         current: dict[tuple[int, Any], frozenset[str]] = {}
-        for version in ds.versions():  # any version a reader may still check out
+        for version in listed(ds):  # any version a reader may still check out
             v = (int(version["version"]), version.get("timestamp"))
             if v in known:
                 current[v] = known[v]
@@ -425,6 +425,18 @@ class Upkeep:
             log.info("merging the indexes of %s failed (%s); building them again",
                      file_name(uri.rstrip("/")), exc)
         retry_conflicts(lambda: self._create_indexes(uri, set()))
+
+
+def listed(ds: Any, attempts: int = 3) -> list[dict[str, Any]]:
+    """The table's versions; listed again when one listed went before its manifest was read
+    (another process's cleanup removed it meanwhile: "Not found")."""
+    for attempt in range(attempts):
+        try:
+            return list(ds.versions())
+        except (OSError, ValueError) as exc:
+            if attempt == attempts - 1 or "not found" not in str(exc).lower():
+                raise
+    raise AssertionError("unreachable")
 
 
 def unindexed_vectors(ds: Any, indices: list[Any]) -> bool:

@@ -179,6 +179,31 @@ async def test_delete_partition_name_leaves_registry_after_maintenance(memory: M
     assert await memory.partitions() == ["kept"]
 
 
+async def test_new_partitions_created_together_share_one_registry_commit(
+        tmp_path: Path, fake_embedder: HashingEmbedder) -> None:
+    """Many first writes at once append their partitions' names in one registry commit (one
+    commit each queued them for seconds on object storage), and a name two stores both
+    appended (they created the table at once) is listed once, with the earliest creation."""
+    path = tmp_path / "db"
+    a, b = (await open_memory(path, fake_embedder), await open_memory(path, fake_embedder))
+    try:
+        registry = lance.dataset(str(path / "_semmem.lance"))
+        before = registry.version
+        names = [f"new-{i}" for i in range(12)]
+        await asyncio.gather(*(a.remember(p, f"first fact of {p}") for p in names))
+        registry = lance.dataset(str(path / "_semmem.lance"))
+        assert registry.version - before < len(names)  # grouped, not one commit per name
+        assert await b.partitions() == sorted(names)
+        # Both stores record one partition's table, as two creating it at once do.
+        await b.store.conn.registry.add_table(table_name("new-0"), "new-0", created=1)
+        rows = await a.store.conn.registry.rows()
+        assert rows[f"t:{table_name('new-0')}"]["created"] == 1
+        assert await a.partitions() == sorted(names)
+    finally:
+        await a.close()
+        await b.close()
+
+
 async def test_maintenance_removes_old_unreferenced_files_only(sealed: Memory) -> None:
     """A data file no version references (what a write killed before its commit leaves) goes
     once older than ``orphan_age``; every referenced file stays."""
