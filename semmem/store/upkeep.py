@@ -80,6 +80,9 @@ class Upkeep:
     # Per table: data files of commits that failed with an unknown outcome and could not be
     # checked and removed then (the store was failing); the next pass tries again.
     _leftovers: dict[str, set[str]] = field(default_factory=dict, repr=False)
+    # Per table: data files of versions that went (seen by ``referenced``), for
+    # ``_remove_released``.
+    _released: dict[str, set[str]] = field(default_factory=dict, repr=False)
     # Per table: fragment ids gone from the dataset whose rows an index merge already dropped.
     _merged: dict[str, set[int]] = field(default_factory=dict, repr=False)
 
@@ -121,9 +124,11 @@ class Upkeep:
                         file_name(uri.rstrip("/")), exc)
         if keep < timedelta(seconds=self.fence.floor):
             self._wait_out(uri)  # asked for sooner than the fence allows: wait until it allows
+        self._seen(uri)
         stats = self._open(uri).cleanup_old_versions(older_than=self.fence.retention(keep),
                                                      error_if_tagged_old_versions=False)
         removed = int(getattr(stats, "old_versions", 0)) + self._drop_own_versions(uri, before)
+        self._remove_released(uri)
         self._remove_leftovers(uri)
         orphans = self.sweep_orphans(uri)
         if failed is not None:
@@ -179,8 +184,10 @@ class Upkeep:
         keep = self.version_retention if retention is None else retention
         if keep < timedelta(seconds=self.fence.floor):
             self._wait_out(uri)
+        self._seen(uri)
         self._open(uri).cleanup_old_versions(older_than=self.fence.retention(keep),
                                              error_if_tagged_old_versions=False)
+        self._remove_released(uri)
         self.sweep_orphans(uri)
 
     def _delete(self, uri: str, where: str) -> int:
@@ -295,6 +302,41 @@ class Upkeep:
                 self._leftovers.setdefault(uri, set()).update(names)
             log.warning("could not remove the files of a failed write yet; will retry")
 
+    def _seen(self, uri: str) -> None:
+        """Note the files of every version there is now, before a cleanup removes some."""
+        try:
+            self.referenced(uri)
+        except Exception:  # then what this cleanup releases waits for the orphan sweep
+            log.warning("cannot list the versions of %s before its cleanup",
+                        file_name(uri.rstrip("/")))
+
+    def _remove_released(self, uri: str) -> None:
+        """Delete the data files of removed versions that no version left references.
+
+        Lance's cleanup keeps a removed version's files while their times are younger than its
+        cutoff, as files a write may still be making; but a file written by a process whose
+        clock runs ahead (or by a store whose clock does) is young by this clock for a while
+        after its versions went, and no later cleanup looks at it again: a forgotten text would
+        wait for the orphan sweep (``orphan_age``). A file a committed version referenced is
+        no write's work in progress, and no commit can reference it again once the latest
+        version does not (a commit made on an older version conflicts with the one that
+        dropped it), so it goes now."""
+        try:
+            left = self.referenced(uri)
+            with self._files_lock:
+                names = self._released.pop(uri, set()) - left
+            if not names:
+                return
+            fs, table = filesystem(uri, self.storage_options)
+            removed = remove_data_files(fs, table, names)
+        except Exception:  # the orphan sweep gets them later
+            log.warning("cannot remove the files of the removed versions of %s",
+                        file_name(uri.rstrip("/")))
+            return
+        if removed:
+            log.info("removed %d file(s) of removed versions of table %s", removed,
+                     file_name(table))
+
     def discard_files(self, uri: str, names: list[str]) -> None:
         """Delete data files of the table that are known to be unreferenced (a write that lost
         its commit); best effort: the orphan sweep gets what is left."""
@@ -319,7 +361,11 @@ class Upkeep:
                 current[v] = frozenset(data_files(ds.checkout_version(v[0])))
             except (OSError, ValueError):  # removed by a concurrent cleanup meanwhile
                 continue
+        gone = [files for v, files in known.items() if v not in current]
         with self._files_lock:
+            if gone:  # what they held and no version left holds: ``_remove_released``
+                kept = set().union(*current.values())
+                self._released.setdefault(uri, set()).update(set().union(*gone) - kept)
             self._files[uri] = current  # versions cleaned up since are forgotten with them
             while len(self._files) > FILE_CACHE_TABLES:  # the least recently asked go first
                 del self._files[next(iter(self._files))]

@@ -6,6 +6,8 @@ see both (a positive control)."""
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
@@ -119,6 +121,39 @@ async def test_a_purge_finishes_in_an_indexed_partition_whose_loose_rows_have_no
         assert report is not None
     assert decoded_with(tmp_path / "db", text=SECRET) == []
     assert decoded_with(tmp_path / "db", vector=emb.embed_batch([SECRET])[0]) == []
+    await m.close()
+
+
+@pytest.mark.parametrize("indexed", [False, True], ids=["small", "indexed"])
+async def test_a_purge_removes_what_removed_versions_held_whatever_the_files_times(
+        tmp_path: Path, indexed: bool) -> None:
+    """Files written by a replica whose clock runs ahead of the cleaner's look young to it:
+    Lance's cleanup removed the versions that held a forgotten text but kept their files for
+    their (future) times, and no later pass looked at them again (the orphan sweep waits
+    ``orphan_age``). The pass deletes what the versions it saw go held, once no version
+    left references it."""
+    emb = HashingEmbedder()
+    vector = emb.embed_batch([SECRET])[0]
+    root = tmp_path / "db"
+    m = await _memory(root, emb)
+    count = THRESHOLD + 10 if indexed else 5
+    await m.import_("p", [{"text": f"fact {i} about thing{i}"} for i in range(count)])
+    if indexed:
+        assert (await m.store.maintain("p")) is not None
+    n = (await m.remember("p", SECRET))["n"]
+    await m.store.maintain("p", purge=False)
+    assert decoded_with(root, text=SECRET) and decoded_with(root, vector=vector)
+    await m.forget("p", n)
+    await m.remember("p", "a later fact")
+    ahead = time.time() + 120  # the writer's clock, two minutes ahead of this one
+    for f in root.rglob("*"):
+        if f.is_file():
+            os.utime(f, (ahead, ahead))
+    for _ in range(2):
+        await m.store.maintain("p", retention=timedelta(0))
+    assert decoded_with(root, text=SECRET) == []
+    assert decoded_with(root, vector=vector) == []
+    assert [it.n for it in (await m.store.snapshot("p")).items][-1] == n + 1
     await m.close()
 
 
