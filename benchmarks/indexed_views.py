@@ -95,6 +95,11 @@ async def run(size: int, reps: int, threshold: int) -> None:
         figures: dict[str, list[float]] = {k: [] for k in
                                            ("remember", "write", "own view", "other view",
                                             "live")}
+        held: list[Any] = []
+
+        async def other() -> None:
+            held.append(await b.read_view(PARTITION))
+
         for i in range(reps):
             figures["remember"].append(await timed(
                 lambda i=i: memory.remember(PARTITION, f"remembered fact {i} of the bench")))
@@ -110,11 +115,6 @@ async def run(size: int, reps: int, threshold: int) -> None:
                 await a.write(PARTITION, plan)
 
             figures["write"].append(await timed(one))
-            held: list[Any] = []
-
-            async def other() -> None:
-                held.append(await b.read_view(PARTITION))
-
             figures["other view"].append(await timed(other))
             figures["live"].append(await timed(lambda: retention.live(held[-1])))
         view = await b.read_view(PARTITION)
