@@ -5,7 +5,9 @@ A fact's expiry is the earlier of its ``expiresAt`` record field and its last wr
 store's registry, so every replica reads the same one) or else the deployment's default
 (``SEMMEM_RETENTION``), or never. Age counts from the last write, never from recall. From
 the moment of expiry every read leaves the fact out; the sweep (``lifecycle/sweep.py``) then
-forgets it, so its text leaves every file like any forgotten text.
+forgets it, so its text leaves every file like any forgotten text. A partition read through
+its index is read for its facts' expiries only where one can have expired: with a max age, or
+when its head row counts a live fact with an expiry of its own (``cannot_expire``).
 
 ``is_live`` is the one test of "live now" (not forgotten, not expired) for whoever needs it
 outside the read paths (a restore honouring the live store, say).
@@ -242,6 +244,8 @@ class Retention:
         view's count leaves them out too (its items come through ``keep``)."""
         max_age_ms = await self.max_age(view.partition)
         if isinstance(view, IndexedView):
+            if cannot_expire(view, max_age_ms):
+                return view
             hidden = await self._expired_indexed(view, max_age_ms)
             if hidden and self.found_expired is not None:
                 self.found_expired(view.partition)
@@ -317,6 +321,8 @@ class Retention:
         """Numbers of the facts in ``view`` expired now (what the sweep forgets)."""
         now = now_ms()
         if isinstance(view, IndexedView):
+            if cannot_expire(view, max_age_ms):
+                return []
             numbers, expiry = await self._indexed_expiries(view, max_age_ms)
             return sorted(int(n) for n in numbers[expiry <= now])
         return [it.n for it in view.items
@@ -331,6 +337,13 @@ class Retention:
                  if (e := expires_at(it, max_age_ms)) is not None
                  and (horizon is None or e <= horizon)]
         return sorted(found, key=lambda pair: (pair[1], pair[0].n))
+
+
+def cannot_expire(view: IndexedView, max_age_ms: int | None) -> bool:
+    """Whether no fact of an indexed partition can have expired: no max age, and its head
+    carries that no live fact has an expiry of its own (a head of older layout does not say:
+    its facts are read)."""
+    return max_age_ms is None and view.head.expiring == 0
 
 
 def _own_expiry(raw: str | None) -> float:

@@ -1,11 +1,13 @@
 """``semmem check``: a partition table's invariants, and the repair of what a blind commit did.
 
 The invariants: exactly one head row; one row per key; the head's high-water mark at least
-every number; tombstones hold no text or vector; every file the latest version references
-exists. A repair keeps every acknowledged, unforgotten text: of two different texts under one
-number the first written keeps it and the other gets a fresh number; a tombstone beside a live
-row of its number wins (the forget stands, and the purge that follows removes the text); a text
-held twice under one number is kept once. It commits as one fenced write on the latest version.
+every number; the live counts the head carries (where it carries them) those of the rows;
+tombstones hold no text or vector; every file the latest version references exists. A repair
+keeps every acknowledged, unforgotten text: of two different texts under one number the first
+written keeps it and the other gets a fresh number; a tombstone beside a live row of its
+number wins (the forget stands, and the purge that follows removes the text); a text held
+twice under one number is kept once; the head carries the counts of the rows as repaired. It
+commits as one fenced write on the latest version.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from semmem.items import EXPIRES
 from semmem.store.files import filesystem, open_dataset
 from semmem.store.rows import KIND_HEAD, KIND_ITEM, KIND_OP, ItemRow, Mutation, table_name
-from semmem.store.schema import Batch, split_attrs
+from semmem.store.schema import Batch, head_counts, split_attrs
 from semmem.store.tail import commit, layout_of
 from semmem.store.views import Head, OpRecord
 
@@ -120,10 +123,28 @@ def inspect(partition: str, version: int, data: pa.Table) -> _Found:
             problems.append(f"{len(group)} records for one operation")
             r = max(group, key=lambda r: r["seq"])
             ops.append(OpRecord(key, r["op_fp"], r["op_result"], r["op_expires"]))
+    count, due = _counts(rows, items)
+    carried = head_counts(next((h["attrs"] for h in heads if h["n"] == hwm), None))
+    # Beside another problem the counts are the repair's to set (a doubled row is counted
+    # once); a head of older layout carries none.
+    if not problems and carried != (None, None) and carried != (count, due):
+        problems.append(f"the head counts {carried[0]} live items ({carried[1]} with an "
+                        f"expiry), the rows {count} ({due})")
     mutations = [Mutation(items=items, hwm=fresh)] if problems else []
     mutations += [Mutation(op=op) for op in ops]
     return _Found(problems, mutations, renumbered, sorted(set(forgotten)),
-                  Head(partition, version, hwm, seq, model))
+                  Head(partition, version, hwm, seq, model, count, due))
+
+
+def _counts(rows: list[dict[str, Any]], repaired: list[ItemRow]) -> tuple[int, int]:
+    """Live items, and those with an expiry of their own, once ``repaired`` is committed
+    (every number it names has one row then; the others keep theirs)."""
+    state: dict[int, tuple[bool, dict[str, Any]]] = {
+        r["n"]: (bool(r["forgotten"]), split_attrs(r["attrs"])[0])
+        for r in rows if r["kind"] == KIND_ITEM}
+    state.update((it.n, (it.forgotten, it.attrs)) for it in repaired)
+    live = [attrs for gone, attrs in state.values() if not gone]
+    return len(live), sum(1 for attrs in live if EXPIRES in attrs)
 
 
 def missing_files(uri: str, storage_options: dict[str, str], ds: Any) -> list[str]:
@@ -167,7 +188,8 @@ async def check_partition(store: Store, partition: str, *, repair: bool = False
         report.renumbered, report.forgotten = found.renumbered, found.forgotten
         if not repair or not found.mutations:
             return report
-        batch = Batch.of(found.head, found.mutations)
+        batch = Batch.of(found.head, found.mutations, live=found.head.live,
+                         expiring=found.head.expiring)
         schema = ds.schema  # the table's own (a store opened with another model may check)
         rows = batch.rows(found.head.model or store.model_id).table(schema)
         heads = pc.equal(data.column("kind"), KIND_HEAD)  # a head first: the tail's

@@ -22,8 +22,8 @@ from semmem.store.conflicts import moved_on
 from semmem.store.files import filesystem, open_dataset
 from semmem.store.reading import decode
 from semmem.store.rows import CREATED, HEAD_KEY, KIND_HEAD, KIND_ITEM, KIND_OP, dkey_of, table_name
-from semmem.store.schema import ITEM_COLUMNS, Rows
-from semmem.store.views import Head, Tombstone
+from semmem.store.schema import ITEM_COLUMNS, Rows, head_attrs
+from semmem.store.views import Head, Tombstone, expiring
 
 if TYPE_CHECKING:
     from semmem.store.tables import Store
@@ -125,7 +125,8 @@ def _rows(dump: Dump, model: str) -> Rows:
     rows = Rows()
     head = dump.head
     rows.add(key=HEAD_KEY, kind=KIND_HEAD, n=head.hwm, text=head.partition, ts=now,
-             updated=now, revision=0, seq=head.seq, model=model)
+             updated=now, revision=0, seq=head.seq, model=model,
+             attrs=head_attrs(len(dump.items), expiring(dump.items)))
     for it, vector in zip(dump.items, dump.vectors, strict=True):
         attrs: dict[str, Any] = dict(it.attrs)
         if it.created is not None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
@@ -10,7 +10,7 @@ import pyarrow as pa
 from semmem.errors import Unavailable
 from semmem.items import Item, Vectors
 from semmem.store.rows import KIND_HEAD, KIND_ITEM, KIND_OP
-from semmem.store.schema import ITEM_COLUMNS, split_attrs
+from semmem.store.schema import ITEM_COLUMNS, head_counts, split_attrs
 from semmem.store.views import Candidates, Head, OpRecord, Tombstone
 
 
@@ -43,11 +43,11 @@ def decode(partition: str, version: int, data: pa.Table, dim: int) -> Decoded:
             # Two heads are a defect (``semmem check`` repairs it): the highest mark wins, so
             # no number below it is handed out again meanwhile.
             if py["n"][i] >= head.hwm:
+                live, expiring = head_counts(py["attrs"][i] if "attrs" in py else None)
                 head = Head(partition, version, py["n"][i], max(py["seq"][i], head.seq),
-                            py["model"][i])
+                            py["model"][i], live, expiring)
             else:
-                head = Head(partition, version, head.hwm, max(py["seq"][i], head.seq),
-                            head.model)
+                head = replace(head, seq=max(py["seq"][i], head.seq))
         elif kind == KIND_ITEM:
             if py["forgotten"][i]:
                 tombstones[py["n"][i]] = Tombstone(py["n"][i], py["seq"][i], py["updated"][i],

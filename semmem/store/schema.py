@@ -3,7 +3,9 @@
 A partition table holds three kinds of row, keyed by ``key``:
 
 - the head row (``key = "head"``): highest number ever assigned (``n``), the partition's write
-  sequence (``seq``), the partition name (``text``) and the model (``model``);
+  sequence (``seq``), the partition name (``text``), the model (``model``) and, in ``attrs``,
+  the live item count and how many live items carry their own expiry (``head_attrs``; a
+  table of older layout lacks them until its next commit);
 - item rows (``key = "i:<n>"``): live items and the tombstones of forgotten ones (no text);
   ``attrs`` holds the owner's record fields and, under ``CREATED``, the write sequence that
   created the item (kept out of ``Item.attrs``; rows written before it was recorded lack it);
@@ -41,6 +43,7 @@ SCHEMA_VERSION = 2  # 2: ``dkey`` (duplicate-detection key) on item rows
 ITEM_COLUMNS = ["key", "kind", "n", "text", "vector", "ts", "updated", "revision", "seq",
                 "model", "forgotten", "attrs"]
 LIVE_ITEMS = f"kind = {KIND_ITEM} AND forgotten = false"
+HEAD_COLUMNS = ["key", "kind", "n", "text", "seq", "model", "attrs"]  # what ``decode`` reads
 
 
 def split_attrs(raw: str | None) -> tuple[dict[str, Any], int | None]:
@@ -48,6 +51,26 @@ def split_attrs(raw: str | None) -> tuple[dict[str, Any], int | None]:
     attrs: dict[str, Any] = json.loads(raw) if raw else {}
     created = attrs.pop(CREATED, None)
     return attrs, created if isinstance(created, int) else None
+
+
+def head_attrs(live: int | None, expiring: int | None) -> str | None:
+    """The head row's ``attrs``: the counts it carries (``None`` when they are not known)."""
+    if live is None or expiring is None:
+        return None
+    return json.dumps({"live": int(live), "expiring": int(expiring)})
+
+
+def head_counts(raw: str | None) -> tuple[int | None, int | None]:
+    """The live count and the expiring count a head row's ``attrs`` carries (``None``: not
+    carried, a table of older layout)."""
+    try:
+        attrs = json.loads(raw) if raw else {}
+    except ValueError:
+        return None, None
+    live, expiring = attrs.get("live"), attrs.get("expiring")
+    if not isinstance(live, int) or not isinstance(expiring, int):
+        return None, None
+    return live, expiring
 
 
 def partition_schema(dim: int) -> pa.Schema:
@@ -80,23 +103,27 @@ def head_row(partition: str, model: str) -> Rows:
     now = now_ms()
     rows = Rows()
     rows.add(key=HEAD_KEY, kind=KIND_HEAD, n=0, text=partition, ts=now, updated=now,
-             revision=0, seq=0, model=model)
+             revision=0, seq=0, model=model, attrs=head_attrs(0, 0))
     return rows
 
 
 @dataclass(frozen=True)
 class Batch:
     """What one commit writes: the rows of one or more mutations, decided in order on one
-    version (a later mutation's row of the same item wins), under one new write sequence."""
+    version (a later mutation's row of the same item wins), under one new write sequence,
+    with the partition's counts once they are applied (``None``: the head carries none)."""
 
     head: Head  # the version the mutations were decided on
     items: dict[int, ItemRow]
     ops: dict[str, OpRecord]
     hwm: int
+    live: int | None = None
+    expiring: int | None = None
 
     @classmethod
-    def of(cls, head: Head, mutations: Sequence[Mutation]) -> Batch:
-        """The mutations, combined."""
+    def of(cls, head: Head, mutations: Sequence[Mutation], *, live: int | None = None,
+           expiring: int | None = None) -> Batch:
+        """The mutations, combined; ``live`` and ``expiring``: the counts after them."""
         items: dict[int, ItemRow] = {}
         ops: dict[str, OpRecord] = {}
         for m in mutations:
@@ -104,7 +131,7 @@ class Batch:
             if m.op is not None:
                 ops[m.op.key] = m.op
         hwm = max([head.hwm, *(m.hwm or 0 for m in mutations)])
-        return cls(head, items, ops, hwm)
+        return cls(head, items, ops, hwm, live, expiring)
 
     @property
     def seq(self) -> int:
@@ -116,7 +143,8 @@ class Batch:
         now = now_ms()
         rows = Rows()
         rows.add(key=HEAD_KEY, kind=KIND_HEAD, n=self.hwm, text=self.head.partition, ts=now,
-                 updated=now, revision=0, seq=self.seq, model=model)
+                 updated=now, revision=0, seq=self.seq, model=model,
+                 attrs=head_attrs(self.live, self.expiring))
         for it in self.items.values():
             created = self.created(it)
             attrs = it.attrs if created is None else {**it.attrs, CREATED: created}

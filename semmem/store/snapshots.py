@@ -16,20 +16,22 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pyarrow.compute as pc
 from lance.fragment import Session  # type: ignore[attr-defined]
 
+from semmem.items import EXPIRES
 from semmem.store.cache import ViewCache
 from semmem.store.evolve import evolve
 from semmem.store.files import open_dataset
 from semmem.store.reading import decode
 from semmem.store.rows import Lookup, table_name
-from semmem.store.schema import LIVE_ITEMS, Batch, partition_schema
+from semmem.store.schema import LIVE_ITEMS, Batch, partition_schema, split_attrs
 from semmem.store.tail import Layout, forward, layout_of, tail_limit
-from semmem.store.views import Head, PartitionSnapshot, WriteView
+from semmem.store.views import Head, IndexedView, PartitionSnapshot, WriteView, expiring
 
 log = logging.getLogger("semmem.store")
 
@@ -149,7 +151,9 @@ class Snapshots:
         ds = self.dataset(name, uri, version)
         data = ds.to_table(with_row_address=True)
         d = decode(partition, version, data, self.dim)
-        snap = PartitionSnapshot(d.items, d.vectors, d.head, d.tombstones, d.ops)
+        # The counts from the rows themselves (the head's own may be absent: an older layout).
+        head = replace(d.head, live=len(d.items), expiring=expiring(d.items))
+        snap = PartitionSnapshot(d.items, d.vectors, head, d.tombstones, d.ops)
         self._remember(name, layout_of(ds, data, self.schema, self.tail_rows))
         self.rebuilds += 1
         self.cache.put(name, snap)
@@ -175,16 +179,21 @@ class Snapshots:
         if rows.num_rows > min(MAX_DELTA_ROWS, max(64, snap.count // 4)):
             return None
         if rows.num_rows == 0:  # no write since (compaction, cleanup, an index): same content
-            head = Head(snap.partition, version, snap.hwm, snap.seq, snap.model)
+            head = replace(snap.head, version=version)
             new = PartitionSnapshot(snap.items, snap.vectors, head, snap.tombstones, snap.ops,
                                     by_n=snap.by_n, by_key=snap.by_key, derived=snap.derived)
         else:
             d = decode(snap.partition, version, rows, self.dim)
             new = evolve(snap, d.head, d.items, d.vectors, d.tombstones, d.ops)
         live = set(moved.keys.column("key").to_pylist())
-        if any(k not in live for k in new.ops):  # maintenance pruned expired records
-            ops = {k: v for k, v in new.ops.items() if k in live}
-            new = PartitionSnapshot(new.items, new.vectors, new.head, new.tombstones, ops,
+        pruned = any(k not in live for k in new.ops)  # maintenance pruned expired records
+        if pruned or new.head.live != new.count or new.head.expiring is None:
+            # A head without counts (written by older code) takes the snapshot's own.
+            ops = {k: v for k, v in new.ops.items() if k in live} if pruned else new.ops
+            head = replace(new.head, live=new.count,
+                           expiring=new.head.expiring if new.head.live == new.count
+                           and new.head.expiring is not None else expiring(new.items))
+            new = PartitionSnapshot(new.items, new.vectors, head, new.tombstones, ops,
                                     by_n=new.by_n, by_key=new.by_key, derived=new.derived)
         if len(live) != 1 + new.count + len(new.tombstones) + len(new.ops):
             return None  # not what the table holds: read it whole
@@ -233,13 +242,15 @@ class Snapshots:
                          lookup: Lookup) -> tuple[Any, WriteView, Layout]:
         data = ds.to_table(filter=lookup.where(), with_row_address=True)
         d = decode(partition, version, data, self.dim)
-        live = ds.count_rows(filter=LIVE_ITEMS)
+        live, due = d.head.live, d.head.expiring
+        if live is None or due is None:  # a head of older layout: counted once, then carried
+            live, due = live_counts(ds)
         looked = ["head", *lookup.ops, *(f"i:{int(n)}" for n in lookup.numbers)]
         layout = layout_of(ds, data, self.schema, self.tail_rows, complete=False,
                            looked=looked)
         size = live_text_bytes(ds) if self.count_bytes else None
         return ds, WriteView(d.items, d.vectors, d.head, live, d.tombstones, d.ops,
-                             size), layout
+                             size, expiring=due), layout
 
     def following(self, partition: str, batch: Batch, ds: Any, layout: Layout | None
                   ) -> Callable[[], Awaitable[None]] | None:
@@ -251,6 +262,9 @@ class Snapshots:
         name = table_name(partition)
         version = int(ds.version)
         snap = self.cache.get(name, batch.head.version)
+        if not isinstance(self.cache.latest(name), PartitionSnapshot):
+            self._publish(name, partition, batch, ds)
+            return None
         # No layout: the commit was rebased over a compaction (the snapshot and layout it was
         # decided on are brought forward by the next read) or the partition is not held.
         if layout is None or not isinstance(snap, PartitionSnapshot):
@@ -272,6 +286,19 @@ class Snapshots:
 
         return step
 
+    def _publish(self, name: str, partition: str, batch: Batch, ds: Any) -> None:
+        """A partition read through its index: the view of the committed version from what
+        the write decided (head, mark, live count), no read. Only its rows can differ from
+        the version decided on (a commit Lance rebased went over a compaction or a record
+        prune, which change no item), and only past the threshold (below it, reads hold the
+        snapshot)."""
+        self._keep(name, ds)  # the next read asks it for the latest version
+        if batch.live is None or int(ds.count_rows()) <= self.max_rows:  # the manifest's
+            return
+        head = Head(partition, int(ds.version), batch.hwm, batch.seq, self.model_id,
+                    batch.live, batch.expiring)
+        self.cache.put(name, IndexedView(head, batch.live))
+
     def _follows(self, name: str, ready: asyncio.Event) -> bool:
         held = self._following.get(name)
         return held is not None and held[2] is ready
@@ -280,7 +307,8 @@ class Snapshots:
                      version: int) -> None:
         try:
             items, vectors, tombstones = batch.changes(self.model_id)
-            head = Head(partition, version, batch.hwm, batch.seq, self.model_id)
+            head = Head(partition, version, batch.hwm, batch.seq, self.model_id, batch.live,
+                        batch.expiring)
             rows = np.array(vectors, np.float32).reshape(-1, self.dim)
             new = evolve(snap, head, items, rows, tombstones, batch.ops)
         except Exception:  # the write is committed whatever happens here: read it again later
@@ -288,9 +316,19 @@ class Snapshots:
             self.cache.drop(name)
             return
         if 1 + new.count + len(new.tombstones) + len(new.ops) > self.max_rows:
-            self.cache.drop(name)  # the next read takes the indexed path
+            self.cache.drop(name)  # the next read takes the indexed path: from this view
+            self.cache.put(name, IndexedView(replace(head, live=new.count), new.count))
         else:
             self.cache.put(name, new)
+
+
+def live_counts(ds: Any) -> tuple[int, int]:
+    """A table version's live items, and how many of them carry their own expiry, counted
+    (a head of older layout carries neither: every live row is read once, then carried)."""
+    live = int(ds.count_rows(filter=LIVE_ITEMS))
+    attrs = ds.to_table(columns=["attrs"], filter=f"{LIVE_ITEMS} AND attrs LIKE "
+                        f"'%{EXPIRES}%'").column("attrs").to_pylist()
+    return live, sum(1 for raw in attrs if EXPIRES in split_attrs(raw)[0])
 
 
 def live_text_bytes(ds: Any) -> int:
@@ -313,9 +351,11 @@ def cut(snap: PartitionSnapshot, lookup: Lookup, *, count_bytes: bool = False) -
         if same is not None:
             rows.add(snap.by_n[same.n])
     ordered = sorted(rows)
+    due = snap.head.expiring
     return WriteView(
         [snap.items[i] for i in ordered], snap.vectors[ordered].reshape(-1, snap.vectors.shape[1]),
         snap.head, snap.count,
         {n: snap.tombstones[n] for n in lookup.numbers if n in snap.tombstones},
         {k: snap.ops[k] for k in lookup.ops if k in snap.ops},
-        snap.text_bytes if count_bytes else None)
+        snap.text_bytes if count_bytes else None,
+        expiring=expiring(snap.items) if due is None else due)

@@ -30,8 +30,15 @@ from semmem.store.keyed import items_numbered, numbers_after
 from semmem.store.quota import Quota
 from semmem.store.reading import candidates, decode
 from semmem.store.rows import KIND_HEAD, KIND_ITEM, Lookup, Mutation, Plan, table_name
-from semmem.store.schema import ITEM_COLUMNS, LIVE_ITEMS, SCHEMA_VERSION, partition_schema
+from semmem.store.schema import (
+    HEAD_COLUMNS,
+    ITEM_COLUMNS,
+    LIVE_ITEMS,
+    SCHEMA_VERSION,
+    partition_schema,
+)
 from semmem.store.snapshots import WRITE_LOADS, Snapshots, live_text_bytes
+from semmem.store.tail import head_rows
 from semmem.store.upkeep import INDEX_THRESHOLD, MaintenanceReport, Upkeep, index_probes
 from semmem.store.views import Candidates, Head, IndexedView, PartitionSnapshot, ReadView, WriteView
 from semmem.store.writes import Writer, after
@@ -245,8 +252,8 @@ class Store:
             if isinstance(self._views.latest(name), PartitionSnapshot) or await asyncio.to_thread(
                     self._rows_at, name, await tbl.uri(), version) <= self.index_threshold:
                 return await self._snapshot_at(partition, tbl, version)
-            view = await asyncio.to_thread(self._indexed_view, await tbl.uri(), partition,
-                                           version)
+            view = await asyncio.to_thread(self._indexed_view, name, await tbl.uri(),
+                                           partition, version)
             self._views.put(name, view)
             return view
 
@@ -262,10 +269,18 @@ class Store:
         # From the manifest (the dataset is kept for the snapshot's read): no data read.
         return int(self.snapshots.dataset(name, uri, version).count_rows())
 
-    def _indexed_view(self, uri: str, partition: str, version: int) -> IndexedView:
-        ds = open_dataset(uri, self.storage_options, version)
-        head = decode(partition, version, ds.to_table(filter=Lookup().where()), self.dim).head
-        return IndexedView(head, ds.count_rows(filter=LIVE_ITEMS))
+    def _indexed_view(self, name: str, uri: str, partition: str, version: int) -> IndexedView:
+        # The head row alone, from the tail, on the dataset held for the version (opened
+        # with the shared session: a manifest already read is not read again); the live
+        # count is the one it carries.
+        ds = self.snapshots.dataset(name, uri, version)
+        data = head_rows(ds, HEAD_COLUMNS, self.snapshots.tail_rows)
+        head = decode(partition, version, data, self.dim).head
+        live = head.live
+        if live is None:  # a head of older layout: counted until its next commit
+            live = int(ds.count_rows(filter=LIVE_ITEMS))
+            head = replace(head, live=live)
+        return IndexedView(head, live)
 
     async def nearest(self, view: IndexedView, query: np.ndarray, k: int) -> Candidates:
         """The ``k`` live items of an indexed partition nearest to ``query`` (cosine); rows

@@ -91,6 +91,19 @@ def layout_of(ds: Any, rows: pa.Table, schema: pa.Schema, limit: int, *,
     return Layout(ds.version, keys, fragments(ds), tail_id, tail, complete, frozenset(looked))
 
 
+def head_rows(ds: Any, columns: list[str], limit: int) -> pa.Table:
+    """The head row of ``ds``'s version: looked for in the small fragments (a rolling tail
+    holds it, whatever the partition's size), else by key in the whole table (a head in a
+    large fragment: a table written before the tail, or compacted whole)."""
+    where = f"key = '{HEAD_KEY}'"
+    small = [f for f in ds.get_fragments() if f.metadata.physical_rows <= limit]
+    if small:
+        found = ds.scanner(fragments=small, columns=columns, filter=where).to_table()
+        if found.num_rows:
+            return found
+    return ds.to_table(columns=columns, filter=where)
+
+
 def _addresses(layout: Layout, keys: pa.Array) -> pa.Table:
     return layout.keys.filter(pc.is_in(layout.keys.column("key"), keys))
 

@@ -3,7 +3,8 @@
 - ``PartitionSnapshot``: every live item of a partition at one table version (recall, search,
   listing); cached by the store per version.
 - ``WriteView``: the rows one write decides on at one version (head, its records, the numbers it
-  targets, the texts it may duplicate) and the partition's live count.
+  targets, the texts it may duplicate) and the partition's live count (and how many of its
+  live items carry their own expiry), which the commit's head row carries on.
 - ``IndexedView``: the head and live count of a partition read through its vector index.
 - ``Candidates``: the items an index search (or a recency scan) returned for one query.
 
@@ -15,13 +16,13 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import numpy as np
 
-from semmem.items import Item, Vectors, dedupe_key
+from semmem.items import EXPIRES, Item, Vectors, dedupe_key
 
 T = TypeVar("T")
 
@@ -61,11 +62,15 @@ class Head:
     hwm: int  # the highest number ever assigned
     seq: int  # the partition's write sequence (what a cursor names)
     model: str | None
+    # Carried in the head row (``store/schema.py``), ``None`` where a table of older layout
+    # lacks them: the live items, and how many of them carry their own expiry (``expiresAt``).
+    live: int | None = None
+    expiring: int | None = None
 
     @classmethod
     def empty(cls, partition: str) -> Head:
         """The head of a partition that has never been written."""
-        return cls(partition, 0, 0, 0, None)
+        return cls(partition, 0, 0, 0, None, 0, 0)
 
 
 class _HeadFields:
@@ -190,6 +195,11 @@ class PartitionSnapshot(ItemSet, _HeadFields):
         return self.cached("text_bytes", lambda s: text_bytes(s.items))
 
 
+def expiring(items: Iterable[Item]) -> int:
+    """How many of ``items`` carry their own expiry (an ``expiresAt`` record field)."""
+    return sum(1 for it in items if EXPIRES in it.attrs)
+
+
 def text_bytes(items: list[Item]) -> int:
     """UTF-8 bytes of the items' texts."""
     return sum(len(it.text.encode("utf-8")) for it in items)
@@ -215,13 +225,15 @@ def key_map(items: list[Item]) -> dict[str, int]:
 @dataclass(frozen=True, eq=False)
 class WriteView(ItemSet, _HeadFields):
     """The rows one write looked up at one version; ``live`` is the partition's live count,
-    ``text_bytes`` the UTF-8 bytes of its live texts (read only when a byte quota needs it)."""
+    ``expiring`` how many live items carry their own expiry, ``text_bytes`` the UTF-8 bytes
+    of its live texts (read only when a byte quota needs it)."""
 
     head: Head
     live: int
     tombstones: dict[int, Tombstone] = field(default_factory=dict)
     ops: dict[str, OpRecord] = field(default_factory=dict)
     text_bytes: int | None = None
+    expiring: int = 0
     _by_key: dict[str, int] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -242,7 +254,8 @@ class WriteView(ItemSet, _HeadFields):
 
 @dataclass(frozen=True)
 class IndexedView(_HeadFields):
-    """A partition past the index threshold: its head and live count, no items."""
+    """A partition past the index threshold: its head and live count, no items (the count is
+    the head row's, where it carries one)."""
 
     head: Head
     count: int

@@ -20,7 +20,7 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -35,7 +35,7 @@ from semmem.store.quota import Quota
 from semmem.store.rows import Lookup, Mutation, Plan, table_name
 from semmem.store.schema import Batch
 from semmem.store.tail import Layout, commit, tail_limit
-from semmem.store.views import WriteView, text_bytes
+from semmem.store.views import WriteView, expiring, text_bytes
 
 log = logging.getLogger("semmem.store")
 
@@ -87,16 +87,18 @@ def after(view: WriteView, m: Mutation) -> WriteView:
     merged = sorted(keep + list(zip(items, vectors, strict=True)), key=lambda p: p[0].n)
     added = sum(1 for it in items if view.get(it.n) is None)
     dropped = sum(1 for n in tombstones if view.get(n) is not None)
-    head = type(view.head)(view.partition, view.version, batch.hwm, view.seq, view.model)
+    head = replace(view.head, hwm=batch.hwm)
+    # The rows a write replaces were looked up (its numbers): they are in the view.
+    old = [it for n in batch.items if (it := view.get(n)) is not None]
     size = view.text_bytes
-    if size is not None:  # the replaced rows were looked up: their texts are in the view
-        old = [it for n in batch.items if (it := view.get(n)) is not None]
+    if size is not None:
         size += text_bytes(items) - text_bytes(old)
     return WriteView(
         [it for it, _ in merged],
         np.array([v for _, v in merged], np.float32).reshape(-1, view.vectors.shape[1]),
         head, view.live + added - dropped, {**view.tombstones, **tombstones},
-        {**view.ops, **batch.ops}, size)
+        {**view.ops, **batch.ops}, size,
+        expiring=view.expiring + expiring(items) - expiring(old))
 
 
 class Writer:
@@ -266,7 +268,7 @@ class Writer:
             if view.model is not None and view.model != self.model_id:
                 raise ModelMismatch(
                     f"partition was embedded with {view.model!r}; run `semmem reindex`")
-            outcomes, mutations = self._decide(group, view)
+            outcomes, mutations, decided = self._decide(group, view)
             if not mutations:
                 if not fresh and await self.latest(partition, tbl) != version:
                     continue  # decided on a version that is no longer the latest
@@ -274,7 +276,9 @@ class Writer:
                 return
             if _past(p for p, _ in mutations):
                 continue  # refused by the next round's deadline check; decide again without it
-            batch = Batch.of(view.head, [m for _, m in mutations])
+            # The head row carries the counts on: known from the decision, no count read.
+            batch = Batch.of(view.head, [m for _, m in mutations], live=decided.live,
+                             expiring=decided.expiring)
             rows = batch.rows(self.model_id).table(self.schema)
             uri = await tbl.uri()
             gate = _Gate(self.fence, ds, confirmed, [p for p, _ in mutations])
@@ -320,11 +324,12 @@ class Writer:
         raise Unavailable("too many concurrent writers on this partition; retry")
 
     def _decide(self, group: list[Pending], view: WriteView
-                ) -> tuple[list[tuple[Pending, Any]], list[tuple[Pending, Mutation]]]:
+                ) -> tuple[list[tuple[Pending, Any]], list[tuple[Pending, Mutation]], WriteView]:
         """Each write's decision in turn, each seeing the ones before it: the quota is
         checked on the partition as the writes before it in the group left it, at the
         version the group commits on (a lost race decides again), so it is exact across
-        replicas and concurrent writers."""
+        replicas and concurrent writers. The view returned is the partition as the whole
+        group leaves it (its counts are the commit's)."""
         outcomes: list[tuple[Pending, Any]] = []
         mutations: list[tuple[Pending, Mutation]] = []
         for p in group:
@@ -342,7 +347,7 @@ class Writer:
                 view = following
             else:
                 outcomes.append((p, decision))
-        return outcomes, mutations
+        return outcomes, mutations, view
 
 
 def _past(pending: Iterable[Pending]) -> bool:
