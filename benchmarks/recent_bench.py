@@ -91,7 +91,7 @@ async def run(size: int, reps: int) -> None:
             await store.recent(view, K)
             times.append((time.perf_counter() - t0) * 1000)
         indexes = sorted(i.name for i in open_dataset(uri, {}).describe_indices())
-        print(f"| {size:,} | {pct(times, 50):.1f} | {pct(times, 90):.1f} | {fill_s:.0f} s | "
+        print(f"| {size:,} | {pct(times, 0.5):.1f} | {pct(times, 0.9):.1f} | {fill_s:.0f} s | "
               f"{index_s:.0f} s | {', '.join(indexes)} |", flush=True)
         await store.close()
     finally:
