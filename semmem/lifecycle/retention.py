@@ -20,7 +20,7 @@ import logging
 import re
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -118,7 +118,7 @@ class Policy:
                 "maxAgeS": None if self.max_age_ms is None else self.max_age_ms // 1000}
 
 
-def _expiries(items: list[Item], max_age_ms: int | None) -> np.ndarray:
+def _expiries(items: Iterable[Item], max_age_ms: int | None) -> np.ndarray:
     """Each item's expiry (epoch ms; ``inf`` for never), in the items' order."""
     return np.array([float("inf") if (e := expires_at(it, max_age_ms)) is None else e
                      for it in items], dtype=np.float64)

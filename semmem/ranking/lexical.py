@@ -16,12 +16,15 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from semmem.store.persistent import Layered
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 _VOWELS = frozenset("aeiouy")
@@ -106,7 +109,6 @@ def _term_counts(text: str, stemming: bool) -> tuple[tuple[str, int], ...]:
 
 _cached_term_counts = lru_cache(maxsize=CACHED_TEXTS)(_term_counts)
 
-
 Postings = tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]
 
 
@@ -114,23 +116,34 @@ Postings = tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]
 class Bm25Index:
     """Inverted index over a list of documents: per term, the documents holding it (in order)
     and their term frequencies. BM25 weights are computed per query from those and the
-    collection's statistics, so a document added or changed updates only its own terms
-    (``evolved``) and scores stay exactly those of a fresh build."""
+    collection's statistics, so a document added, changed or removed updates only its own
+    terms (``evolved``) and scores stay exactly those of a fresh build.
 
-    terms: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]]
-    lengths: npt.NDArray[np.float32]
+    Postings name document slots: slot ``i`` is document ``i`` until documents are removed;
+    after that ``slots`` maps each document to its slot (in order), and a removed document's
+    slot stays empty until the index is built again.
+    """
+
+    terms: Mapping[str, Postings]
+    lengths: npt.NDArray[np.float32]  # per slot (0 for an empty one)
     k1: float = 1.2
     b: float = 0.75
     stemming: bool = True
+    slots: npt.NDArray[np.int64] | None = None  # document → slot; None: the same
 
     @property
     def size(self) -> int:
         """How many documents."""
-        return len(self.lengths)
+        return len(self.lengths) if self.slots is None else len(self.slots)
+
+    @property
+    def empty_slots(self) -> int:
+        """Slots of removed documents."""
+        return len(self.lengths) - self.size
 
     @classmethod
     def build(
-        cls, texts: list[str], k1: float = 1.2, b: float = 0.75, *, stemming: bool = True
+        cls, texts: Sequence[str], k1: float = 1.2, b: float = 0.75, *, stemming: bool = True
     ) -> Bm25Index:
         """Index ``texts`` (document i is ``texts[i]``)."""
         vocab: dict[str, int] = {}
@@ -155,35 +168,62 @@ class Bm25Index:
                  for term, start, end in zip(vocab, starts.tolist(), ends.tolist(), strict=True)}
         return cls(terms, lengths, k1, b, stemming)
 
-    def evolved(self, appended: list[str], changed: dict[int, tuple[str, str]]) -> Bm25Index:
-        """This index with documents ``appended`` at the end and documents ``changed`` in
-        place (row → (old text, new text)); the documents' order is otherwise the same."""
-        terms = dict(self.terms)
+    def evolved(self, appended: Sequence[str], changed: Mapping[int, tuple[str, str]],
+                removed: Mapping[int, str] | None = None) -> Bm25Index:
+        """This index with documents ``removed`` cut (document → its text, numbered as
+        before), then documents ``changed`` in place (document → (old text, new text),
+        numbered after the cut) and ``appended`` at the end. Only the terms of those texts
+        are touched (the others are shared with this index)."""
+        removed = removed or {}
+        update: dict[str, Postings] = {}
+
+        def postings(term: str) -> Postings:
+            held = update.get(term)
+            return held if held is not None else self.terms.get(term, _EMPTY)
+
+        def drop(slot: int, text: str) -> None:
+            for term, _ in term_counts(text, self.stemming):
+                ids, freq = postings(term)
+                keep = ids != slot
+                if not keep.all():
+                    update[term] = (ids[keep], freq[keep])
+
+        total = len(self.lengths)
         lengths = np.concatenate([self.lengths, np.zeros(len(appended), np.float32)])
-        for i, (old, new) in sorted(changed.items()):
-            for term, _ in term_counts(old, self.stemming):
-                ids, freq = terms[term]
-                keep = ids != i
-                if keep.all():
-                    continue
-                if keep.any():
-                    terms[term] = (ids[keep], freq[keep])
-                else:
-                    del terms[term]
+        slots = self.slots
+        if removed:
+            held = np.arange(total, dtype=np.int64) if slots is None else slots
+            for doc, text in removed.items():
+                slot = int(held[doc])
+                drop(slot, text)
+                lengths[slot] = 0
+            slots = np.delete(held, sorted(removed))
+        if slots is not None and appended:
+            slots = np.concatenate([slots, np.arange(total, total + len(appended),
+                                                     dtype=np.int64)])
+        for doc, (old, new) in sorted(changed.items()):
+            if old == new:
+                continue
+            slot = doc if slots is None else int(slots[doc])
+            drop(slot, old)
             counts = term_counts(new, self.stemming)
             for term, tf in counts:
-                ids, freq = terms.get(term, _EMPTY)
-                at = int(np.searchsorted(ids, i))
-                terms[term] = (np.insert(ids, at, i), np.insert(freq, at, np.float32(tf)))
-            lengths[i] = sum(tf for _, tf in counts)
+                ids, freq = postings(term)
+                at = int(np.searchsorted(ids, slot))
+                update[term] = (np.insert(ids, at, slot), np.insert(freq, at, np.float32(tf)))
+            lengths[slot] = sum(tf for _, tf in counts)
         for offset, text in enumerate(appended):
-            i = self.size + offset
+            slot = total + offset
             counts = term_counts(text, self.stemming)
             for term, tf in counts:
-                ids, freq = terms.get(term, _EMPTY)
-                terms[term] = (np.append(ids, i), np.append(freq, np.float32(tf)))
-            lengths[i] = sum(tf for _, tf in counts)
-        return Bm25Index(terms, lengths, self.k1, self.b, self.stemming)
+                ids, freq = postings(term)
+                update[term] = (np.append(ids, slot), np.append(freq, np.float32(tf)))
+            lengths[slot] = sum(tf for _, tf in counts)
+        terms = Layered.over(self.terms, update) if update else self.terms
+        return Bm25Index(terms, lengths, self.k1, self.b, self.stemming, slots)
+
+    def _rows(self, per_slot: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        return per_slot if self.slots is None else per_slot[self.slots]
 
     def _idf(self, df: int) -> float:
         return math.log(1.0 + (max(self.size, 1) - df + 0.5) / (df + 0.5))
@@ -196,24 +236,34 @@ class Bm25Index:
                                             ).astype(np.float32)
         return weights
 
+    @cached_property
+    def _average(self) -> float:
+        lengths = self._rows(self.lengths)  # the documents' lengths in order, as built
+        return float(lengths.mean()) if self.size and lengths.sum() else 1.0
+
     def _avg(self) -> float:
-        return float(self.lengths.mean()) if self.size and self.lengths.sum() else 1.0
+        return self._average
 
     @property
     def postings(self) -> dict[str, Postings]:
         """Every term's documents and BM25 weights (for inspection and tests)."""
         avg = self._avg()
-        return {term: (ids, self._weights(ids, freq, avg))
-                for term, (ids, freq) in self.terms.items()}
+        out = {}
+        for term, (ids, freq) in self.terms.items():
+            if len(ids):
+                docs = ids if self.slots is None else np.searchsorted(self.slots, ids)
+                out[term] = (docs.astype(np.int64), self._weights(ids, freq, avg))
+        return out
 
     def containing(self, wanted: Callable[[str], bool]) -> npt.NDArray[np.bool_]:
         """Which documents contain a term for which ``wanted`` is true (one pass over the
         vocabulary and the matching postings, not over the texts)."""
-        out = np.zeros(self.size, dtype=np.bool_)
+        out = np.zeros(len(self.lengths), dtype=np.bool_)
         for term, (ids, _) in self.terms.items():
             if wanted(term):
                 out[ids] = True
-        return out
+        found: npt.NDArray[np.bool_] = self._rows(out)
+        return found
 
     def scores(self, query: str) -> tuple[npt.NDArray[np.float32], float]:
         """BM25 score of every document for ``query``, and the query's maximum attainable score.
@@ -221,16 +271,19 @@ class Bm25Index:
         The maximum (sum over distinct query terms of idf × (k1+1)) lets callers normalise
         scores independently of the partition.
         """
-        out = np.zeros(self.size, dtype=np.float32)
+        out = np.zeros(len(self.lengths), dtype=np.float32)
         best = 0.0
         unseen = math.log(1.0 + (self.size + 0.5) / 0.5)
         avg = self._avg()
         for term in set(tokens(query, stemming=self.stemming)):
             hit = self.terms.get(term)
-            best += (self._idf(len(hit[0])) if hit is not None else unseen) * (self.k1 + 1)
-            if hit is not None:
+            if hit is not None and len(hit[0]):
+                best += self._idf(len(hit[0])) * (self.k1 + 1)
                 out[hit[0]] += self._weights(hit[0], hit[1], avg)
-        return out, best
+            else:
+                best += unseen * (self.k1 + 1)
+        scored: npt.NDArray[np.float32] = self._rows(out)
+        return scored, best
 
 
 _EMPTY: tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]] = (

@@ -10,6 +10,7 @@ import numpy.typing as npt
 
 from semmem.items import Item, Vectors
 from semmem.ranking.lexical import Bm25Index
+from semmem.store.persistent import Grown, grown
 from semmem.store.views import ItemSet
 
 
@@ -38,25 +39,41 @@ def _squares(rows: Vectors) -> npt.NDArray[np.float64]:
 class Sums:
     """The share-independent part of centring: the rows' sum and squared norms. Evolves with
     a set (rows appended: the sum is a sequential row sum, so adding rows to it gives exactly
-    a fresh sum), so a write does not cost the next recall a pass over every vector."""
+    a fresh sum; rows cut or changed: their old rows subtracted, which a fresh sum matches to
+    float64 rounding), so a write does not cost the next recall a pass over every vector."""
 
     total: npt.NDArray[np.float64]
     squares: npt.NDArray[np.float64]
+    buffer: Grown | None = None  # what ``squares`` is a view of, grown in place by appends
 
     @classmethod
     def of(cls, vectors: Vectors) -> Sums:
         return cls(np.add.reduce(vectors, axis=0, dtype=np.float64), _squares(vectors))
 
-    def evolve(self, old: ItemSet, new: ItemSet, appended: range,
-               changed: list[int]) -> Sums | None:
-        """These sums for ``new``: ``old`` with rows ``appended`` (none ``changed``)."""
-        if changed:
-            return None
+    def evolve(self, old: ItemSet, new: ItemSet, appended: range, changed: list[int],
+               removed: list[int]) -> Sums:
+        """These sums for ``new``: ``old`` with rows ``removed`` (old rows) cut, rows
+        ``changed`` (new rows) replaced and rows ``appended``."""
         total = self.total.copy()
+        edits = []
+        for row in changed:
+            before = old.index_of(new.items[row].n)
+            if before is not None and not np.array_equal(old.vectors[before], new.vectors[row]):
+                edits.append(row)
+                total -= old.vectors[before]
+                total += new.vectors[row]
+        for row in removed:
+            total -= old.vectors[row]
         rows = new.vectors[appended.start:appended.stop]
         for row in rows:
             total += row
-        return Sums(total, np.concatenate([self.squares, _squares(rows)]))
+        if not edits and not removed:
+            squares, buffer = grown(self.buffer, self.squares, _squares(rows))
+            return Sums(total, squares, buffer)
+        kept = np.delete(self.squares, removed) if removed else self.squares.copy()
+        kept[edits] = _squares(new.vectors[edits])
+        squares, buffer = grown(None, kept, _squares(rows))
+        return Sums(total, squares, buffer)
 
 
 def centred(snap: ItemSet, share: float) -> Centred:
@@ -70,13 +87,24 @@ def centred(snap: ItemSet, share: float) -> Centred:
 
 @dataclass(frozen=True)
 class Lexical:
-    """The BM25 index of a set's rank texts, evolving with the set."""
+    """The BM25 index of a set's rank texts, evolving with the set (built again once removed
+    documents' empty slots pass a quarter of the set)."""
 
     index: Bm25Index
 
-    def evolve(self, old: ItemSet, new: ItemSet, appended: range,
-               changed: list[int]) -> Lexical:
-        """This index for ``new``: ``old`` with rows ``appended`` and rows ``changed``."""
-        return Lexical(self.index.evolved(
-            [rank_text(new.items[i]) for i in appended],
-            {i: (rank_text(old.items[i]), rank_text(new.items[i])) for i in changed}))
+    def evolve(self, old: ItemSet, new: ItemSet, appended: range, changed: list[int],
+               removed: list[int]) -> Lexical:
+        """This index for ``new``: ``old`` with rows ``removed`` (old rows) cut, rows
+        ``changed`` (new rows) replaced and rows ``appended``."""
+        ix = self.index
+        if ix.empty_slots + len(removed) > max(64, new.size // 4):
+            return Lexical(Bm25Index.build([rank_text(it) for it in new.items], ix.k1, ix.b,
+                                           stemming=ix.stemming))
+        changes = {}
+        for i in changed:
+            before = old.get(new.items[i].n)
+            if before is not None:
+                changes[i] = (rank_text(before), rank_text(new.items[i]))
+        return Lexical(ix.evolved(
+            [rank_text(new.items[i]) for i in appended], changes,
+            {i: rank_text(old.items[i]) for i in removed}))

@@ -3,133 +3,140 @@ a rebuild: after this process's own commit (its rows are known) or after another
 (the rows with a newer write sequence, read as a delta).
 
 New numbers above every live one are appended (the common case: remember); items changed in
-place keep their row; a forgotten item's row goes. Ranking's derived structures that know how
-(``evolve``) follow appended and changed rows; the others are rebuilt when next needed.
+place keep their row; a forgotten item's row is cut. What the new snapshot holds is shared
+with the old one wherever it did not change (``store/persistent.py``): the item chunks not
+touched, the vector and number buffers (appended to in place by the newest snapshot), the
+dedupe-key index, the top layers of the tombstones and records. A write costs what it
+changes, except the vectors of a text edit or a forget: one copy of the matrix (in numpy),
+since every snapshot's vectors are one contiguous array. Ranking's derived structures that
+know how (``evolve``) follow appended, changed and cut rows; the others are rebuilt when next
+needed. A number below the highest live one (a restore, a repair) rebuilds the snapshot.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Sequence
-from typing import Any
+from bisect import bisect_left
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from semmem.items import Item, Vectors, dedupe_key
-from semmem.store.views import Head, OpRecord, PartitionSnapshot, Tombstone, key_rank
+from semmem.items import Item, Vectors
+from semmem.store.persistent import Grown, ItemRows, KeyIndex, KeyMap, Layered, NumberMap, grown
+from semmem.store.views import Head, OpRecord, PartitionSnapshot, Tombstone, text_bytes
 
-
-class RowBuffer:
-    """Vectors with room to grow: snapshots are views of its first rows, and the newest one
-    may append in place (older views never see rows past their own length)."""
-
-    def __init__(self, vectors: Vectors, more: Vectors | None = None) -> None:
-        """A buffer of ``vectors`` followed by ``more``, copied once, with room for as many
-        again (pages of the room are only touched when rows land there)."""
-        rows, dim = vectors.shape
-        extra = 0 if more is None else len(more)
-        self.array = np.empty((max(16, (rows + extra) * 2), dim), np.float32)
-        self.array[:rows] = vectors
-        if more is not None:
-            self.array[rows:rows + extra] = more
-        self.filled = rows + extra
-        self.lock = threading.Lock()
-
-    def extend(self, length: int, rows: Vectors) -> Vectors | None:
-        """The first ``length`` rows followed by ``rows``, in place when the view of ``length``
-        rows is the newest and there is room; ``None`` otherwise."""
-        with self.lock:
-            end = length + len(rows)
-            if self.filled != length or end > len(self.array):
-                return None
-            self.array[length:end] = rows
-            self.filled = end
-            return self.array[:end]
+# What a snapshot's lineage shares, kept among its derived structures.
+_SHARED = ("rows", "numbers", "keys", "text_bytes")
 
 
 def evolve(snap: PartitionSnapshot, head: Head, items: Sequence[Item], vectors: Vectors,
-           tombstones: dict[int, Tombstone], ops: dict[str, OpRecord]) -> PartitionSnapshot:
+           tombstones: Mapping[int, Tombstone], ops: Mapping[str, OpRecord]
+           ) -> PartitionSnapshot:
     """``snap`` with ``items`` (new or changed live items, with their ``vectors``), items
-    forgotten (``tombstones``) and records ``ops`` applied, at ``head``'s version."""
+    forgotten (``tombstones``) and records ``ops`` applied, at ``head``'s version; ``snap``
+    itself is left as it was (concurrent recalls may hold it)."""
     by_n = snap.by_n
-    gone = sorted(n for n in tombstones if n in by_n)
+    gone = sorted(row for row in (by_n.get(n) for n in tombstones) if row is not None)
     last = snap.items[-1].n if snap.items else 0
-    changed = [(it, v) for it, v in zip(items, vectors, strict=True) if it.n in by_n]
+    changed = [(by_n[it.n], it, v) for it, v in zip(items, vectors, strict=True)
+               if it.n in by_n]
     added = sorted(((it, v) for it, v in zip(items, vectors, strict=True) if it.n not in by_n),
                    key=lambda pair: pair[0].n)
-    new_tombs = {**snap.tombstones, **tombstones}
-    new_ops = {**snap.ops, **ops}
-    if gone or (added and added[0][0].n <= last):
-        return _rebuilt(snap, head, changed + added, gone, new_tombs, new_ops)
-    rows = [by_n[it.n] for it, _ in changed]
-    new_items = list(snap.items)
-    for row, (it, _) in zip(rows, changed, strict=True):
-        new_items[row] = it
-    new_items.extend(it for it, _ in added)
-    new_vectors, buffer = _vectors(snap, rows, changed, added)
-    new_by_n = dict(by_n)
-    new_by_n.update((it.n, len(snap.items) + i) for i, (it, _) in enumerate(added))
-    by_key = _keys(snap, changed, added)
-    new = PartitionSnapshot(new_items, new_vectors, head, new_tombs, new_ops, by_n=new_by_n,
-                            by_key=by_key, derived={"rows": buffer})
-    appended = range(len(snap.items), len(new_items))
+    new_tombs = Layered.over(snap.tombstones, tombstones) if tombstones else snap.tombstones
+    new_ops = Layered.over(snap.ops, ops) if ops else snap.ops
+    if added and added[0][0].n <= last:
+        return _rebuilt(snap, head, [(it, v) for _, it, v in changed] + added,
+                        [snap.items[row].n for row in gone], new_tombs, new_ops)
+    # Rows of the changed items once the forgotten ones are cut.
+    moved = {row - bisect_left(gone, row): it for row, it, _ in changed}
+    new_items = ItemRows.of(snap.items).changed(gone, moved, [it for it, _ in added])
+    extra = np.array([v for _, v in added], np.float32).reshape(-1, snap.vectors.shape[1])
+    new_vectors, rows = _vectors(snap, gone, changed, extra)
+    new_numbers, numbers = _numbers(snap, gone, [it.n for it, _ in added])
+    keys = snap.derived.get("keys")
+    if not isinstance(keys, KeyIndex):
+        keys = KeyIndex.of(snap.items, snap.by_key, snap.size)
+    keys.add([it for _, it, _ in changed] + [it for it, _ in added])
+    by_number = NumberMap(new_numbers)
+    shared = {k: v for k, v in (("rows", rows), ("numbers", numbers), ("keys", keys))
+              if v is not None}
+    size = snap.derived.get("text_bytes")
+    if isinstance(size, int):
+        shared["text_bytes"] = (size + text_bytes([it for it, _ in added])
+                                + text_bytes([it for _, it, _ in changed])
+                                - text_bytes([snap.items[row] for row, _, _ in changed])
+                                - text_bytes([snap.items[row] for row in gone]))
+    new = PartitionSnapshot(new_items, new_vectors, head, new_tombs, new_ops, by_n=by_number,
+                            by_key=KeyMap(keys, lambda n: _item(new_items, by_number, n)),
+                            derived=shared)
+    appended = range(len(new_items) - len(added), len(new_items))
     derived = {}
     with snap._lock:  # ranking may be adding to it on another thread
-        held = list(snap.derived.items())
+        held = [(k, v) for k, v in snap.derived.items() if k not in _SHARED]
     for name, value in held:
         step = getattr(value, "evolve", None)
         if step is not None:
-            evolved = step(snap, new, appended, rows)
+            evolved = step(snap, new, appended, sorted(moved), gone)
             if evolved is not None:
                 derived[name] = evolved
     new.derived.update(derived)
     return new
 
 
-def _vectors(snap: PartitionSnapshot, rows: list[int], changed: list[tuple[Item, Any]],
-             added: list[tuple[Item, Any]]) -> tuple[Vectors, RowBuffer]:
-    """The new vectors, as a view of a row buffer: appended in place when they can be."""
-    extra = np.array([v for _, v in added], np.float32).reshape(-1, snap.vectors.shape[1])
-    buffer = snap.derived.get("rows")
-    if not rows and isinstance(buffer, RowBuffer):
-        grown = buffer.extend(len(snap.items), extra)
-        if grown is not None:
-            return grown, buffer
-    buffer = RowBuffer(snap.vectors, extra)  # older snapshots keep the rows changed here
-    for row, (_, vector) in zip(rows, changed, strict=True):
-        buffer.array[row] = vector
-    return buffer.array[:buffer.filled], buffer
+def _item(items: ItemRows, by_n: NumberMap, n: int) -> Item | None:
+    row = by_n.get(n)
+    return None if row is None else items[row]
 
 
-def _keys(snap: PartitionSnapshot, changed: list[tuple[Item, Any]],
-          added: list[tuple[Item, Any]]) -> dict[str, int]:
-    """The dedupe-key map after the change (``key_rank`` picks among equal keys, as in a
-    fresh build); empty — rebuilt by the snapshot — when a changed item may have shadowed a
-    duplicate."""
-    by_key = dict(snap.by_key)
-    if changed and len(by_key) < len(snap.items):  # duplicates exist: a removal is ambiguous
-        return {}
-    fresh = {it.n: it for it, _ in changed + added}
-    for it, _ in changed:
-        old = snap.get(it.n)
-        if old is not None and by_key.get(dedupe_key(old.text)) == it.n:
-            del by_key[dedupe_key(old.text)]
-    for it, _ in changed + added:
-        key = dedupe_key(it.text)
-        held = by_key.get(key)
-        current = None if held is None else fresh.get(held) or snap.get(held)
-        if current is None or key_rank(current) < key_rank(it):
-            by_key[key] = it.n
-    return by_key
+def _vectors(snap: PartitionSnapshot, gone: list[int], changed: list[tuple[int, Item, Vectors]],
+             extra: Vectors) -> tuple[Vectors, object]:
+    """The new vectors: appended in place to the shared buffer when no row before them
+    changes (a record edit keeps its vector), else one copy with the rows cut and changed."""
+    old = snap.vectors
+    edits = [(row, v) for row, _, v in changed if not np.array_equal(old[row], v)]
+    if not gone and not edits:
+        if not len(extra):
+            return old, snap.derived.get("rows")
+        return grown(snap.derived.get("rows"), old, extra)
+    buffer = Grown(*_kept(old, gone), extra)  # one copy: older snapshots keep their rows
+    for row, vector in edits:
+        buffer.array[row - bisect_left(gone, row)] = vector
+    return buffer.view, buffer
 
 
-def _rebuilt(snap: PartitionSnapshot, head: Head, items: list[tuple[Item, Any]],
-             gone: list[int], tombstones: dict[int, Tombstone],
-             ops: dict[str, OpRecord]) -> PartitionSnapshot:
-    """The general case (forgets, numbers below the highest): items and vectors in number
-    order again; derived structures are rebuilt when next needed."""
+def _numbers(snap: PartitionSnapshot, gone: list[int], added: list[int]
+             ) -> tuple[np.ndarray, object]:
+    """The numbers in row order (what ``by_n`` searches), shared like the vectors."""
+    held = snap.by_n
+    if isinstance(held, NumberMap):
+        current = held.numbers
+    else:
+        current = np.fromiter((it.n for it in snap.items), np.int64, snap.size)
+    extra = np.array(added, np.int64)
+    if not gone and not added:
+        return current, snap.derived.get("numbers")
+    if gone:
+        fresh = Grown(*_kept(current, gone), extra)
+        return fresh.view, fresh
+    return grown(snap.derived.get("numbers"), current, extra)
+
+
+def _kept(array: np.ndarray, gone: list[int]) -> list[np.ndarray]:
+    """The runs of ``array``'s rows between the rows ``gone`` (views, not copies)."""
+    runs, start = [], 0
+    for row in gone:
+        runs.append(array[start:row])
+        start = row + 1
+    runs.append(array[start:])
+    return runs
+
+
+def _rebuilt(snap: PartitionSnapshot, head: Head, items: list[tuple[Item, Vectors]],
+             gone: list[int], tombstones: Mapping[int, Tombstone],
+             ops: Mapping[str, OpRecord]) -> PartitionSnapshot:
+    """The general case (numbers below the highest): items and vectors in number order
+    again; derived structures are rebuilt when next needed."""
     by_n = snap.by_n
-    keep = dict(zip((it.n for it in snap.items), range(len(snap.items)), strict=True))
+    keep = {it.n: row for row, it in enumerate(snap.items)}
     for n in gone:
         keep.pop(n, None)
     fresh = {it.n: (it, v) for it, v in items}
@@ -143,4 +150,4 @@ def _rebuilt(snap: PartitionSnapshot, head: Head, items: list[tuple[Item, Any]],
         else:
             new_items.append(snap.items[by_n[n]])
             vectors[row] = snap.vectors[by_n[n]]
-    return PartitionSnapshot(new_items, vectors, head, tombstones, ops)
+    return PartitionSnapshot(new_items, vectors, head, dict(tombstones), dict(ops))

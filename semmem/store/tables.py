@@ -29,6 +29,7 @@ from semmem.store.files import open_dataset, remote
 from semmem.store.keyed import items_numbered, numbers_after
 from semmem.store.quota import Quota
 from semmem.store.reading import candidates, decode
+from semmem.store.recency import recent_items
 from semmem.store.rows import KIND_HEAD, KIND_ITEM, Lookup, Mutation, Plan, table_name
 from semmem.store.schema import (
     HEAD_COLUMNS,
@@ -338,16 +339,8 @@ class Store:
             return Candidates([], np.zeros((0, self.dim), np.float32), view.head)
 
         def load() -> Candidates:
-            ds = open_dataset(uri, self.storage_options)
-            cols = ds.to_table(columns=["n", "updated"], filter=LIVE_ITEMS)
-            top = np.argsort(-cols.column("updated").to_numpy(), kind="stable")[:k]
-            numbers = cols.column("n").to_numpy()[top].tolist()
-            if not numbers:
-                return candidates(view.head, ds.to_table(columns=ITEM_COLUMNS, limit=0),
-                                  self.dim)
-            keys = ", ".join(f"'i:{int(n)}'" for n in numbers)
-            return candidates(view.head, ds.to_table(columns=ITEM_COLUMNS,
-                                                     filter=f"key IN ({keys})"), self.dim)
+            ds = open_dataset(uri, self.storage_options, session=self.snapshots.session)
+            return recent_items(ds, view.head, k, self.dim, view.count)
 
         return await asyncio.to_thread(load)
 

@@ -449,7 +449,7 @@ class Upkeep:
         """Create (or replace) the B-trees on ``key`` and ``dkey`` not named in ``keep``, and
         the vector index."""
         d = self._open(uri)
-        for column in ("key", "dkey"):
+        for column in ("key", "dkey", "updated"):
             if f"{column}_idx" not in keep:
                 d.create_scalar_index(column, "BTREE", name=f"{column}_idx", replace=True)
         d = self._open(uri)

@@ -16,15 +16,18 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import numpy as np
 
 from semmem.items import EXPIRES, Item, Vectors, dedupe_key
+from semmem.store.persistent import ItemRows, key_rank
 
 T = TypeVar("T")
+# A set's items in row order: a list, or chunks shared between snapshots (``evolve``).
+Items = list[Item] | ItemRows
 
 
 @dataclass(frozen=True)
@@ -112,16 +115,16 @@ class ItemSet:
     every recall of the same set.
     """
 
-    items: list[Item]
+    items: Items
     vectors: Vectors
     # Built from ``items`` unless given (a snapshot evolved from another one carries them).
-    by_n: dict[int, int] = field(default_factory=dict, kw_only=True, repr=False)
+    by_n: Mapping[int, int] = field(default_factory=dict, kw_only=True, repr=False)
     # Derived structures to start from (ones evolved from the previous snapshot's).
     derived: dict[str, Any] = field(default_factory=dict, kw_only=True, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if not self.by_n and self.items:
+        if isinstance(self.by_n, dict) and not self.by_n and self.items:
             self.by_n.update((item.n, i) for i, item in enumerate(self.items))
 
     @property
@@ -157,14 +160,14 @@ class PartitionSnapshot(ItemSet, _HeadFields):
     """Every live item, tombstone and idempotency record of a partition at one version."""
 
     head: Head
-    tombstones: dict[int, Tombstone] = field(default_factory=dict)
-    ops: dict[str, OpRecord] = field(default_factory=dict)
+    tombstones: Mapping[int, Tombstone] = field(default_factory=dict)
+    ops: Mapping[str, OpRecord] = field(default_factory=dict)
     # dedupe key → number (see ``key_map``), built unless given.
-    by_key: dict[str, int] = field(default_factory=dict, kw_only=True, repr=False)
+    by_key: Mapping[str, int] = field(default_factory=dict, kw_only=True, repr=False)
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not self.by_key and self.items:
+        if isinstance(self.by_key, dict) and not self.by_key and self.items:
             self.by_key.update(key_map(self.items))
 
     @property
@@ -200,18 +203,12 @@ def expiring(items: Iterable[Item]) -> int:
     return sum(1 for it in items if EXPIRES in it.attrs)
 
 
-def text_bytes(items: list[Item]) -> int:
+def text_bytes(items: Sequence[Item]) -> int:
     """UTF-8 bytes of the items' texts."""
     return sum(len(it.text.encode("utf-8")) for it in items)
 
 
-def key_rank(item: Item) -> tuple[bool, int]:
-    """Which of several items with the same dedupe key a lookup finds: one recall can show
-    before a hidden one, then the highest number."""
-    return item.surfaced, item.n
-
-
-def key_map(items: list[Item]) -> dict[str, int]:
+def key_map(items: Sequence[Item]) -> dict[str, int]:
     """Dedupe key → the number of the item ``key_rank`` prefers among those with that key."""
     best: dict[str, Item] = {}
     for item in items:
