@@ -40,10 +40,10 @@ VECTOR_INDEX = "vector_idx"
 # another kind (built by older code) keeps it until its next fold, which builds this kind.
 VECTOR_KIND = "IVF_SQ"
 # Rows Lance searches exactly beside the index before a pass folds them in: at most
-# ``FOLD_ROWS``, or 1 % of the indexed rows when fewer. Each fold rewrites the index's lists,
-# O(partition), so folding every pass (every ``compact_every`` writes) cost a full index
-# rewrite per 32 writes; an unindexed row costs a flat scan on every recall (measured in
-# docs/benchmarks.md: ~0.1 ms per thousand rows at 1M).
+# ``FOLD_ROWS``, or 1 % of the indexed rows when fewer. A fold rewrites the index's lists,
+# O(partition): 29 s at 1M, which folding at every pass (every ``compact_every`` writes) spent
+# per 32 writes. Unindexed rows cost each search a flat scan: at 1M, +3 ms for 1,000 to 5,000
+# of them, +9 ms at 10,000, +14 ms at 20,000 (docs/benchmarks.md, "Index kinds").
 FOLD_ROWS = 5_000
 FOLD_FRACTION = 0.01
 # Fragments this size or larger are left alone by routine compaction (which merges the small
