@@ -18,6 +18,18 @@ and every query text is distinct (no query cache). Measured in one run, per size
   uvicorn on 127.0.0.1 in this process, one client; each request preceded by a floor query,
   and the HTTP p50 quoted against those interleaved floor queries' p50;
 - past the index threshold: the index build time and recall@10 of the index vs exact search.
+
+Past the threshold both sides carry an unindexed tail, as a serving process always has after
+its first write: ``TAIL`` rows written one per commit after the index build (``--tail``), so the
+steady recall searches them exactly beside the index as the recall right after a write does.
+The after-write side prints its own breakdown (embed + view, the count step included +
+candidates + rank), each step timed right after a ``remember``.
+
+``--store DIR`` keeps each size's store in ``DIR/recall-<size>`` between runs: the first run
+writes the rows, builds the index, writes the tail and tags that version ``built``; a later run
+restores the tagged version (one commit, no rewrite) and measures from the same state, so a 1M
+run does not rebuild 1M rows and an index each time. (Built by older code, the store keeps the
+index kind it was built with: the notes name it.)
 """
 
 from __future__ import annotations
@@ -30,6 +42,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -50,6 +63,8 @@ from semmem.store import ItemRow, Mutation, Store
 from semmem.wiring import limit_blas_threads
 
 BUDGET = 1024
+TAIL = 300  # rows written one per commit after the index build (serving's unindexed tail)
+BUILT = "built"  # the tag of a kept store's measured starting version
 SUFFIXES = ["", " please", " again", " now", " today", " exactly", " in short", " quickly",
             " for me", " if any", " recently", " lately"]
 
@@ -118,22 +133,27 @@ def body(query: str, i: int) -> dict[str, Any]:
             "input": {"text": query}, "maxBytes": BUDGET}
 
 
-async def breakdown(memory: Memory, qs: list[str]) -> dict[str, float]:
-    """Recall's steps timed one by one (the same calls ``Memory.recall`` makes), medians."""
+async def breakdown(memory: Memory, qs: list[str],
+                    before: Callable[[int], Awaitable[Any]] | None = None) -> dict[str, float]:
+    """Recall's steps timed one by one (the calls ``Memory.recall`` makes, the view read and
+    the expired filter included in "view"), medians; ``before(i)`` (untimed) runs before the
+    ``i``-th query: a write, for the after-write breakdown."""
     steps: dict[str, list[float]] = {k: [] for k in ("embed", "view", "candidates", "rank",
                                                      "pack")}
-    for q in qs:
+    for i, q in enumerate(qs):
+        if before is not None:
+            await before(i)
         t0 = time.perf_counter()
         qvec = (await memory.model.embed([q]))[0]
         t1 = time.perf_counter()
         snap = await memory.store.read_view("bench")
+        await memory.retention.hidden(snap)
         t2 = time.perf_counter()
-        if snap.indexed:
-            snap = await memory.store.nearest(snap, qvec, memory.index_candidates)
+        found = await memory.retention.nearest(snap, qvec, memory.index_candidates)
         t3 = time.perf_counter()
-        ranked = [s for s in memory.ranker.rank(snap, qvec, q) if s.item.surfaced]
+        ranked = [s for s in memory.ranker.rank(found, qvec, q) if s.item.surfaced]
         t4 = time.perf_counter()
-        memory.ranker.pack(snap, ranked, BUDGET, MAX_SOURCES)
+        memory.ranker.pack(found, ranked, BUDGET, MAX_SOURCES)
         t5 = time.perf_counter()
         for key, value in zip(steps, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4),
                               strict=True):
@@ -141,26 +161,113 @@ async def breakdown(memory: Memory, qs: list[str]) -> dict[str, float]:
     return {k: pct(v, 0.5) for k, v in steps.items()}
 
 
+def kept(path: Path, size: int) -> bool:
+    """Whether a kept store at ``path`` holds the tagged starting version of ``size`` rows;
+    if so, restores it (a new version with its content and indexes)."""
+    import lance
+
+    from semmem.store.rows import table_name
+
+    table = path / f"{table_name('bench')}.lance"
+    if not table.exists():
+        return False
+    ds = lance.dataset(str(table))
+    if BUILT not in ds.tags.list() or ds.checkout_version(BUILT).count_rows() < size:
+        return False
+    ds.checkout_version(BUILT).restore()
+    return True
+
+
+def tag_built(path: Path) -> None:
+    """Tag the latest version of the partition's table as the starting version."""
+    import lance
+
+    from semmem.store.rows import table_name
+
+    ds = lance.dataset(str(path / f"{table_name('bench')}.lance"))
+    ds.tags.create(BUILT, ds.version)
+
+
+def index_kind(path: Path) -> str:
+    """The vector index type of the partition's table ("" when none)."""
+    import lance
+
+    from semmem.store.rows import table_name
+
+    ds = lance.dataset(str(path / f"{table_name('bench')}.lance"))
+    stats = [i for i in ds.describe_indices() if i.name == "vector_idx"]
+    return str(ds.stats.index_stats("vector_idx")["index_type"]) if stats else ""
+
+
+def tail_rows(texts: list[str], vectors: np.ndarray, size: int, rows: int
+              ) -> tuple[list[str], np.ndarray]:
+    """The ``rows`` facts written after the first ``size``: base facts suffixed, their vectors
+    perturbed as the copies are (distinct points near real ones)."""
+    rng = np.random.default_rng(size)
+    idx = rng.integers(0, len(texts), rows)
+    out = vectors[idx] + rng.normal(0, 0.02, (rows, vectors.shape[1])).astype(np.float32)
+    out /= np.linalg.norm(out, axis=1, keepdims=True)
+    return [f"{texts[j]} [tail {i}]" for i, j in enumerate(idx.tolist())], out
+
+
+async def write_tail(store: Store, texts: list[str], vectors: np.ndarray, first: int) -> float:
+    """The tail rows numbered from ``first``, one per commit (as ``remember`` writes them);
+    returns seconds taken."""
+    start = time.perf_counter()
+    for i, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
+        ts = now_ms()
+        row = ItemRow(first + i, text, vector, ts, ts, 1)
+        await store.write("bench", lambda _v, r=row: Mutation(items=[r], hwm=r.n))
+    return time.perf_counter() - start
+
+
 async def run_size(model: Embedder, texts: list[str], vectors: np.ndarray,
                    size: int, reps: int, http: bool, threshold: int,
                    executor: ThreadPoolExecutor,
-                   floor_model: Embedder | None = None) -> dict[str, Any]:
-    """Every figure for one partition size, recalls embedding with ``model``."""
+                   floor_model: Embedder | None = None, keep: Path | None = None,
+                   tail: int = TAIL) -> dict[str, Any]:
+    """Every figure for one partition size, recalls embedding with ``model``; ``keep``: the
+    directory of kept stores (``--store``)."""
     floor_model = floor_model or model
-    tmp = Path(tempfile.mkdtemp(prefix=f"recall-{size}-", dir=Path.cwd() / "data"))
+    if keep is not None:
+        tmp = keep / f"recall-{size}"
+        tmp.mkdir(parents=True, exist_ok=True)
+    else:
+        tmp = Path(tempfile.mkdtemp(prefix=f"recall-{size}-", dir=Path.cwd() / "data"))
+    indexed = size > threshold
+    tail = tail if indexed else 0
     try:
         embedder = CachedEmbedder(model, size=0)  # no query cache: measure real embeddings
+        reused = keep is not None and kept(tmp, size + tail)
         store = Store(str(tmp), dim=model.dim, model_id=model.model_id,
                       index_threshold=threshold)
         await store.open()
         memory = Memory(store, embedder, model_executor=executor)  # one model thread per run
-        held, write_s = await fill(store, "bench", texts, vectors, size)
-        out: dict[str, Any] = {"size": size, "write_s": round(write_s, 1),
-                               "encoder": getattr(model, "encoder", "?")}
-        if size > threshold:
-            t0 = time.perf_counter()
-            out["index"] = await store.build_index("bench")
-            out["index_s"] = round(time.perf_counter() - t0, 1)
+        tail_texts, tail_vectors = tail_rows(texts, vectors, size, tail)
+        out: dict[str, Any] = {"size": size, "encoder": getattr(model, "encoder", "?"),
+                               "tail": tail}
+        if reused:
+            held = np.empty((size, vectors.shape[1]), np.float32)
+            n = 0
+            for _, batch in expanded(texts[:size], vectors[:size], size,
+                                     noise=0.02 if size > len(texts) else 0.0, batch=25_000):
+                held[n:n + len(batch)] = batch
+                n += len(batch)
+            out["reused"] = True
+        else:
+            held, write_s = await fill(store, "bench", texts, vectors, size)
+            out["write_s"] = round(write_s, 1)
+            if indexed:
+                t0 = time.perf_counter()
+                out["index"] = await store.build_index("bench")
+                out["index_s"] = round(time.perf_counter() - t0, 1)
+                out["tail_s"] = round(await write_tail(store, tail_texts, tail_vectors,
+                                                       size + 1), 1)
+            if keep is not None:
+                tag_built(tmp)
+        if indexed:
+            out["index_kind"] = index_kind(tmp)
+            held = np.concatenate([held, tail_vectors])  # the tail is searched exactly
         await memory.recall("bench", "warm up the caches", BUDGET)
         qs = queries(reps)
         # floor: encode + brute-force numpy scan over the same vectors
@@ -196,7 +303,8 @@ async def run_size(model: Embedder, texts: list[str], vectors: np.ndarray,
                 hits.append(len(exact & {got.items[i].n for i in top}) / 10)
             out["recall_at_10"] = round(float(np.mean(hits)), 3)
         writes, after = [], []
-        for i, q in enumerate(queries(20, offset=5 * reps)):
+        pairs = max(20, reps // 2)
+        for i, q in enumerate(queries(pairs, offset=5 * reps)):
             t0 = time.perf_counter()
             await memory.remember("bench", f"new fact {i}: {q}")
             writes.append((time.perf_counter() - t0) * 1000)
@@ -206,6 +314,14 @@ async def run_size(model: Embedder, texts: list[str], vectors: np.ndarray,
             after.append((time.perf_counter() - t0) * 1000)
         out["remember_p50"] = pct(writes, 0.5)
         out["recall_after_write_p50"] = pct(after, 0.5)
+        out["after_write_ratio"] = round(out["recall_after_write_p50"] / out["core"][0], 2)
+        later = queries(pairs, offset=6 * reps)
+
+        async def write(i: int) -> None:
+            await memory.remember("bench", f"another fact {i}: {later[i]}")
+
+        out["after_write_breakdown"] = await breakdown(
+            memory, [f"{q} once more" for q in later], before=write)
         if http:
             import httpx
 
@@ -233,7 +349,8 @@ async def run_size(model: Embedder, texts: list[str], vectors: np.ndarray,
         await store.close()
         return out
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if keep is None:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def row(r: dict[str, Any]) -> str:
@@ -246,10 +363,17 @@ def row(r: dict[str, Any]) -> str:
     b = r["breakdown"]
     parts = f"{b['embed']:.1f} + {b['view']:.2f} + {b['candidates']:.1f} + {b['rank']:.1f} + " \
             f"{b['pack']:.2f}"
-    extra = f"index built in {r['index_s']} s, recall@10 {r.get('recall_at_10')}" \
-        if "index_s" in r else ("indexed" if r.get("indexed") else "in memory")
+    if "index_kind" in r:
+        built = "kept store" if r.get("reused") else f"index built in {r['index_s']} s"
+        extra = f"{r['index_kind']} ({built}) + {r['tail']} unindexed rows, recall@10 " \
+            f"{r.get('recall_at_10')}"
+    else:
+        extra = "indexed" if r.get("indexed") else "in memory"
+    a = r["after_write_breakdown"]
     extra += f"; remember p50 {r['remember_p50']:.0f} ms" \
-        f"; recall right after a write p50 {r['recall_after_write_p50']:.0f} ms"
+        f"; recall right after a write p50 {r['recall_after_write_p50']:.0f} ms " \
+        f"(**{r['after_write_ratio']}×** steady; {a['embed']:.1f} + {a['view']:.2f} + " \
+        f"{a['candidates']:.1f} + {a['rank']:.1f})"
     size = f"{r['size']:,} {r['encoder']}"
     return f"| {size} | {f} | {c} | **{r['ratio']}×** | {h} | {parts} | {extra} |"
 
@@ -263,6 +387,10 @@ async def main() -> None:
     parser.add_argument("--threshold", type=int, default=None)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--encoder", choices=["torch", "onnx", "both"], default="torch")
+    parser.add_argument("--store", default=None,
+                        help="keep each size's store under this directory between runs")
+    parser.add_argument("--tail", type=int, default=TAIL,
+                        help="rows written one per commit after the index build")
     args = parser.parse_args()
     from semmem.store.upkeep import INDEX_THRESHOLD
 
@@ -284,7 +412,8 @@ async def main() -> None:
     for size in [int(s) for s in args.sizes.split(",")]:
         for encoder in encoders:
             r = await run_size(encoder, texts, vectors, size, args.reps, not args.no_http,
-                               args.threshold or INDEX_THRESHOLD, executor, floor_model=model)
+                               args.threshold or INDEX_THRESHOLD, executor, floor_model=model,
+                               keep=Path(args.store) if args.store else None, tail=args.tail)
             print(row(r), flush=True)
             print(json.dumps(r), file=sys.stderr, flush=True)
 

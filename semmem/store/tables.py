@@ -321,7 +321,8 @@ class Store:
         q = (
             tbl.vector_search([np.asarray(v, np.float32) for v in queries])
             .column("vector").distance_type("cosine").nprobes(index_probes(view.count))
-            .where(LIVE_ITEMS).limit(k).select(["n", "_distance"])
+            # refined on the full vectors: the cosines are exact (an IVF_SQ list's are not)
+            .refine_factor(1).where(LIVE_ITEMS).limit(k).select(["n", "_distance"])
         )
         data = await q.to_arrow()
         out: list[tuple[list[int], list[float]]] = [([], []) for _ in queries]

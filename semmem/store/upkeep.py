@@ -34,6 +34,20 @@ log = logging.getLogger("semmem.store")
 
 INDEX_THRESHOLD = 50_000  # rows; see docs/scaling.md for the measurements behind it
 VECTOR_INDEX = "vector_idx"
+# B-trees past the threshold: the write views' lookups (key, dkey), blank-input recall (updated)
+SCALAR_INDEXED = ("key", "dkey", "updated")
+# The vector index kind built (docs/scaling.md: IVF with 8-bit scalar-quantised lists is a
+# quarter of IVF_FLAT's size, so a million rows' lists fit the 1 GiB index cache, at the same
+# recall@10: the candidates are re-ranked on their full vectors). A table whose index is of
+# another kind (built by older code) keeps it until its next fold, which builds this kind.
+VECTOR_KIND = "IVF_SQ"
+# Rows Lance searches exactly beside the index before a pass folds them in: at most
+# ``FOLD_ROWS``, or 1 % of the indexed rows when fewer. A fold rewrites the index's lists,
+# O(partition): 29 s at 1M, which folding at every pass (every ``compact_every`` writes) spent
+# per 32 writes. Unindexed rows cost each search a flat scan: at 1M, +3 ms for 1,000 to 5,000
+# of them, +9 ms at 10,000, +14 ms at 20,000 (docs/benchmarks.md, "Index kinds").
+FOLD_ROWS = 5_000
+FOLD_FRACTION = 0.01
 # Fragments this size or larger are left alone by routine compaction (which merges the small
 # fragments writes add), and purging a forgotten text rewrites at most one of them.
 FRAGMENT_ROWS = 8_192
@@ -70,6 +84,9 @@ class Upkeep:
     orphan_age: timedelta = timedelta(minutes=10)
     # Partitions with more rows than this are read through the vector index, not loaded.
     index_threshold: int = INDEX_THRESHOLD
+    # A pass folds unindexed rows into the index once more than ``fold_bound`` of them wait.
+    fold_rows: int = FOLD_ROWS
+    fold_fraction: float = FOLD_FRACTION
     # The data files each version references, per table: versions never change, so a table's
     # files are read once per version however often a sweep or a lost compaction asks. Keyed
     # by number and time: a table deleted and made again numbers its versions from 1 again.
@@ -410,9 +427,13 @@ class Upkeep:
         return aborted or 0
 
     def build_index(self, uri: str, purge: bool = False) -> str:
-        """Past the threshold: a cosine IVF-flat index on vectors and B-trees on ``key`` and
-        ``dkey`` (the write views' lookups); later passes fold new rows into them, when any
-        unindexed row has a vector (else there is nothing to fold: the engine fails on it).
+        """Past the threshold: a cosine ``VECTOR_KIND`` index on vectors and B-trees on
+        ``SCALAR_INDEXED`` (one missing from a table indexed earlier is added); a later pass
+        folds new rows into them once more than ``fold_bound`` rows sit outside the vector
+        index and one of them has a vector (else there is nothing to fold: the engine fails on
+        it). Below the bound the rows stay
+        where Lance searches them exactly beside the index. A fold of an index of another kind
+        builds the vector index again, of ``VECTOR_KIND`` ("built").
 
         A ``purge`` whose indexes have a segment over a fragment that is gone (a tail a write
         replaced: its rows moved on, but the segment keeps their vectors and keys, forgotten
@@ -437,8 +458,16 @@ class Upkeep:
                     while len(self._merged) > FILE_CACHE_TABLES:
                         del self._merged[next(iter(self._merged))]
                 return "merged"
-            if not unindexed_vectors(ds, indices):
+            missing = [c for c in SCALAR_INDEXED if f"{c}_idx" not in have]
+            if missing:  # a table indexed before a column's B-tree was added
+                retry_conflicts(lambda: self._scalar_indexes(uri, missing))
+            loose = unindexed_rows(ds, indices)
+            bound = fold_bound(ds.count_rows() - loose, self.fold_rows, self.fold_fraction)
+            if loose <= bound or not unindexed_vectors(ds, indices):
                 return ""
+            if vector_kind(indices) != VECTOR_KIND:
+                retry_conflicts(lambda: self._create_indexes(uri, have - {VECTOR_INDEX}))
+                return "built"
             retry_conflicts(lambda: self._open(uri).optimize.optimize_indices())
             return "updated"
 
@@ -446,17 +475,19 @@ class Upkeep:
         return "built"
 
     def _create_indexes(self, uri: str, keep: set[str]) -> None:
-        """Create (or replace) the B-trees on ``key`` and ``dkey`` not named in ``keep``, and
+        """Create (or replace) the B-trees of ``SCALAR_INDEXED`` not named in ``keep``, and
         the vector index."""
+        self._scalar_indexes(uri, [c for c in SCALAR_INDEXED if f"{c}_idx" not in keep])
         d = self._open(uri)
-        for column in ("key", "dkey", "updated"):
-            if f"{column}_idx" not in keep:
-                d.create_scalar_index(column, "BTREE", name=f"{column}_idx", replace=True)
-        d = self._open(uri)
-        # IVF with exact (flat) distances in the probed lists keeps recall@10 ≥ 0.96 at a
-        # million rows (docs/benchmarks.md). Rows without a vector are left out.
-        d.create_index("vector", "IVF_FLAT", name=VECTOR_INDEX, metric="cosine",
+        # IVF, 5 % of the lists probed, keeps recall@10 ≥ 0.95 at a million rows
+        # (docs/benchmarks.md). Rows without a vector are left out.
+        d.create_index("vector", VECTOR_KIND, name=VECTOR_INDEX, metric="cosine",
                        num_partitions=index_lists(d.count_rows()), replace=True)
+
+    def _scalar_indexes(self, uri: str, columns: list[str]) -> None:
+        d = self._open(uri)
+        for column in columns:
+            d.create_scalar_index(column, "BTREE", name=f"{column}_idx", replace=True)
 
     def _merge_indices(self, uri: str, segments: int) -> None:
         """Merge every segment of every index into one (only live rows are read into it);
@@ -485,11 +516,33 @@ def listed(ds: Any, attempts: int = 3) -> list[dict[str, Any]]:
     raise AssertionError("unreachable")
 
 
-def unindexed_vectors(ds: Any, indices: list[Any]) -> bool:
-    """Whether a row with a vector sits in a fragment the vector index does not cover."""
+def _loose(ds: Any, indices: list[Any]) -> list[Any]:
+    """The fragments the vector index does not cover."""
     covered = {f for idx in indices if idx.name == VECTOR_INDEX
                for seg in idx.segments for f in seg.fragment_ids}
-    loose = [f for f in ds.get_fragments() if f.fragment_id not in covered]
+    return [f for f in ds.get_fragments() if f.fragment_id not in covered]
+
+
+def unindexed_rows(ds: Any, indices: list[Any]) -> int:
+    """Rows (live, of any kind) in fragments the vector index does not cover, from the
+    manifest: no data read."""
+    return sum(f.metadata.physical_rows - f.metadata.num_deletions for f in _loose(ds, indices))
+
+
+def fold_bound(indexed: int, rows: int = FOLD_ROWS, fraction: float = FOLD_FRACTION) -> int:
+    """Unindexed rows a pass leaves beside an index over ``indexed`` rows: ``rows``, or
+    ``fraction`` of the indexed ones when fewer."""
+    return min(rows, int(fraction * indexed))
+
+
+def vector_kind(indices: list[Any]) -> str:
+    """The kind of the vector index ("IVF_FLAT", "IVF_SQ", …; "" when there is none)."""
+    return next((str(idx.index_type) for idx in indices if idx.name == VECTOR_INDEX), "")
+
+
+def unindexed_vectors(ds: Any, indices: list[Any]) -> bool:
+    """Whether a row with a vector sits in a fragment the vector index does not cover."""
+    loose = _loose(ds, indices)
     if not loose:
         return False
     return bool(ds.scanner(fragments=loose, filter="vector IS NOT NULL", columns=["n"],

@@ -42,6 +42,7 @@ async def _memory(root: Path, emb: HashingEmbedder, default_ms: int | None,
                   observer: Heard | None = None) -> Memory:
     store = Store(str(root), dim=emb.dim, model_id=emb.model_id, index_threshold=THRESHOLD,
                   fence=Fence(skew=0.05, budget=0.3), version_retention=timedelta(0))
+    store.upkeep.fold_rows = 0  # every pass folds the tail in: the vector reaches the index
     await store.open()
     return Memory(store, emb, observer=observer, retention=Retention(store, default_ms))
 

@@ -72,3 +72,23 @@ async def test_recent_is_the_scan_of_every_live_row(tmp_path: Path, spacing: int
         assert {5, 17} <= {it.n for it in got.items} and 209 not in {it.n for it in got.items}
     finally:
         await store.close()
+
+
+async def test_a_table_indexed_before_the_updated_btree_gets_it_at_its_next_pass(
+        tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "db"), dim=DIM, model_id="m", index_threshold=60)
+    await store.open()
+    try:
+        await _write(store, [_row(n, T0 + n) for n in range(1, 201)], 200)
+        assert await store.build_index("p")
+        uri = await store.conn.uri_of("p")
+        assert uri is not None
+        open_dataset(uri, {}).drop_index("updated_idx")  # as older code built it
+        assert "updated_idx" not in {i.name for i in open_dataset(uri, {}).describe_indices()}
+        await store.maintain("p", purge=False)
+        assert "updated_idx" in {i.name for i in open_dataset(uri, {}).describe_indices()}
+        view = await store.read_view("p")
+        assert isinstance(view, IndexedView)
+        assert [it.n for it in (await store.recent(view, 5)).items] == _scanned(store, uri, 5)
+    finally:
+        await store.close()

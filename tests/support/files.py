@@ -47,6 +47,12 @@ def _decoded(path: Path) -> tuple[list[bytes], list[Any]]:
         elif pa.types.is_fixed_size_list(t) and pa.types.is_floating(t.value_type):
             flat = array.flatten().to_numpy(zero_copy_only=False).astype(np.float32)
             vectors.append(flat.reshape(-1, t.list_size))
+        elif pa.types.is_fixed_size_list(t) and pa.types.is_uint8(t.value_type):
+            # scalar-quantised vectors (an IVF_SQ index's codes): an affine map of each
+            # component to 0–255, so centred they point where the vector does
+            flat = array.flatten().to_numpy(zero_copy_only=False).astype(np.float32)
+            codes = flat.reshape(-1, t.list_size)
+            vectors.append(codes - codes.mean(axis=1, keepdims=True))
         elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
             walk(array.flatten())
         elif pa.types.is_struct(t):
@@ -66,15 +72,16 @@ def decoded_texts(path: Path) -> list[bytes]:
 def decoded_with(root: Path, text: str | None = None, vector: Any = None) -> list[Path]:
     """Every file under ``root`` that holds ``text`` (raw, or once Lance's file reader decoded
     it: compressed string pages hide a text from a byte scan) or ``vector`` (a float32 array:
-    its raw bytes, or a decoded vector at cosine ≥ 0.9999 — a vector is as telling as its
-    text)."""
+    its raw bytes, or a decoded vector at cosine ≥ 0.9999, or 8-bit codes of it at ≥ 0.999
+    once both are centred — a vector is as telling as its text)."""
     import numpy as np
 
     needle = text.encode() if text else None
-    unit = None
+    unit = centred = None
     if vector is not None:
         unit = np.asarray(vector, np.float32)
         unit = unit / (np.linalg.norm(unit) or 1.0)
+        centred = (unit - unit.mean()) / (np.linalg.norm(unit - unit.mean()) or 1.0)
     found = []
     for p in root.rglob("*"):
         if not p.is_file():
@@ -86,8 +93,10 @@ def decoded_with(root: Path, text: str | None = None, vector: Any = None) -> lis
             continue
         texts, matrices = _decoded(p)
         if (needle and any(needle in blob for blob in texts)) or (unit is not None and any(
-                m.shape[1] == unit.shape[0] and len(m) and float(np.max(
+                m.shape[1] == unit.shape[0] and len(m) and (float(np.max(
                     m @ unit / np.maximum(np.linalg.norm(m, axis=1), 1e-12))) >= 0.9999
+                    or float(np.max(m @ centred / np.maximum(np.linalg.norm(m, axis=1), 1e-12)))
+                    >= 0.999)
                 for m in matrices)):
             found.append(p)
     return found
