@@ -54,7 +54,8 @@ def test_a_charset_other_than_utf8_is_refused_naming_the_header(client: TestClie
     assert "Content-Type" in assert_error(r, 400, "invalid_request")["message"]
 
 
-@pytest.mark.parametrize("deadline", ["9999-12-31T23:59:59Z", iso_in(8 * 24 * 3600)])
+@pytest.mark.parametrize("deadline", ["9999-12-31T23:59:59Z", iso_in(8 * 24 * 3600)],
+                         ids=["year-9999", "in-8-days"])
 def test_a_deadline_past_the_horizon_is_refused(client: TestClient, deadline: str) -> None:
     p = "far-deadline"
     r = send(client, tool("remember", {"text": "kept forever?"}, partition=p,
