@@ -174,7 +174,11 @@ class Registry:
         its entry, and ``rows`` reads the earliest."""
         row = {"key": f"t:{name}", "value": json.dumps(
             {"partition": partition, "created": now_ms() if created is None else created})}
-        done = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        if self._appender is not None and self._appender.get_loop() is not loop:
+            # Left by an event loop that ended mid-append (its waiters went with it).
+            self._appender, self._adding = None, []
+        done = loop.create_future()
         self._adding.append((row, done))
         if self._appender is None or self._appender.done():
             self._appender = asyncio.ensure_future(self._append_added())
