@@ -55,6 +55,17 @@ KINDS: list[tuple[str, dict[str, Any], list[dict[str, int]]]] = [
 ]
 
 
+
+def recall_at_10(got: Any, q: np.ndarray, held: np.ndarray) -> float:
+    """Of the 10 candidates nearest ``q`` by exact cosine, the share in the exact top 10 of
+    all rows (``held``, row i is fact i + 1)."""
+    vecs = np.asarray(got.column("vector").combine_chunks().flatten(),
+                      np.float32).reshape(got.num_rows, -1)
+    ns = np.asarray(got.column("n").to_pylist())
+    top = set(ns[np.argsort(-(vecs @ q))[:10]].tolist())
+    exact = set((np.argpartition(-(held @ q), 10)[:10] + 1).tolist())
+    return len(top & exact) / 10
+
 def lists(rows: int, kind: dict[str, Any]) -> int:
     """IVF lists: √rows as ``upkeep.index_lists``; an HNSW kind gets one list per ~64k rows
     (each list holds a graph; the probed lists are all of them at these sizes)."""
@@ -129,12 +140,7 @@ async def measure(path: Path, size: int, held: np.ndarray, qvecs: np.ndarray, wa
             t0 = time.perf_counter()
             got = await search_one(q, search)
             lat.append((time.perf_counter() - t0) * 1000)
-            vecs = np.asarray(got.column("vector").combine_chunks().flatten(),
-                              np.float32).reshape(got.num_rows, -1)
-            ns = np.asarray(got.column("n").to_pylist())
-            top = set(ns[np.argsort(-(vecs @ q))[:10]].tolist())
-            exact = set((np.argpartition(-(held @ q), 10)[:10] + 1).tolist())
-            hits.append(len(top & exact) / 10)
+            hits.append(recall_at_10(got, q, held))
         label = " ".join([kind, *(f"{k.split('_')[0]} {v}" for k, v in search.items())])
         out.append({"size": size, "kind": label, "build_s": round(build_s, 1),
                     "mb": round(size_b / 1e6, 1), "mb_per_million": round(size_b / size),
@@ -208,12 +214,7 @@ async def search_only(path: Path, size: int, held: np.ndarray, qvecs: np.ndarray
         if i < len(warm):
             continue
         lat.append((time.perf_counter() - t0) * 1000)
-        vecs = np.asarray(got.column("vector").combine_chunks().flatten(),
-                          np.float32).reshape(got.num_rows, -1)
-        ns = np.asarray(got.column("n").to_pylist())
-        top = set(ns[np.argsort(-(vecs @ q))[:10]].tolist())
-        exact = set((np.argpartition(-(held @ q), 10)[:10] + 1).tolist())
-        hits.append(len(top & exact) / 10)
+        hits.append(recall_at_10(got, q, held))
     return round(pct(lat, 0.5), 1), round(pct(lat, 0.95), 1), round(float(np.mean(hits)), 3)
 
 

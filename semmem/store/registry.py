@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import secrets
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
@@ -70,21 +72,25 @@ class Registry:
     async def put(self, key: str, value: dict[str, Any]) -> None:
         """Insert or replace one entry (again after losing a race to another process)."""
         data = pa.table({"key": [key], "value": [json.dumps(value)]}, schema=REGISTRY_SCHEMA)
+
+        async def upsert(reg: Any) -> None:
+            await (reg.merge_insert("key").when_matched_update_all()
+                   .when_not_matched_insert_all()).execute(data)
+
+        await self._commit(upsert)
+
+    async def _commit(self, write: Callable[[Any], Awaitable[None]]) -> None:
+        """``write`` to the registry, again after losing a race to another process; the table
+        is compacted now and then."""
         for attempt in range(MAX_ATTEMPTS):
             try:
                 reg = await self._table(create=True)
-                await (
-                    reg.merge_insert("key").when_matched_update_all()
-                    .when_not_matched_insert_all()
-                ).execute(data)
+                await write(reg)
                 break
             except Exception as exc:  # the engine's errors are not a typed tree
                 if attempt == MAX_ATTEMPTS - 1 or not is_commit_conflict(exc):
                     raise
                 await backoff(attempt)
-        await self._compact_now_and_then(reg)
-
-    async def _compact_now_and_then(self, reg: Any) -> None:
         if await reg.version() % COMPACT_EVERY == 0:
             await asyncio.to_thread(self.upkeep.maintain_small, await reg.uri())
             await reg.checkout_latest()
@@ -190,7 +196,7 @@ class Registry:
             group, self._adding = self._adding, []
             data = pa.Table.from_pylist([row for row, _ in group], schema=REGISTRY_SCHEMA)
             try:
-                await self._append(data)
+                await self._commit(functools.partial(_add, data=data))
             except Exception as exc:
                 for _, done in group:
                     if not done.done():
@@ -199,18 +205,6 @@ class Registry:
                 for _, done in group:
                     if not done.done():
                         done.set_result(None)
-
-    async def _append(self, data: pa.Table) -> None:
-        for attempt in range(MAX_ATTEMPTS):
-            try:
-                reg = await self._table(create=True)
-                await reg.add(data)
-                break
-            except Exception as exc:  # the engine's errors are not a typed tree
-                if attempt == MAX_ATTEMPTS - 1 or not is_commit_conflict(exc):
-                    raise
-                await backoff(attempt)
-        await self._compact_now_and_then(reg)
 
     async def remove_table(self, name: str) -> None:
         """Forget a dropped table's partition name (purged from files by ``maintain``)."""
@@ -233,3 +227,7 @@ class Registry:
             return
         await asyncio.to_thread(self.upkeep.maintain_small, await reg.uri(), retention)
         await reg.checkout_latest()
+
+
+async def _add(reg: Any, data: pa.Table) -> None:
+    await reg.add(data)
