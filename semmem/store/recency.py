@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from semmem.store.reading import candidates
+from semmem.store.keyed import items_numbered
 from semmem.store.rows import HEAD_KEY
-from semmem.store.schema import ITEM_COLUMNS, LIVE_ITEMS
+from semmem.store.schema import LIVE_ITEMS
 from semmem.store.views import Candidates, Head
 
 FIRST_WINDOW_MS = 60_000  # the first window: the minute before the last write
@@ -51,11 +51,7 @@ def newest_numbers(ds: Any, k: int, live: int | None = None) -> list[int]:
 def recent_items(ds: Any, head: Head, k: int, dim: int, live: int | None = None
                  ) -> Candidates:
     """The ``k`` live items of ``ds`` updated last, in number order."""
-    numbers = newest_numbers(ds, k, live)
-    if not numbers:
-        return candidates(head, ds.to_table(columns=ITEM_COLUMNS, limit=0), dim)
-    keys = ", ".join(f"'i:{int(n)}'" for n in numbers)
-    return candidates(head, ds.to_table(columns=ITEM_COLUMNS, filter=f"key IN ({keys})"), dim)
+    return items_numbered(ds, head, newest_numbers(ds, k, live), dim)
 
 
 def _last_write(ds: Any) -> int | None:
