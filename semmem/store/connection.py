@@ -16,7 +16,7 @@ from semmem.errors import Unavailable
 from semmem.store.conflicts import is_commit_conflict
 from semmem.store.registry import Registry
 from semmem.store.rows import table_name
-from semmem.store.schema import head_row, migrate_v1
+from semmem.store.schema import NEW_TABLE_OPTIONS, head_row, migrate_v1
 from semmem.store.upkeep import Upkeep
 
 
@@ -124,7 +124,8 @@ class Connection:
         head = head_row(partition, self.model_id).table(self.schema)
         try:
             return await self.db.create_table(name, data=head, schema=self.schema,
-                                              on_bad_vectors="null")
+                                              on_bad_vectors="null",
+                                              storage_options=NEW_TABLE_OPTIONS)
         except (ValueError, RuntimeError) as exc:  # another process created it first
             if isinstance(exc, RuntimeError) and not is_commit_conflict(exc):
                 raise
@@ -168,5 +169,6 @@ class Connection:
     async def replace(self, partition: str, data: pa.Table) -> None:
         """Overwrite a partition's table with ``data`` in one commit (offline migrations)."""
         await self.db.create_table(table_name(partition), data=data, schema=self.schema,
-                                   mode="overwrite", on_bad_vectors="null")
+                                   mode="overwrite", on_bad_vectors="null",
+                                   storage_options=NEW_TABLE_OPTIONS)
         self.forget_handle(partition)

@@ -22,7 +22,7 @@ from semmem.store.conflicts import moved_on
 from semmem.store.files import filesystem, open_dataset
 from semmem.store.reading import decode
 from semmem.store.rows import CREATED, HEAD_KEY, KIND_HEAD, KIND_ITEM, KIND_OP, dkey_of, table_name
-from semmem.store.schema import ITEM_COLUMNS, Rows, head_attrs
+from semmem.store.schema import ITEM_COLUMNS, NEW_TABLE_OPTIONS, Rows, head_attrs
 from semmem.store.views import Head, Tombstone, expiring
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ async def write_partition(store: Store, dump: Dump, created: int | None = None) 
     await store.conn.registry.add_table(name, partition, created)
     data = _rows(dump, store.model_id).table(store.schema)
     await store.conn.db.create_table(name, data=data, schema=store.schema,
-                                     on_bad_vectors="null")
+                                     on_bad_vectors="null", storage_options=NEW_TABLE_OPTIONS)
     store.conn.forget_handle(partition)
 
 

@@ -42,6 +42,13 @@ from semmem.store.views import Head, OpRecord, Tombstone
 SCHEMA_VERSION = 2  # 2: ``dkey`` (duplicate-detection key) on item rows
 ITEM_COLUMNS = ["key", "kind", "n", "text", "vector", "ts", "updated", "revision", "seq",
                 "model", "forgotten", "attrs"]
+# What a recall or a search reads of its candidates: what ranking scores (vector, text,
+# ``updated``), what tells live and surfaced ones (``attrs``) and what a source names
+# (``revision``). Each column costs a read per candidate (``Store.nearest``).
+RECALL_COLUMNS = ["kind", "n", "text", "vector", "updated", "revision", "forgotten", "attrs"]
+# What a write-time hint search reads of its candidates: the numbers, the vectors scored, and
+# what tells live and surfaced ones (``attrs``, ``updated``: expiry, status, merges).
+HINT_COLUMNS = ["kind", "n", "vector", "updated", "forgotten", "attrs"]
 LIVE_ITEMS = f"kind = {KIND_ITEM} AND forgotten = false"
 HEAD_COLUMNS = ["key", "kind", "n", "text", "seq", "model", "attrs"]  # what ``decode`` reads
 
@@ -71,6 +78,14 @@ def head_counts(raw: str | None) -> tuple[int | None, int | None]:
     if not isinstance(live, int) or not isinstance(expiring, int):
         return None, None
     return live, expiring
+
+
+# The Lance file format of a new partition table's data files. 2.1 rather than LanceDB's
+# default 2.2: a recall reads its ~100 candidates' columns row by row, and that random read
+# takes about half as long in 2.1 (``docs/benchmarks.md``, large partitions). A table keeps
+# the format it was created with; tables made in 2.2 are read as they are.
+FILE_FORMAT = "2.1"
+NEW_TABLE_OPTIONS = {"new_table_data_storage_version": FILE_FORMAT}
 
 
 def partition_schema(dim: int) -> pa.Schema:

@@ -107,6 +107,25 @@ async def test_hostile_partition_is_just_a_partition(memory: Memory, partition: 
     assert partition in await memory.partitions()
 
 
+async def test_new_and_rewritten_tables_are_written_in_the_chosen_file_format(
+        tmp_path: Path) -> None:
+    """A partition's first write, and a reindex (the table replaced), write FILE_FORMAT files:
+    the format a recall's candidate read was measured fastest in, not LanceDB's default."""
+    from semmem.store.schema import FILE_FORMAT
+
+    old = await open_memory(tmp_path, HashingEmbedder(dim=64, model_id="model-a"))
+    await old.remember("p", "alpha fact")
+    uri = await old.store.conn.uri_of("p")
+    assert uri is not None and lance.dataset(uri).data_storage_version == FILE_FORMAT
+    assert FILE_FORMAT != lance.write_dataset(
+        lance.dataset(uri).to_table(limit=1), str(tmp_path / "default.lance")
+    ).data_storage_version  # the choice is not the default (else this test sees nothing)
+    store = Store(str(tmp_path), dim=32, model_id="model-b")
+    await store.open(check_model=False)
+    assert await Memory(store, HashingEmbedder(dim=32, model_id="model-b")).reindex("p") == 1
+    assert lance.dataset(uri).data_storage_version == FILE_FORMAT
+
+
 async def test_partition_table_names_stay_inside_store(memory: Memory) -> None:
     for partition in HOSTILE:
         await memory.remember(partition, "x")
