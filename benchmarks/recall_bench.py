@@ -60,6 +60,7 @@ from semmem.embedding.reference import SentenceTransformerEmbedder
 from semmem.items import now_ms
 from semmem.memory import Memory
 from semmem.store import ItemRow, Mutation, Store
+from semmem.store.schema import RECALL_COLUMNS
 from semmem.wiring import limit_blas_threads
 
 BUDGET = 1024
@@ -149,7 +150,8 @@ async def breakdown(memory: Memory, qs: list[str],
         snap = await memory.store.read_view("bench")
         await memory.retention.hidden(snap)
         t2 = time.perf_counter()
-        found = await memory.retention.nearest(snap, qvec, memory.index_candidates)
+        found = await memory.retention.nearest(snap, qvec, memory.index_candidates,
+                                               RECALL_COLUMNS)
         t3 = time.perf_counter()
         ranked = [s for s in memory.ranker.rank(found, qvec, q) if s.item.surfaced]
         t4 = time.perf_counter()

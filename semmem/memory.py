@@ -39,6 +39,7 @@ from semmem.results import Recall
 from semmem.rules import Operation
 from semmem.stats import PartitionStats, partition_stats
 from semmem.store.rows import Lookup, Mutation, Plan, op_key
+from semmem.store.schema import HINT_COLUMNS, RECALL_COLUMNS
 from semmem.store.views import IndexedView, PartitionSnapshot, ReadView, WriteView
 
 if TYPE_CHECKING:  # the store's engine loads only where a store is opened
@@ -226,7 +227,8 @@ class Memory:
         if not view.count:
             return rules.Hints()
         if isinstance(view, IndexedView):
-            found = await self.retention.nearest(view, vector, self.index_candidates)
+            # a few more than ``nearest`` sorts (4 × limit), reading no texts
+            found = await self.retention.nearest(view, vector, 5 * limit, HINT_COLUMNS)
             near = nearest(found, vector, self.similar_threshold, limit=limit)
             return rules.Hints([c.item.n for c in near], self.similar_threshold)
         near, least = standing_out(view, vector, self.similar_threshold, limit=limit)
@@ -307,7 +309,7 @@ class Memory:
                 if isinstance(view, IndexedView) else view.items
             return results.recent(items, max_bytes, cursor, hidden)
         qvec = await embedding
-        found = await self.retention.nearest(view, qvec, self.index_candidates)
+        found = await self.retention.nearest(view, qvec, self.index_candidates, RECALL_COLUMNS)
         return results.relevant(self.ranker, found, qvec, text or "", max_bytes, cursor, hidden)
 
     async def search(self, partition: str, query: str, limit: int = 10) -> dict[str, Any]:
@@ -325,8 +327,8 @@ class Memory:
         if view.count == len(hidden):
             return {"items": [], "count": 0}
         qvec = await self._embed(query)
-        found = await self.retention.nearest(view, qvec,
-                                             max(limit, self.index_candidates))
+        found = await self.retention.nearest(view, qvec, max(limit, self.index_candidates),
+                                             RECALL_COLUMNS)
         return {"items": results.search_entries(self.ranker, found, qvec, query, limit, hidden),
                 "count": view.count - len(hidden)}
 

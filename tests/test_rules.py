@@ -267,6 +267,33 @@ async def test_hints_leave_out_hidden_and_forgotten_facts(memory: Memory) -> Non
     assert [s["n"] for s in done["similar"]] == [3]
 
 
+async def test_hints_past_the_index_threshold_leave_out_hidden_expired_and_forgotten_facts(
+        tmp_path: Path) -> None:
+    """An indexed partition's hints come from an index search that reads no texts: the same
+    facts as below the threshold, with their texts (read by number at the decided version)."""
+    from semmem.store import Store
+
+    embedder = HashingEmbedder()
+    store = Store(str(tmp_path / "db"), dim=embedder.dim, model_id=embedder.model_id,
+                  index_threshold=50)
+    await store.open()
+    memory = Memory(store, embedder)
+    await memory.import_("p", [{"text": f"base {i} {i * 7}"} for i in range(80)])
+    await memory.maintain("p")
+    first = await memory.remember("p", "Alice drinks green tea")
+    for text in ("Alice drinks green tea daily", "Alice drinks green tea at noon",
+                 "Alice drinks green tea at dawn"):
+        await memory.remember("p", text)
+    await memory.update("p", first["n"], attrs={"status": "inactive"})
+    await memory.forget("p", first["n"] + 1)
+    await memory.update("p", first["n"] + 3, attrs={"expiresAt": "2000-01-01T00:00:00Z"})
+    assert (await store.read_view("p")).indexed
+    done = await memory.remember("p", "Alice drinks green tea every morning")
+    assert done["similar"] == [{"n": first["n"] + 2, "text": "Alice drinks green tea at noon",
+                                "score": done["similar"][0]["score"]}]
+    await memory.close()
+
+
 async def test_hints_never_cross_partitions(memory: Memory) -> None:
     await memory.remember("other", "Alice drinks green tea")
     assert "similar" not in await memory.remember("p", "Alice drinks green tea daily")

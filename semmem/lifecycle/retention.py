@@ -30,6 +30,7 @@ import numpy as np
 from semmem.errors import InvalidArguments, Unavailable
 from semmem.items import EXPIRES, Item, now_ms, parse_iso
 from semmem.store.rows import table_name
+from semmem.store.schema import ITEM_COLUMNS
 from semmem.store.views import Candidates, IndexedView, ItemSet, PartitionSnapshot, ReadView
 
 if TYPE_CHECKING:
@@ -209,12 +210,13 @@ class Retention:
         alive = _expiries(found.items, max_age_ms) > now_ms()
         return found if alive.all() else Candidates(*_rows(found, alive), found.head)
 
-    async def nearest(self, view: ReadView, query: np.ndarray, k: int) -> ItemSet:
+    async def nearest(self, view: ReadView, query: np.ndarray, k: int,
+                      columns: list[str] = ITEM_COLUMNS) -> ItemSet:
         """What ranking scores: ``view`` itself, or an indexed one's ``k`` nearest items that
-        have not expired."""
+        have not expired (read with ``columns``, ``Store.nearest``)."""
         if not isinstance(view, IndexedView):
             return view
-        return self.keep(await self.store.nearest(view, query, k),
+        return self.keep(await self.store.nearest(view, query, k, columns),
                          await self.max_age(view.partition))
 
     async def recent(self, view: IndexedView, k: int) -> Candidates:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -78,17 +79,31 @@ def decode(partition: str, version: int, data: pa.Table, dim: int) -> Decoded:
     return Decoded(head, items, vectors, tombstones, ops)
 
 
+# What an item field holds when a search did not read its column.
+_EMPTY: dict[str, Any] = {"key": "", "text": "", "ts": 0, "updated": 0, "revision": 0, "seq": 0,
+                          "model": ""}
+
+
 def candidates(head: Head, data: pa.Table, dim: int) -> Candidates:
-    """The live items among ``data``'s rows (an index search's or a scan's), in number order."""
-    rows = data.select(ITEM_COLUMNS).to_pylist()
-    rows = [r for r in rows if r["kind"] == KIND_ITEM and not r["forgotten"]]
-    rows.sort(key=lambda r: r["n"])
+    """The live items among ``data``'s rows (an index search's or a scan's), in number order.
+
+    ``data`` needs ``kind``, ``n``, ``forgotten`` and ``vector``; a column it lacks (a search
+    that reads fewer, ``schema.HINT_COLUMNS``) leaves its field empty in every item."""
+    names, size = set(data.column_names), data.num_rows
+    py: dict[str, list[Any]] = {
+        c: data.column(c).to_pylist() if c in names else [_EMPTY.get(c)] * size
+        for c in ITEM_COLUMNS if c != "vector"}
+    rows = sorted((i for i, (kind, gone) in enumerate(zip(py["kind"], py["forgotten"],
+                                                          strict=True))
+                   if kind == KIND_ITEM and not gone), key=lambda i: py["n"][i])
     items = [
-        Item(n=r["n"], text=r["text"], ts=r["ts"], updated=r["updated"],
-             revision=r["revision"], seq=r["seq"], model=r["model"], attrs=attrs,
+        Item(n=py["n"][i], text=py["text"][i], ts=py["ts"][i], updated=py["updated"][i],
+             revision=py["revision"][i], seq=py["seq"][i], model=py["model"][i], attrs=attrs,
              created=created)
-        for r in rows
-        for attrs, created in [split_attrs(r["attrs"])]
+        for i in rows
+        for attrs, created in [split_attrs(py["attrs"][i])]
     ]
-    vectors = np.array([r["vector"] for r in rows], dtype=np.float32).reshape(-1, dim)
+    flat = data.column("vector").combine_chunks().take(pa.array(rows, pa.int64())) \
+        .flatten().to_numpy(zero_copy_only=False)
+    vectors = np.ascontiguousarray(flat.reshape(len(rows), dim), np.float32)
     return Candidates(items, vectors, head)

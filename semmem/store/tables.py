@@ -283,9 +283,11 @@ class Store:
             head = replace(head, live=live)
         return IndexedView(head, live)
 
-    async def nearest(self, view: IndexedView, query: np.ndarray, k: int) -> Candidates:
+    async def nearest(self, view: IndexedView, query: np.ndarray, k: int,
+                      columns: list[str] = ITEM_COLUMNS) -> Candidates:
         """The ``k`` live items of an indexed partition nearest to ``query`` (cosine); rows
-        not yet in the index are searched exactly."""
+        not yet in the index are searched exactly. Only ``columns`` are read (each costs a
+        read per candidate): ``schema.HINT_COLUMNS`` leaves the items' texts empty."""
         tbl = await self.conn.table(view.head.partition, create=False)
         if tbl is None:
             return Candidates([], np.zeros((0, self.dim), np.float32), view.head)
@@ -293,7 +295,7 @@ class Store:
             tbl.vector_search(np.asarray(query, np.float32).reshape(-1))
             .column("vector").distance_type("cosine").nprobes(index_probes(view.count))
             # _distance selected too: a search without it is deprecated (and logs so).
-            .limit(k).select([*ITEM_COLUMNS, "_distance"])
+            .limit(k).select([*columns, "_distance"])
         )
         data = await q.to_arrow()
         return await asyncio.to_thread(candidates, view.head, data, self.dim)
