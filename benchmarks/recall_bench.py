@@ -21,7 +21,10 @@ and every query text is distinct (no query cache). Measured in one run, per size
 
 Past the threshold both sides carry an unindexed tail, as a serving process always has after
 its first write: ``TAIL`` rows written one per commit after the index build (``--tail``), so the
-steady recall searches them exactly beside the index as the recall right after a write does.
+steady recall searches them exactly beside the index as the recall right after a write does;
+then a routine maintenance pass merges the tail's sealed fragments, as the server's scheduler
+does every ``compact_every`` writes. A recall ranks ``recall_candidates(1024, 100)`` (50)
+candidates, as ``Memory.recall`` does at that budget; recall@10 is over those.
 The after-write side prints its own breakdown (embed + view, the count step included +
 candidates + rank), each step timed right after a ``remember``.
 
@@ -58,7 +61,7 @@ from semmem.embedding.embedder import CachedEmbedder, Embedder
 from semmem.embedding.files import default_model_dir
 from semmem.embedding.reference import SentenceTransformerEmbedder
 from semmem.items import now_ms
-from semmem.memory import Memory
+from semmem.memory import Memory, recall_candidates
 from semmem.store import ItemRow, Mutation, Store
 from semmem.store.schema import RECALL_COLUMNS
 from semmem.wiring import limit_blas_threads
@@ -150,8 +153,8 @@ async def breakdown(memory: Memory, qs: list[str],
         snap = await memory.store.read_view("bench")
         await memory.retention.hidden(snap)
         t2 = time.perf_counter()
-        found = await memory.retention.nearest(snap, qvec, memory.index_candidates,
-                                               RECALL_COLUMNS)
+        found = await memory.retention.nearest(
+            snap, qvec, recall_candidates(BUDGET, memory.index_candidates), RECALL_COLUMNS)
         t3 = time.perf_counter()
         ranked = [s for s in memory.ranker.rank(found, qvec, q) if s.item.surfaced]
         t4 = time.perf_counter()
@@ -269,6 +272,9 @@ async def run_size(model: Embedder, texts: list[str], vectors: np.ndarray,
                 tag_built(tmp)
         if indexed:
             out["index_kind"] = index_kind(tmp)
+            # a routine pass, as the server runs one every ``compact_every`` writes: the tail's
+            # sealed fragments merged (the rows stay unindexed, under the fold bound)
+            await store.maintain("bench", purge=False)
             held = np.concatenate([held, tail_vectors])  # the tail is searched exactly
         await memory.recall("bench", "warm up the caches", BUDGET)
         qs = queries(reps)
@@ -300,7 +306,8 @@ async def run_size(model: Embedder, texts: list[str], vectors: np.ndarray,
                 qv = (await memory.model.embed([q]))[0]
                 exact = set((np.argpartition(-(held @ qv), 10)[:10] + 1).tolist())
                 # the candidates recall ranks; their 10 nearest by exact cosine
-                got = await store.nearest(view, qv, memory.index_candidates)
+                got = await store.nearest(view, qv,
+                                          recall_candidates(BUDGET, memory.index_candidates))
                 top = np.argsort(-(got.vectors @ qv))[:10]
                 hits.append(len(exact & {got.items[i].n for i in top}) / 10)
             out["recall_at_10"] = round(float(np.mean(hits)), 3)

@@ -50,6 +50,20 @@ __all__ = ["ImportReport", "Memory", "Operation", "PartitionStats", "QuietObserv
            "WriteObserver"]
 
 
+# An indexed partition's recall ranks as many candidates as its budget can use: one per
+# ``CANDIDATE_BYTES`` of ``maxBytes``, at least ``MIN_CANDIDATES``, at most ``index_candidates``.
+# Each candidate costs a read of its columns; on LoCoMo dev through the index, 50 candidates
+# gave the gold recall of 100 at budgets up to 2 KB, not at 4 KB (docs/benchmarks.md).
+CANDIDATE_BYTES = 40
+MIN_CANDIDATES = 50
+
+
+def recall_candidates(max_bytes: int, most: int) -> int:
+    """How many of an indexed partition's nearest items a recall within ``max_bytes`` ranks
+    (``most``: the ``index_candidates`` setting)."""
+    return min(most, max(MIN_CANDIDATES, max_bytes // CANDIDATE_BYTES))
+
+
 class Memory:
     """Remember, update, forget, search and recall numbered facts."""
 
@@ -309,7 +323,8 @@ class Memory:
                 if isinstance(view, IndexedView) else view.items
             return results.recent(items, max_bytes, cursor, hidden)
         qvec = await embedding
-        found = await self.retention.nearest(view, qvec, self.index_candidates, RECALL_COLUMNS)
+        found = await self.retention.nearest(
+            view, qvec, recall_candidates(max_bytes, self.index_candidates), RECALL_COLUMNS)
         return results.relevant(self.ranker, found, qvec, text or "", max_bytes, cursor, hidden)
 
     async def search(self, partition: str, query: str, limit: int = 10) -> dict[str, Any]:

@@ -49,7 +49,8 @@ class Settings(BaseSettings):
         50_000, ge=1, description="rows past which a partition gets an ANN vector index"
     )
     index_candidates: int = Field(
-        100, ge=1, description="candidates read from the ANN index per recall/search"
+        100, ge=1, description="candidates read from the ANN index per search, and per recall "
+                               "at most (fewer for small budgets: one per 40 bytes, at least 50)"
     )
     cache_bytes: int = Field(
         1 << 30, ge=1 << 20, description="bytes of LanceDB's index and metadata caches"

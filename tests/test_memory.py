@@ -307,6 +307,38 @@ async def test_recall_indexed_partition_finds_relevant_and_unindexed_rows(
     assert again == {"status": "stored", "n": 6, "count": 120, "existing": True}
 
 
+@pytest.mark.parametrize(("max_bytes", "ranked"), [(200, 50), (2_400, 60), (8_192, 100)])
+async def test_an_indexed_recall_ranks_as_many_candidates_as_its_budget_can_use(
+        tmp_path: Path, max_bytes: int, ranked: int) -> None:
+    """One candidate per 40 bytes of the budget, at least 50, at most ``index_candidates``
+    (the ``semmem.rank`` span says how many were ranked); the best fact is found at each."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from semmem import tracing
+    from semmem.memory import recall_candidates
+    from semmem.serving.otel import OtelTracer
+
+    assert recall_candidates(max_bytes, 100) == ranked
+    memory = await _indexed(tmp_path, count=240)
+    memory.index_candidates = 100
+    await memory.maintain("p")
+    assert (await memory.store.read_view("p")).indexed
+    exporter, provider = InMemorySpanExporter(), TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.install(OtelTracer(provider))
+    try:
+        result = await memory.recall("p", "word42 topic0", max_bytes)
+    finally:
+        tracing.install(None)
+        provider.shutdown()
+    assert result.text.split("\n")[0] == "43. fact 42 about topic0 and word42"
+    [rank] = [s for s in exporter.get_finished_spans() if s.name == "semmem.rank"]
+    assert rank.attributes is not None
+    assert rank.attributes["semmem.rank.candidates"] == ranked
+
+
 async def test_snapshot_cache_is_bounded_by_items(tmp_path: Path) -> None:
     embedder = HashingEmbedder()
     store = Store(str(tmp_path / "db"), dim=embedder.dim, model_id=embedder.model_id,
