@@ -331,6 +331,22 @@ async def run_size(model: Embedder, texts: list[str], vectors: np.ndarray,
 
         out["after_write_breakdown"] = await breakdown(
             memory, [f"{q} once more" for q in later], before=write)
+        # Another replica's write (a second store on the same directory, its own connection
+        # and caches): this process's next recall meets a version it did not write.
+        other = Store(str(tmp), dim=model.dim, model_id=model.model_id,
+                      index_threshold=threshold)
+        await other.open()
+        replica = Memory(other, embedder, model_executor=executor)
+        theirs = []
+        for i, q in enumerate(queries(pairs, offset=7 * reps)):
+            done = await replica.remember("bench", f"a replica's fact {i}: {q}")
+            t0 = time.perf_counter()
+            await memory.recall("bench", f"{q} seen", BUDGET)
+            theirs.append((time.perf_counter() - t0) * 1000)
+            assert (await store.read_view("bench")).hwm == done["n"]  # it saw the write
+        await other.close()
+        out["recall_after_other_p50"] = pct(theirs, 0.5)
+        out["after_other_ratio"] = round(out["recall_after_other_p50"] / out["core"][0], 2)
         if http:
             import httpx
 
@@ -382,7 +398,8 @@ def row(r: dict[str, Any]) -> str:
     extra += f"; remember p50 {r['remember_p50']:.0f} ms" \
         f"; recall right after a write p50 {r['recall_after_write_p50']:.0f} ms " \
         f"(**{r['after_write_ratio']}×** steady; {a['embed']:.1f} + {a['view']:.2f} + " \
-        f"{a['candidates']:.1f} + {a['rank']:.1f})"
+        f"{a['candidates']:.1f} + {a['rank']:.1f}); after another replica's write p50 " \
+        f"{r['recall_after_other_p50']:.0f} ms (**{r['after_other_ratio']}×** steady)"
     size = f"{r['size']:,} {r['encoder']}"
     return f"| {size} | {f} | {c} | **{r['ratio']}×** | {h} | {parts} | {extra} |"
 
