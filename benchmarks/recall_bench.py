@@ -39,13 +39,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import shutil
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -56,6 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.factgen import QUERIES
 from benchmarks.vectors import base_set, expanded
+from semmem import tracing
 from semmem.contract import MAX_SOURCES
 from semmem.embedding.embedder import CachedEmbedder, Embedder
 from semmem.embedding.files import default_model_dir
@@ -164,6 +167,27 @@ async def breakdown(memory: Memory, qs: list[str],
                               strict=True):
             steps[key].append(value * 1000)
     return {k: pct(v, 0.5) for k, v in steps.items()}
+
+
+class Steps:
+    """A tracer (``semmem.tracing.Tracer``) keeping each step span's milliseconds by name,
+    while ``on``: what a remember's time goes to."""
+
+    def __init__(self) -> None:
+        self.ms: dict[str, list[float]] = defaultdict(list)
+        self.on = False
+
+    @contextlib.contextmanager
+    def span(self, name: str, carrier: Any, server: bool) -> Iterator[tracing.Span]:
+        t0 = time.perf_counter()
+        try:
+            yield tracing.OFF
+        finally:
+            if self.on:
+                self.ms[name].append((time.perf_counter() - t0) * 1000)
+
+    def trace_id(self) -> str | None:
+        return None
 
 
 def kept(path: Path, size: int) -> bool:
@@ -313,14 +337,22 @@ async def run_size(model: Embedder, texts: list[str], vectors: np.ndarray,
             out["recall_at_10"] = round(float(np.mean(hits)), 3)
         writes, after = [], []
         pairs = max(20, reps // 2)
-        for i, q in enumerate(queries(pairs, offset=5 * reps)):
-            t0 = time.perf_counter()
-            await memory.remember("bench", f"new fact {i}: {q}")
-            writes.append((time.perf_counter() - t0) * 1000)
-            # the next turn's recall: a new table version, so the snapshot and BM25 are rebuilt
-            t0 = time.perf_counter()
-            await memory.recall("bench", f"{q} again", BUDGET)
-            after.append((time.perf_counter() - t0) * 1000)
+        steps = Steps()
+        tracing.install(steps)
+        try:
+            for i, q in enumerate(queries(pairs, offset=5 * reps)):
+                steps.on = True
+                t0 = time.perf_counter()
+                await memory.remember("bench", f"new fact {i}: {q}")
+                writes.append((time.perf_counter() - t0) * 1000)
+                steps.on = False
+                # the next turn's recall: a new table version (past the threshold: a new view)
+                t0 = time.perf_counter()
+                await memory.recall("bench", f"{q} again", BUDGET)
+                after.append((time.perf_counter() - t0) * 1000)
+        finally:
+            tracing.install(None)
+        out["remember_breakdown"] = {k: pct(v, 0.5) for k, v in steps.ms.items()}
         out["remember_p50"] = pct(writes, 0.5)
         out["recall_after_write_p50"] = pct(after, 0.5)
         out["after_write_ratio"] = round(out["recall_after_write_p50"] / out["core"][0], 2)
@@ -395,7 +427,10 @@ def row(r: dict[str, Any]) -> str:
     else:
         extra = "indexed" if r.get("indexed") else "in memory"
     a = r["after_write_breakdown"]
-    extra += f"; remember p50 {r['remember_p50']:.0f} ms" \
+    w = r["remember_breakdown"]
+    extra += f"; remember p50 {r['remember_p50']:.0f} ms (embed + hints + write view + " \
+        f"commit: {w.get('semmem.embed', 0):.1f} + {w.get('semmem.hints', 0):.1f} + " \
+        f"{w.get('semmem.write_view', 0):.1f} + {w.get('semmem.commit', 0):.1f})" \
         f"; recall right after a write p50 {r['recall_after_write_p50']:.0f} ms " \
         f"(**{r['after_write_ratio']}×** steady; {a['embed']:.1f} + {a['view']:.2f} + " \
         f"{a['candidates']:.1f} + {a['rank']:.1f}); after another replica's write p50 " \

@@ -231,6 +231,10 @@ class Memory:
         nearest recallable ones in the partition's cached view that stand out from the rest of
         it (``cutoff``), else (a write never loads a partition; an indexed one has no whole
         row to compare with) the nearest at the threshold alone."""
+        with tracing.span("semmem.hints"):
+            return await self._hint_lookup(partition, vector)
+
+    async def _hint_lookup(self, partition: str, vector: np.ndarray) -> rules.Hints:
         # A few more than are listed: some may change before the write is decided.
         limit = 2 * MAX_SIMILAR
         view = self.store.cached_view(partition)

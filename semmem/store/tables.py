@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import numpy as np
 import pyarrow as pa
 
+from semmem import tracing
 from semmem.errors import DeadlineExceeded, ModelMismatch, SemmemError, Unavailable
 from semmem.items import now_ms
 from semmem.store.conflicts import moved_on
@@ -297,8 +298,11 @@ class Store:
             # _distance selected too: a search without it is deprecated (and logs so).
             .limit(k).select([*columns, "_distance"])
         )
-        data = await q.to_arrow()
-        return await asyncio.to_thread(candidates, view.head, data, self.dim)
+        with tracing.span("semmem.candidates") as span:
+            data = await q.to_arrow()
+            found = await asyncio.to_thread(candidates, view.head, data, self.dim)
+            span.set("semmem.candidates.count", found.size)
+            return found
 
     async def nearest_numbers(self, partition: str, query: np.ndarray, k: int) -> list[int]:
         """The numbers of the ``k`` live items nearest to ``query``, searched in the table (its

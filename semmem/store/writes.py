@@ -256,8 +256,9 @@ class Writer:
             if known is None and self.confirms:
                 confirmed = asked  # listed: nothing above ``version`` existed before ``asked``
             try:
-                ds, view, layout = await self.read_view(partition, tbl, version,
-                                                        joined([p.lookup for p in group]))
+                with tracing.span("semmem.write_view"):
+                    ds, view, layout = await self.read_view(partition, tbl, version,
+                                                            joined([p.lookup for p in group]))
             except SemmemError:
                 raise
             except Exception as exc:

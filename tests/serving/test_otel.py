@@ -131,7 +131,7 @@ def test_provider_requests_are_memory_spans_with_step_children(
     assert attrs["semmem.response.bytes"] == len(body.content)
     assert attrs["gen_ai.memory.store.id"] == tracing.partition_id("p")
     _, kids = _tree(done, "create_memory")
-    assert kids == {"semmem.embed", "semmem.commit"}
+    assert kids == {"semmem.embed", "semmem.hints", "semmem.write_view", "semmem.commit"}
     commit = next(s for s in done if s.name == "semmem.commit")
     assert dict(commit.attributes or {})["semmem.commit.group_size"] == 1
     refused = next(s for s in done if s.name == "delete_memory")
