@@ -66,7 +66,7 @@ from semmem.embedding.reference import SentenceTransformerEmbedder
 from semmem.items import now_ms
 from semmem.memory import Memory, recall_candidates
 from semmem.store import ItemRow, Mutation, Store
-from semmem.store.schema import RECALL_COLUMNS
+from semmem.store.rows import RECALL_COLUMNS
 from semmem.wiring import limit_blas_threads
 
 BUDGET = 1024

@@ -38,8 +38,7 @@ from semmem.ranking.similar import MAX_SIMILAR, SIMILAR_THRESHOLD, Group, neares
 from semmem.results import Recall
 from semmem.rules import Operation
 from semmem.stats import PartitionStats, partition_stats
-from semmem.store.rows import Lookup, Mutation, Plan, op_key
-from semmem.store.schema import HINT_COLUMNS, RECALL_COLUMNS
+from semmem.store.rows import HINT_COLUMNS, RECALL_COLUMNS, Lookup, Mutation, Plan, op_key
 from semmem.store.views import IndexedView, PartitionSnapshot, ReadView, WriteView
 
 if TYPE_CHECKING:  # the store's engine loads only where a store is opened

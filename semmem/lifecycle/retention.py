@@ -29,8 +29,7 @@ import numpy as np
 
 from semmem.errors import InvalidArguments, Unavailable
 from semmem.items import EXPIRES, Item, now_ms, parse_iso
-from semmem.store.rows import table_name
-from semmem.store.schema import ITEM_COLUMNS
+from semmem.store.rows import ITEM_COLUMNS, table_name
 from semmem.store.views import Candidates, IndexedView, ItemSet, PartitionSnapshot, ReadView
 
 if TYPE_CHECKING:

@@ -21,8 +21,17 @@ from semmem.items import Item, Vectors, now_ms
 from semmem.store.conflicts import moved_on
 from semmem.store.files import filesystem, open_dataset
 from semmem.store.reading import decode
-from semmem.store.rows import CREATED, HEAD_KEY, KIND_HEAD, KIND_ITEM, KIND_OP, dkey_of, table_name
-from semmem.store.schema import ITEM_COLUMNS, NEW_TABLE_OPTIONS, Rows, head_attrs
+from semmem.store.rows import (
+    CREATED,
+    HEAD_KEY,
+    ITEM_COLUMNS,
+    KIND_HEAD,
+    KIND_ITEM,
+    KIND_OP,
+    dkey_of,
+    table_name,
+)
+from semmem.store.schema import NEW_TABLE_OPTIONS, Rows, head_attrs
 from semmem.store.views import Head, Tombstone, expiring
 
 if TYPE_CHECKING:

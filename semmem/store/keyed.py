@@ -9,7 +9,8 @@ import numpy as np
 import pyarrow as pa
 
 from semmem.store.reading import candidates
-from semmem.store.schema import ITEM_COLUMNS, LIVE_ITEMS
+from semmem.store.rows import ITEM_COLUMNS
+from semmem.store.schema import LIVE_ITEMS
 from semmem.store.views import Candidates, Head
 
 

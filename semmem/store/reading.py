@@ -10,8 +10,8 @@ import pyarrow as pa
 
 from semmem.errors import Unavailable
 from semmem.items import Item, Vectors
-from semmem.store.rows import KIND_HEAD, KIND_ITEM, KIND_OP
-from semmem.store.schema import ITEM_COLUMNS, head_counts, split_attrs
+from semmem.store.rows import ITEM_COLUMNS, KIND_HEAD, KIND_ITEM, KIND_OP
+from semmem.store.schema import head_counts, split_attrs
 from semmem.store.views import Candidates, Head, OpRecord, Tombstone
 
 
@@ -88,7 +88,7 @@ def candidates(head: Head, data: pa.Table, dim: int) -> Candidates:
     """The live items among ``data``'s rows (an index search's or a scan's), in number order.
 
     ``data`` needs ``kind``, ``n``, ``forgotten`` and ``vector``; a column it lacks (a search
-    that reads fewer, ``schema.HINT_COLUMNS``) leaves its field empty in every item."""
+    that reads fewer, ``rows.HINT_COLUMNS``) leaves its field empty in every item."""
     names, size = set(data.column_names), data.num_rows
     py: dict[str, list[Any]] = {
         c: data.column(c).to_pylist() if c in names else [_EMPTY.get(c)] * size

@@ -19,6 +19,17 @@ from semmem.store.views import OpRecord, WriteView
 
 HEAD_KEY = "head"
 KIND_HEAD, KIND_ITEM, KIND_OP = 0, 1, 2
+# An item row's columns (``schema.partition_schema`` has them all); here, beside the row
+# kinds, so the core can name what a search reads without loading the engine.
+ITEM_COLUMNS = ["key", "kind", "n", "text", "vector", "ts", "updated", "revision", "seq",
+                "model", "forgotten", "attrs"]
+# What a recall or a search reads of its candidates: what ranking scores (vector, text,
+# ``updated``), what tells live and surfaced ones (``attrs``) and what a source names
+# (``revision``). Each column costs a read per candidate (``Store.nearest``).
+RECALL_COLUMNS = ["kind", "n", "text", "vector", "updated", "revision", "forgotten", "attrs"]
+# What a write-time hint search reads of its candidates: the numbers, the vectors scored, and
+# what tells live and surfaced ones (``attrs``, ``updated``: expiry, status, merges).
+HINT_COLUMNS = ["kind", "n", "vector", "updated", "forgotten", "attrs"]
 CREATED = "_created"  # in an item row's attrs JSON: the write sequence that created it
 NEW = 0  # ``ItemRow.created`` of an item this write creates (no write has sequence 0)
 

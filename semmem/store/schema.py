@@ -40,15 +40,6 @@ from semmem.store.rows import (
 from semmem.store.views import Head, OpRecord, Tombstone
 
 SCHEMA_VERSION = 2  # 2: ``dkey`` (duplicate-detection key) on item rows
-ITEM_COLUMNS = ["key", "kind", "n", "text", "vector", "ts", "updated", "revision", "seq",
-                "model", "forgotten", "attrs"]
-# What a recall or a search reads of its candidates: what ranking scores (vector, text,
-# ``updated``), what tells live and surfaced ones (``attrs``) and what a source names
-# (``revision``). Each column costs a read per candidate (``Store.nearest``).
-RECALL_COLUMNS = ["kind", "n", "text", "vector", "updated", "revision", "forgotten", "attrs"]
-# What a write-time hint search reads of its candidates: the numbers, the vectors scored, and
-# what tells live and surfaced ones (``attrs``, ``updated``: expiry, status, merges).
-HINT_COLUMNS = ["kind", "n", "vector", "updated", "forgotten", "attrs"]
 LIVE_ITEMS = f"kind = {KIND_ITEM} AND forgotten = false"
 HEAD_COLUMNS = ["key", "kind", "n", "text", "seq", "model", "attrs"]  # what ``decode`` reads
 

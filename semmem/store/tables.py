@@ -31,10 +31,17 @@ from semmem.store.keyed import items_numbered, numbers_after
 from semmem.store.quota import Quota
 from semmem.store.reading import candidates, decode
 from semmem.store.recency import recent_items
-from semmem.store.rows import KIND_HEAD, KIND_ITEM, Lookup, Mutation, Plan, table_name
+from semmem.store.rows import (
+    ITEM_COLUMNS,
+    KIND_HEAD,
+    KIND_ITEM,
+    Lookup,
+    Mutation,
+    Plan,
+    table_name,
+)
 from semmem.store.schema import (
     HEAD_COLUMNS,
-    ITEM_COLUMNS,
     LIVE_ITEMS,
     SCHEMA_VERSION,
     partition_schema,
@@ -288,7 +295,7 @@ class Store:
                       columns: list[str] = ITEM_COLUMNS) -> Candidates:
         """The ``k`` live items of an indexed partition nearest to ``query`` (cosine); rows
         not yet in the index are searched exactly. Only ``columns`` are read (each costs a
-        read per candidate): ``schema.HINT_COLUMNS`` leaves the items' texts empty."""
+        read per candidate): ``rows.HINT_COLUMNS`` leaves the items' texts empty."""
         tbl = await self.conn.table(view.head.partition, create=False)
         if tbl is None:
             return Candidates([], np.zeros((0, self.dim), np.float32), view.head)
