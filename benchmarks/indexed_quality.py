@@ -4,8 +4,9 @@
 
 Every partition of the set goes into two stores through the store layer (the set's own cached
 real embeddings): one read in memory (the default below the index threshold), one forced past
-the threshold (``index_threshold=0``, index built), where recall ranks the ``index_candidates``
-nearest items instead of the whole partition. Same queries, same ranking, same budgets; prints
+the threshold (``index_threshold=0``, index built), where recall ranks the nearest items
+instead of the whole partition (as many as the budget can use, up to ``--candidates``:
+``memory.recall_candidates``). Same queries, same ranking, same budgets; prints
 gold recall per budget for both and how often the packed lines are identical.
 """
 
@@ -69,7 +70,8 @@ async def main() -> None:
     print("| read path | " + " | ".join(f"gold recall @ {x} B" for x in budgets) + " |")
     print("| --- |" + " --- |" * len(budgets))
     for name, s in (("in memory (whole partition ranked)", a),
-                    (f"vector index ({args.candidates} candidates ranked)", b)):
+                    (f"vector index (up to {args.candidates} candidates ranked, "
+                     "by budget: `recall_candidates`)", b)):
         print(f"| {name} | " + " | ".join(f"{100 * s.gold_recall(x):.1f} %" for x in budgets)
               + " |")
     same = {x: sum(m.packed[x] == i.packed[x] for m, i in zip(memory_side, index_side,

@@ -376,6 +376,13 @@ async def run_size(model: Embedder, texts: list[str], vectors: np.ndarray,
             await memory.recall("bench", f"{q} seen", BUDGET)
             theirs.append((time.perf_counter() - t0) * 1000)
             assert (await store.read_view("bench")).hwm == done["n"]  # it saw the write
+        more = queries(pairs, offset=8 * reps)
+
+        async def replica_write(i: int) -> None:
+            await replica.remember("bench", f"one more replica fact {i}: {more[i]}")
+
+        out["after_other_breakdown"] = await breakdown(
+            memory, [f"{q} seen again" for q in more], before=replica_write)
         await other.close()
         out["recall_after_other_p50"] = pct(theirs, 0.5)
         out["after_other_ratio"] = round(out["recall_after_other_p50"] / out["core"][0], 2)
@@ -426,7 +433,7 @@ def row(r: dict[str, Any]) -> str:
             f"{r.get('recall_at_10')}"
     else:
         extra = "indexed" if r.get("indexed") else "in memory"
-    a = r["after_write_breakdown"]
+    a, o = r["after_write_breakdown"], r["after_other_breakdown"]
     w = r["remember_breakdown"]
     extra += f"; remember p50 {r['remember_p50']:.0f} ms (embed + hints + write view + " \
         f"commit: {w.get('semmem.embed', 0):.1f} + {w.get('semmem.hints', 0):.1f} + " \
@@ -434,7 +441,8 @@ def row(r: dict[str, Any]) -> str:
         f"; recall right after a write p50 {r['recall_after_write_p50']:.0f} ms " \
         f"(**{r['after_write_ratio']}×** steady; {a['embed']:.1f} + {a['view']:.2f} + " \
         f"{a['candidates']:.1f} + {a['rank']:.1f}); after another replica's write p50 " \
-        f"{r['recall_after_other_p50']:.0f} ms (**{r['after_other_ratio']}×** steady)"
+        f"{r['recall_after_other_p50']:.0f} ms (**{r['after_other_ratio']}×** steady; " \
+        f"{o['embed']:.1f} + {o['view']:.2f} + {o['candidates']:.1f} + {o['rank']:.1f})"
     size = f"{r['size']:,} {r['encoder']}"
     return f"| {size} | {f} | {c} | **{r['ratio']}×** | {h} | {parts} | {extra} |"
 
