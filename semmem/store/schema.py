@@ -72,8 +72,8 @@ def head_counts(raw: str | None) -> tuple[int | None, int | None]:
 
 
 # The Lance file format of a new partition table's data files. 2.1 rather than LanceDB's
-# default 2.2: a recall reads its ~100 candidates' columns row by row, and that random read
-# takes about half as long in 2.1 (``docs/benchmarks.md``, large partitions). A table keeps
+# default 2.2: a recall reads its candidates' columns at random rows, and at a million rows
+# that read took 0.6-0.75x as long in 2.1 (``benchmarks/candidate_reads.py``). A table keeps
 # the format it was created with; tables made in 2.2 are read as they are.
 FILE_FORMAT = "2.1"
 NEW_TABLE_OPTIONS = {"new_table_data_storage_version": FILE_FORMAT}
