@@ -5,9 +5,10 @@ A fact's expiry is the earlier of its ``expiresAt`` record field and its last wr
 store's registry, so every replica reads the same one) or else the deployment's default
 (``SEMMEM_RETENTION``), or never. Age counts from the last write, never from recall. From
 the moment of expiry every read leaves the fact out; the sweep (``lifecycle/sweep.py``) then
-forgets it, so its text leaves every file like any forgotten text. A partition read through
-its index is read for its facts' expiries only where one can have expired: with a max age, or
-when its head row counts a live fact with an expiry of its own (``cannot_expire``).
+forgets it, so its text leaves every file like any forgotten text. A partition's facts'
+expiries are read (through its index) or computed (in its snapshot) only where one can have
+expired: with a max age, or when its head row counts a live fact with an expiry of its own
+(``cannot_expire``).
 
 ``is_live`` is the one test of "live now" (not forgotten, not expired) for whoever needs it
 outside the read paths (a restore honouring the live store, say).
@@ -283,13 +284,17 @@ class Retention:
                 and now < held.until:
             self._views.move_to_end(view.partition)
             return held
-        expiry = view.cached(f"retention:{max_age_ms}", lambda s: _expiries(s.items, max_age_ms))
-        gone = expiry <= now
-        later = expiry[~gone]
-        hidden = frozenset(view.items[i].n for i in np.flatnonzero(gone))
-        held = _Hidden(view, max_age_ms, hidden, float(later.min()) if len(later) else np.inf,
-                       None if hidden else view)
-        if hidden and self.found_expired is not None:
+        if cannot_expire(view, max_age_ms):  # no item's expiry is read: none has one
+            held = _Hidden(view, max_age_ms, frozenset(), np.inf, view)
+        else:
+            expiry = view.cached(f"retention:{max_age_ms}",
+                                 lambda s: _expiries(s.items, max_age_ms))
+            gone = expiry <= now
+            later = expiry[~gone]
+            hidden = frozenset(view.items[i].n for i in np.flatnonzero(gone))
+            held = _Hidden(view, max_age_ms, hidden, float(later.min()) if len(later) else np.inf,
+                           None if hidden else view)
+        if held.hidden and self.found_expired is not None:
             self.found_expired(view.partition)
         self._views[view.partition] = held
         self._views.move_to_end(view.partition)
@@ -340,10 +345,10 @@ class Retention:
         return sorted(found, key=lambda pair: (pair[1], pair[0].n))
 
 
-def cannot_expire(view: IndexedView, max_age_ms: int | None) -> bool:
-    """Whether no fact of an indexed partition can have expired: no max age, and its head
-    carries that no live fact has an expiry of its own (a head of older layout does not say:
-    its facts are read)."""
+def cannot_expire(view: ReadView, max_age_ms: int | None) -> bool:
+    """Whether no fact of a partition can have expired: no max age, and its head carries
+    that no live fact has an expiry of its own (a head of older layout does not say: its
+    facts are read)."""
     return max_age_ms is None and view.head.expiring == 0
 
 
