@@ -20,6 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 from lance.fragment import Session  # type: ignore[attr-defined]
 
@@ -185,17 +186,22 @@ class Snapshots:
         else:
             d = decode(snap.partition, version, rows, self.dim)
             new = evolve(snap, d.head, d.items, d.vectors, d.tombstones, d.ops)
-        live = set(moved.keys.column("key").to_pylist())
-        pruned = any(k not in live for k in new.ops)  # maintenance pruned expired records
+        # The table's keys stay in Arrow: a Python set of them cost O(rows) per version.
+        live = moved.keys.column("key").combine_chunks()
+        named = list(new.ops)
+        held = pc.is_in(pa.array(named, pa.string()), value_set=live).to_pylist() \
+            if named else []
+        pruned = not all(held)  # maintenance pruned expired records
         if pruned or new.head.live != new.count or new.head.expiring is None:
             # A head without counts (written by older code) takes the snapshot's own.
-            ops = {k: v for k, v in new.ops.items() if k in live} if pruned else new.ops
+            ops = {k: new.ops[k] for k, kept in zip(named, held, strict=True) if kept} \
+                if pruned else new.ops
             head = replace(new.head, live=new.count,
                            expiring=new.head.expiring if new.head.live == new.count
                            and new.head.expiring is not None else expiring(new.items))
             new = PartitionSnapshot(new.items, new.vectors, head, new.tombstones, ops,
                                     by_n=new.by_n, by_key=new.by_key, derived=new.derived)
-        if len(live) != 1 + new.count + len(new.tombstones) + len(new.ops):
+        if pc.count_distinct(live).as_py() != 1 + new.count + len(new.tombstones) + len(new.ops):
             return None  # not what the table holds: read it whole
         self._remember(name, moved)
         return new
