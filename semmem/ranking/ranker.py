@@ -37,7 +37,7 @@ from semmem.items import Item, Vectors
 from semmem.ranking.cues import asks_when, is_time_term
 from semmem.ranking.lexical import Bm25Index
 from semmem.ranking.packing import Packed, pack_candidates
-from semmem.ranking.sets import Lexical, centred, rank_text
+from semmem.ranking.sets import Lexical, Timed, centred, rank_text
 from semmem.store.views import ItemSet
 
 _DAY_MS = 86_400_000
@@ -211,12 +211,11 @@ class Ranker:
         stemming = self.config.stemming
         index = self._index(snap)
 
-        def build(_: ItemSet) -> npt.NDArray[np.float32]:
+        def build(_: ItemSet) -> Timed:
             found = index.containing(lambda t: is_time_term(t, stemming=stemming))
-            return found.astype(np.float32)
+            return Timed(found.astype(np.float32), stemming)
 
-        return snap.cached(f"timed:{self.config.bm25_k1!r}:{self.config.bm25_b!r}:{stemming}",
-                           build)
+        return snap.cached(f"timed:{stemming}", build).flags
 
     def _lexical(self, snap: ItemSet, query: str) -> npt.NDArray[np.float32]:
         raw, _ = self._index(snap).scores(query)

@@ -102,3 +102,27 @@ def test_two_snapshots_moved_on_from_one_share_nothing_they_change() -> None:
             got = [(s.item.n, round(s.score, 5)) for s in ranker.rank(snap, query, q)]
             want = [(s.item.n, round(s.score, 5)) for s in ranker.rank(fresh, query, q)]
             assert got == want
+
+
+def test_the_time_naming_items_follow_the_snapshot_without_a_rebuild() -> None:
+    """Which items name a time (what a "when" query weighs) is carried to the next snapshot:
+    appended and changed items are looked at alone, a forgotten one is cut; the same flags as
+    a snapshot built afresh."""
+    rng = np.random.default_rng(5)
+    texts = ["Mia moved to Porto in 2019", "Mia drinks green tea", "the dog was born in June",
+             "piano lessons on Monday", "camping with the dog"]
+    items = [_item(n, text, n) for n, text in enumerate(texts, start=1)]
+    base = PartitionSnapshot(items, rng.standard_normal((5, 8)).astype(np.float32),
+                             Head("p", 1, 5, 5, "m"))
+    ranker = Ranker()
+    assert ranker._timed(base).tolist() == [1, 0, 1, 1, 0]
+    moved = evolve(base, Head("p", 2, 6, 7, "m"),
+                   [_item(2, "Mia drinks green tea every Sunday", 6),
+                    _item(4, "piano lessons", 7), _item(6, "a trip in August", 7)],
+                   rng.standard_normal((3, 8)).astype(np.float32), {3: Tombstone(3, 7, 2_000)},
+                   {})
+    assert any(k.startswith("timed:") for k in moved.derived)  # carried, not built again
+    fresh = PartitionSnapshot(list(moved.items), moved.vectors.copy(), moved.head)
+    assert [it.n for it in moved.items] == [1, 2, 4, 5, 6]
+    assert ranker._timed(moved).tolist() == ranker._timed(fresh).tolist() == [1, 1, 0, 0, 1]
+    assert ranker._timed(base).tolist() == [1, 0, 1, 1, 0]  # the older snapshot as it was
