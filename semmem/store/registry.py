@@ -50,7 +50,10 @@ class Registry:
             if not create:
                 return None
         try:
-            return await self.db.create_table(REGISTRY_TABLE, schema=REGISTRY_SCHEMA)
+            # Made with the store's secret in it: of processes creating it at once one wins, so
+            # all of them read the same secret (inserted afterwards, each would keep its own).
+            return await self.db.create_table(REGISTRY_TABLE, data=_secret_row(),
+                                              schema=REGISTRY_SCHEMA)
         except ValueError:  # created concurrently
             return await self.db.open_table(REGISTRY_TABLE)
 
@@ -99,15 +102,15 @@ class Registry:
         """The store's secret (made on first use; the first writer's wins): it keys the
         fingerprints of idempotency records, so a guessed text cannot be confirmed from the
         partition tables alone. Kept here, out of them."""
-        data = pa.table({"key": [SECRET], "value": [json.dumps(secrets.token_hex(32))]},
-                        schema=REGISTRY_SCHEMA)
         for attempt in range(MAX_ATTEMPTS):
             found = (await self.rows()).get(SECRET)
             if found is not None:
                 return bytes.fromhex(str(found))
-            try:
+            try:  # a new registry is created with one; a registry made by older code gets one
                 reg = await self._table(create=True)
-                await reg.merge_insert("key").when_not_matched_insert_all().execute(data)
+                if (await self.rows()).get(SECRET) is None:
+                    await reg.merge_insert("key").when_not_matched_insert_all().execute(
+                        _secret_row())
             except Exception as exc:  # the engine's errors are not a typed tree
                 if attempt == MAX_ATTEMPTS - 1 or not is_commit_conflict(exc):
                     raise
@@ -231,3 +234,9 @@ class Registry:
 
 async def _add(reg: Any, data: pa.Table) -> None:
     await reg.add(data)
+
+
+def _secret_row() -> pa.Table:
+    """A registry entry holding a new random secret."""
+    return pa.table({"key": [SECRET], "value": [json.dumps(secrets.token_hex(32))]},
+                    schema=REGISTRY_SCHEMA)

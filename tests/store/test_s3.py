@@ -7,6 +7,7 @@ endpoint, keys and ``allow_http`` in ``SEMMEM_STORAGE_OPTIONS``. Nothing leaves 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Iterator
@@ -132,6 +133,18 @@ def test_concurrent_writes_through_both_replicas_lose_nothing(
 
 
 @pytest.mark.timeout(180)
+async def test_replicas_opening_a_new_store_on_s3_share_one_secret(s3: dict[str, str]) -> None:
+    """The registry is created with the secret in it (one creator wins on object storage
+    too): replicas starting together key their idempotency records alike."""
+    for run in range(3):
+        stores = [Store(f"s3://{BUCKET}/secret-{run}", dim=8, model_id="m",
+                        storage_options=s3) for _ in range(6)]
+        await asyncio.gather(*(s.open() for s in stores))
+        assert len({s.secret for s in stores}) == 1 and len(stores[0].secret) == 32
+        for s in stores:
+            await s.close()
+
+
 async def test_maintenance_on_s3_purges_a_forgotten_text(s3: dict[str, str]) -> None:
     from datetime import timedelta
 

@@ -126,6 +126,21 @@ async def test_new_and_rewritten_tables_are_written_in_the_chosen_file_format(
     assert lance.dataset(uri).data_storage_version == FILE_FORMAT
 
 
+async def test_stores_opened_at_once_on_a_new_directory_share_one_secret(
+        tmp_path: Path) -> None:
+    """The secret keys every idempotency record: replicas starting together on a new store
+    must agree on it, or a retry on the other replica is refused as a different call."""
+    for run in range(5):
+        stores = [Store(str(tmp_path / f"db{run}"), dim=8, model_id="m") for _ in range(4)]
+        await asyncio.gather(*(s.open() for s in stores))
+        assert len({s.secret for s in stores}) == 1 and len(stores[0].secret) == 32
+        again = Store(str(tmp_path / f"db{run}"), dim=8, model_id="m")
+        await again.open()
+        assert again.secret == stores[0].secret
+        for s in [*stores, again]:
+            await s.close()
+
+
 async def test_partition_table_names_stay_inside_store(memory: Memory) -> None:
     for partition in HOSTILE:
         await memory.remember(partition, "x")
