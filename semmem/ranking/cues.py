@@ -38,9 +38,9 @@ def is_time_term(term: str, *, stemming: bool = True) -> bool:
     return term in (_STEMMED_TIME_WORDS if stemming else TIME_WORDS)
 
 
-def mentions_time(text: str) -> bool:
+def mentions_time(text: str, *, stemming: bool = True) -> bool:
     """Whether ``text`` names a time: a weekday, a month, a year, or a relative one."""
-    return any(is_time_term(t) for t in tokens(text))
+    return any(is_time_term(t, stemming=stemming) for t in tokens(text, stemming=stemming))
 
 
 _STEMMED_TIME_WORDS = frozenset(stem(w) for w in TIME_WORDS)

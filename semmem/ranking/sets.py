@@ -9,8 +9,8 @@ import numpy as np
 import numpy.typing as npt
 
 from semmem.items import Item, Vectors
-from semmem.ranking.cues import is_time_term
-from semmem.ranking.lexical import Bm25Index, term_counts
+from semmem.ranking.cues import mentions_time
+from semmem.ranking.lexical import Bm25Index
 from semmem.store.persistent import Grown, grown
 from semmem.store.views import ItemSet
 
@@ -111,12 +111,6 @@ class Lexical:
             {i: rank_text(old.items[i]) for i in removed}))
 
 
-def names_time(item: Item, stemming: bool) -> bool:
-    """Whether an item's rank text names a time (a term ``cues.is_time_term`` accepts)."""
-    return any(is_time_term(t, stemming=stemming)
-               for t, _ in term_counts(rank_text(item), stemming=stemming))
-
-
 @dataclass(frozen=True)
 class Timed:
     """1 for the items of a set that name a time, else 0; built from the lexical index's
@@ -131,7 +125,7 @@ class Timed:
         ``changed`` (new rows) and ``appended`` computed from their texts."""
         kept = np.delete(self.flags, removed) if removed else self.flags.copy()
         for row in changed:
-            kept[row] = names_time(new.items[row], self.stemming)
-        added = np.array([names_time(new.items[row], self.stemming) for row in appended],
-                         np.float32)
+            kept[row] = mentions_time(rank_text(new.items[row]), stemming=self.stemming)
+        added = np.array([mentions_time(rank_text(new.items[row]), stemming=self.stemming)
+                          for row in appended], np.float32)
         return Timed(np.concatenate([kept, added]), self.stemming)
