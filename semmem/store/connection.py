@@ -123,9 +123,7 @@ class Connection:
         await self.registry.add_table(name, partition)
         head = head_row(partition, self.model_id).table(self.schema)
         try:
-            return await self.db.create_table(name, data=head, schema=self.schema,
-                                              on_bad_vectors="null",
-                                              storage_options=NEW_TABLE_OPTIONS)
+            return await self.create_table(name, head)
         except (ValueError, RuntimeError) as exc:  # another process created it first
             if isinstance(exc, RuntimeError) and not is_commit_conflict(exc):
                 raise
@@ -166,9 +164,15 @@ class Connection:
         await self.registry.remove_table(name)
         return True
 
+    async def create_table(self, name: str, data: pa.Table, *, overwrite: bool = False) -> Any:
+        """A partition table ``name`` holding ``data``, in the partition schema and
+        ``schema.FILE_FORMAT`` (every partition table is made here)."""
+        return await self.db.create_table(name, data=data, schema=self.schema,
+                                          mode="overwrite" if overwrite else "create",
+                                          on_bad_vectors="null",
+                                          storage_options=NEW_TABLE_OPTIONS)
+
     async def replace(self, partition: str, data: pa.Table) -> None:
         """Overwrite a partition's table with ``data`` in one commit (offline migrations)."""
-        await self.db.create_table(table_name(partition), data=data, schema=self.schema,
-                                   mode="overwrite", on_bad_vectors="null",
-                                   storage_options=NEW_TABLE_OPTIONS)
+        await self.create_table(table_name(partition), data, overwrite=True)
         self.forget_handle(partition)

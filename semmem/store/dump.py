@@ -31,7 +31,7 @@ from semmem.store.rows import (
     dkey_of,
     table_name,
 )
-from semmem.store.schema import NEW_TABLE_OPTIONS, Rows, head_attrs
+from semmem.store.schema import Rows, head_attrs
 from semmem.store.views import Head, Tombstone, expiring
 
 if TYPE_CHECKING:
@@ -124,8 +124,7 @@ async def write_partition(store: Store, dump: Dump, created: int | None = None) 
     name = table_name(partition)
     await store.conn.registry.add_table(name, partition, created)
     data = _rows(dump, store.model_id).table(store.schema)
-    await store.conn.db.create_table(name, data=data, schema=store.schema,
-                                     on_bad_vectors="null", storage_options=NEW_TABLE_OPTIONS)
+    await store.conn.create_table(name, data)
     store.conn.forget_handle(partition)
 
 
