@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -53,3 +54,24 @@ def store_invariants(request: pytest.FixtureRequest) -> Iterator[None]:
             if problems:
                 broken[str(table.relative_to(root))] = problems
     assert not broken, f"store invariants broken: {broken}"
+
+
+@pytest.fixture
+def spans() -> Iterator[Any]:
+    """Tracing on for the test, into memory (an ``InMemorySpanExporter``)."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from semmem import tracing
+    from semmem.serving.otel import OtelTracer
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.install(OtelTracer(provider))
+    try:
+        yield exporter
+    finally:
+        tracing.install(None)
+        provider.shutdown()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -309,35 +310,22 @@ async def test_recall_indexed_partition_finds_relevant_and_unindexed_rows(
 
 @pytest.mark.parametrize(("max_bytes", "ranked"), [(200, 50), (2_400, 60), (8_192, 100)])
 async def test_an_indexed_recall_ranks_as_many_candidates_as_its_budget_can_use(
-        tmp_path: Path, max_bytes: int, ranked: int) -> None:
+        tmp_path: Path, spans: Any, max_bytes: int, ranked: int) -> None:
     """One candidate per 40 bytes of the budget, at least 50, at most ``index_candidates``
     (the spans say how many the index search returned and ranking saw); the best fact is
     found at each."""
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    from semmem import tracing
     from semmem.memory import recall_candidates
-    from semmem.serving.otel import OtelTracer
 
     assert recall_candidates(max_bytes, 100) == ranked
     memory = await _indexed(tmp_path, count=240)
     memory.index_candidates = 100
     await memory.maintain("p")
     assert (await memory.store.read_view("p")).indexed
-    exporter, provider = InMemorySpanExporter(), TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracing.install(OtelTracer(provider))
-    try:
-        result = await memory.recall("p", "word42 topic0", max_bytes)
-    finally:
-        tracing.install(None)
-        provider.shutdown()
+    result = await memory.recall("p", "word42 topic0", max_bytes)
     assert result.text.split("\n")[0] == "43. fact 42 about topic0 and word42"
-    spans = {s.name: dict(s.attributes or {}) for s in exporter.get_finished_spans()}
-    assert spans["semmem.candidates"]["semmem.candidates.count"] == ranked  # the index's
-    assert spans["semmem.rank"]["semmem.rank.candidates"] == ranked
+    done = {s.name: dict(s.attributes or {}) for s in spans.get_finished_spans()}
+    assert done["semmem.candidates"]["semmem.candidates.count"] == ranked  # the index's
+    assert done["semmem.rank"]["semmem.rank.candidates"] == ranked
 
 
 async def test_snapshot_cache_is_bounded_by_items(tmp_path: Path) -> None:

@@ -9,35 +9,19 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from semmem import tracing
 from semmem.errors import InvalidInput
-from semmem.serving.otel import OtelTracer, exporters, setup
+from semmem.serving.otel import exporters, setup
 from tests.support.server import REPO, TOKEN
 from tests.support.web import app_client, recall, send, tool
 
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    """Tracing on for the test, into memory."""
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracing.install(OtelTracer(provider))
-    try:
-        yield exporter
-    finally:
-        tracing.install(None)
-        provider.shutdown()
 
 
 @pytest.mark.parametrize(("env", "expected"), [
