@@ -27,6 +27,7 @@ from lance.commit import CommitConflictError
 from lance.dataset import LanceOperation
 from lance.fragment import write_fragments
 
+from semmem import tracing
 from semmem.store.files import sync_files, sync_manifest
 from semmem.store.rows import HEAD_KEY
 
@@ -175,27 +176,31 @@ def commit(ds: Any, layout: Layout, rows: pa.Table, schema: pa.Schema, limit: in
             head = pc.equal(rows.column("key"), HEAD_KEY)
             parts = [pa.concat_tables([kept, rows.filter(pc.invert(head))]), rows.filter(head)]
     parts = [p.combine_chunks() for p in parts if p.num_rows]
-    written = [(p, write_fragments(p, ds, schema=schema)) for p in parts]  # a PUT each
-    updated = []
-    for f, offsets in sorted(deletes.items()):
-        meta = ds.get_fragment(f).delete_rows(offsets)  # a PUT (+ a GET if it had deletions)
-        if meta is None:
-            removed.append(f)
-        else:
-            updated.append(meta)
+    with tracing.span("semmem.commit.files"):
+        written = [(p, write_fragments(p, ds, schema=schema)) for p in parts]  # a PUT each
+        updated = []
+        for f, offsets in sorted(deletes.items()):
+            meta = ds.get_fragment(f).delete_rows(offsets)  # a PUT (+ a GET if it had any)
+            if meta is None:
+                removed.append(f)
+            else:
+                updated.append(meta)
     op = LanceOperation.Update(removed_fragment_ids=removed, updated_fragments=updated,
                                new_fragments=[m for _, ms in written for m in ms])
     paths = [m.files[0].path for _, ms in written for m in ms]
     try:
         if durable:
-            sync_files(ds.uri, paths, [(m.id, m.deletion_file) for m in updated])
-        gate()
+            with tracing.span("semmem.fsync.files"):
+                sync_files(ds.uri, paths, [(m.id, m.deletion_file) for m in updated])
+        with tracing.span("semmem.commit.gate"):
+            gate()
     except BaseException:
         discard(paths)
         raise
     # A LIST (transactions since the version), the transaction, the manifest's conditional PUT.
     try:
-        new = lance.LanceDataset.commit(ds, op, read_version=ds.version, max_retries=0)
+        with tracing.span("semmem.commit.engine"):
+            new = lance.LanceDataset.commit(ds, op, read_version=ds.version, max_retries=0)
     except CommitConflictError:
         # Lance reports a conflict only once it knows the manifest is not ours (it checks an
         # ambiguous conditional PUT itself): no version references these files.
@@ -206,7 +211,8 @@ def commit(ds: Any, layout: Layout, rows: pa.Table, schema: pa.Schema, limit: in
             leftover(paths)
         raise
     if durable:
-        sync_manifest(ds.uri, new.version)
+        with tracing.span("semmem.fsync.manifest"):
+            sync_manifest(ds.uri, new.version)
     if new.version != ds.version + 1 or not layout.complete:
         return new, None
     by_path = {f.metadata.files[0].path: f.fragment_id for f in new.get_fragments()}

@@ -314,7 +314,9 @@ class Writer:
                               "partition", table_name(partition), missing)
                     await self.suspect(partition)
                     raise Unavailable("the write's outcome is uncertain; retry it")
-            self._confirmed[partition] = (int(new.version), gate.at)
+            # Our own commit confirms its version: nothing above it existed before the commit
+            # began (a later version needs ours first), so the next write commits unlisted.
+            self._confirmed[partition] = (int(new.version), gate.began)
             if self.refresh:
                 await tbl.checkout_latest()  # before any answer: a read after it sees the write
             follow = self.committed(partition, batch, new, layout_now)
@@ -381,16 +383,17 @@ class _Gate:
                  pending: list[Pending]) -> None:
         self.fence, self.ds, self.pending = fence, ds, pending
         self.at = confirmed if confirmed is not None else -math.inf
+        self.began = -math.inf  # when the commit was let through (its version's confirmation)
 
     def __call__(self) -> None:
         if _past(self.pending):
             raise DeadlineExceeded("deadline passed before the write was committed")
-        if time.monotonic() - self.at <= self.fence.fresh:
-            return
-        asked = time.monotonic()
-        if int(self.ds.latest_version) != int(self.ds.version):
-            raise Stale("a newer version exists")
-        self.at = asked
+        now = time.monotonic()
+        if now - self.at > self.fence.fresh:
+            if int(self.ds.latest_version) != int(self.ds.version):
+                raise Stale("a newer version exists")
+            self.at = now
+        self.began = time.monotonic()
 
 
 async def _no_check(partition: str) -> None:

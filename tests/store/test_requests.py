@@ -7,6 +7,7 @@ a remember or a cold recall read the partition again (each request is tens of ms
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 
@@ -95,3 +96,26 @@ async def test_a_write_reads_nothing_it_does_not_change_as_the_partition_grows(
     count, seen = _requests(proxy)
     assert count <= 12, seen
     await memory.close()
+
+
+@pytest.mark.timeout(180)
+async def test_a_writer_whose_own_commits_keep_it_current_lists_no_versions_before_commits(
+        proxy: S3Proxy) -> None:
+    """The fence lists the versions before a commit only for a confirmation older than
+    ``Fence.fresh`` (1 s): a writer's own commit confirms the version it made, so writes back
+    to back for over two seconds commit after the engine's own listing alone (before: a second
+    listing once a second, between the data upload and the commit)."""
+    writer = await _memory(proxy, "own-commits")
+    await writer.remember("p", "a first fact")  # the partition, its snapshot, a confirmation
+    started, i, listed = time.monotonic(), 0, []
+    while time.monotonic() - started < 2.5:  # past two ``fresh`` intervals of writing
+        i += 1
+        proxy.reset()
+        await writer.remember("p", f"fact {i} about topic {i % 7}")
+        kinds = [e.kind for e in proxy.entries()]
+        assert "PUT _transactions" in kinds, kinds  # committed, alone
+        before = kinds[:kinds.index("PUT _transactions")]
+        listed.append(before.count("LIST _versions"))
+    assert i > 20
+    assert listed == [1] * i, listed  # the engine's conflict check only
+    await writer.close()
