@@ -93,8 +93,6 @@ def serve(settings: Settings, *, embedder: Embedder | None = None,
     tracer = otel.setup()  # None unless OTEL_* configure tracing
     # Request ids outermost: the access line carries the request's id and trace.
     app = RequestIds(AccessLog(create_app(settings, embedder=embedder)))
-    # JSON: uvicorn's own lines go through the root handler too (no config of its own).
-    log_config = None if settings.log_format == "json" else uvicorn.config.LOGGING_CONFIG
     # access_log=False: uvicorn's line shows the query string (admin partitions); ours doesn't.
     # Headers: uvicorn (h11) refuses a header block over 16 KiB; it has no deadline for one
     # (docs/security.md: a proxy's header timeout bounds it); a slow sender holds its socket,
@@ -102,9 +100,10 @@ def serve(settings: Settings, *, embedder: Embedder | None = None,
     try:
         with owner_only(settings.data, default_dir=settings.default_data), \
                 private_temp(settings.data):  # the engine's spill files: removed if left by a kill
+            # log_config=None: uvicorn's own lines go through the root handler (logs.OneLine)
             uvicorn.run(
                 app, host=settings.host, port=settings.port,
-                log_level=settings.log_level.lower(), log_config=log_config,
+                log_level=settings.log_level.lower(), log_config=None,
                 server_header=False, proxy_headers=False, timeout_graceful_shutdown=5,
                 access_log=False,
             )

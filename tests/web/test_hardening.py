@@ -4,6 +4,7 @@ lines, Unicode digits and deeply nested bodies."""
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 import tracemalloc
@@ -138,6 +139,38 @@ def test_control_characters_from_callers_cannot_forge_log_lines(server: ServerPr
     for line in log.splitlines():
         assert not line.startswith("FORGED"), line  # ... but none starts a line of its own
     assert "op\\nFORGED-OP\\u2028also" in log
+
+
+@pytest.mark.parametrize("form", ["text", "json"])
+def test_a_library_logging_a_callers_header_cannot_forge_a_line(tmp_path: Path,
+                                                                form: str) -> None:
+    """The MCP SDK logs an unknown ``Mcp-Session-Id`` as it came; a NEL (0x85) in it used to
+    start a line of its own (str.splitlines and log shippers split there) in either format.
+    Every record goes through the root handler's escaping, a library's as much as ours."""
+    process = ServerProcess(tmp_path / "db", env={
+        "SEMMEM_INSECURE": "true", "SEMMEM_TOKENS": "", "SEMMEM_LOG_LEVEL": "info",
+        "SEMMEM_LOG_FORMAT": form}).start()
+    try:
+        process.wait_ready()
+        with process.client() as c:
+            r = c.post("/mcp", content=b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}',
+                       headers={**JSON, "Accept": "application/json, text/event-stream",
+                                "Mcp-Session-Id": b"sid\x85FORGED-NEL\x85FORGED-TWO"})
+            assert r.status_code == 404, r.text  # the SDK's "unknown session", logged at info
+        deadline = time.monotonic() + 10
+        while "FORGED-TWO" not in process.output():
+            assert time.monotonic() < deadline, "the SDK's line was not logged"
+            time.sleep(0.05)
+    finally:
+        process.stop()
+    lines = process.output().splitlines()  # splits at NEL too
+    sdk = [line for line in lines if "FORGED-NEL" in line]
+    assert len(sdk) == 1 and "sid\\x85FORGED-NEL\\x85FORGED-TWO" in (
+        json.loads(sdk[0])["message"] if form == "json" else sdk[0]), sdk
+    for line in lines:
+        assert not line.startswith("FORGED"), line
+    if form == "json":
+        assert all(json.loads(line) for line in lines if line.startswith("{"))
 
 
 # ----- 8. Unicode digits, nested bodies --------------------------------------------------------
