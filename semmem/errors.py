@@ -95,13 +95,13 @@ class IdempotencyMismatch(Conflict):
 
 
 class TooLarge(SemmemError):
-    """A request body or value exceeds a size limit."""
+    """A request body, a request head or a value exceeds a size limit."""
 
     code = "too_large"
 
 
 class TooSlow(SemmemError):
-    """The request body did not arrive within the server's deadline for it."""
+    """The request (its head or its body) did not arrive within the server's deadline."""
 
     code = "request_timeout"
 

@@ -102,6 +102,11 @@ class Settings(BaseSettings):
         10.0, gt=0, le=300, description="a request body must arrive within this long (408 "
         "past it); it is read before the request takes one of the concurrency slots"
     )
+    head_timeout_s: float = Field(
+        10.0, gt=0, le=300, description="a request head (request line and headers) must "
+        "arrive within this long of its first byte, or of the connection's opening (408 past "
+        "it)"
+    )
     log_level: str = "info"
     log_format: Literal["text", "json"] = Field(
         "text", description="text, or json: one JSON object per line (docs/operating.md)"

@@ -466,3 +466,14 @@ async def test_merge_races_a_forget_of_its_target_atomically(
     assert outcomes
     await other.close()
     await mine.close()
+
+
+async def test_no_write_makes_a_partition_past_the_key_bound(memory: Memory) -> None:
+    """The store makes every new partition in one place, and refuses a key past 1,024 bytes
+    there, whichever surface (CLI, import, console, admin) the write came from."""
+    for write in (lambda: memory.remember("k" * 1025, "a fact"),
+                  lambda: memory.import_("é" * 513, [{"text": "a fact"}])):
+        with pytest.raises(InvalidInput, match="at most 1024 UTF-8 bytes"):
+            await write()
+    assert await memory.partitions() == []
+    assert (await memory.remember("k" * 1024, "a fact"))["n"] == 1  # the bound itself is a key

@@ -6,9 +6,15 @@ from __future__ import annotations
 
 
 def main() -> None:
-    """Entry point of the ``semmem`` script."""
-    from semmem.store import quiet_engine_logs
+    """Entry point of the ``semmem`` script: every command runs under umask 077."""
+    import os
 
+    from semmem.store import quiet_engine_logs
+    from semmem.store.modes import PRIVATE_UMASK
+
+    # Before any command: the store, backup objects, a restored store and an export hold fact
+    # texts, so every file a command makes is its owner's only (0600, directories 0700).
+    os.umask(PRIVATE_UMASK)
     quiet_engine_logs()  # before any command loads the storage engine
     from semmem.cli.commands import app
 

@@ -26,8 +26,17 @@ def ascii_int(text: str | None, *, max_digits: int = 18) -> int | None:
     return int(text)
 
 
+def escaped(text: str, keep: str = "") -> str:
+    """``text`` with its control characters (but those in ``keep``) as ``\\xNN``/``\\uNNNN``
+    escapes."""
+    def one(found: re.Match[str]) -> str:
+        char = found.group()
+        return char if char in keep else char.encode("unicode_escape").decode("ascii")
+
+    return _CONTROLS.sub(one, text)
+
+
 def loggable(text: str, limit: int = 200) -> str:
     """``text`` for a log line: control characters as ``\\xNN``/``\\uNNNN`` escapes (so it stays
     one line), cut to ``limit`` characters."""
-    cut = text if len(text) <= limit else text[:limit] + "…"
-    return _CONTROLS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), cut)
+    return escaped(text if len(text) <= limit else text[:limit] + "…")

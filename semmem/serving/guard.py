@@ -1,5 +1,6 @@
 """The one guard every served call passes, on every surface (provider, admin API, console):
-credentials, readiness, the concurrency limit and the request metrics."""
+credentials, readiness, the concurrency limit and the request metrics; and the partition
+keys owners may name."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from semmem.errors import SemmemError
+from semmem.contract import check_partition
+from semmem.errors import InvalidInput, SemmemError
 from semmem.protocol.status import status_of
 from semmem.serving.runtime import Runtime
 
@@ -63,3 +65,21 @@ async def served(rt: Runtime, operation: str, check: Callable[[], None] | None =
         rt.metrics.in_flight.dec()
         rt.metrics.observe(labels["operation"], labels["tool"], status,
                            time.perf_counter() - started)
+
+
+async def nameable(rt: Runtime, partition: str) -> str:
+    """``partition`` if an owner (admin API, console) may name it: within the contract's
+    bound, or a partition that exists (made before every surface checked the bound), so its
+    owner can still open and delete it.
+
+    Raises:
+        InvalidInput: over the bound and no such partition. NotReady, Overloaded: looking.
+    """
+    try:
+        return check_partition(partition)
+    except InvalidInput:
+        memory = rt.require_memory()
+        async with rt.limiter.slot():
+            if partition in await memory.partitions():
+                return partition
+        raise

@@ -5,8 +5,12 @@ Each replica keeps its own buckets, so N replicas behind a balancer let a token 
 to N times the rate; a shared limit would need a shared service (docs/operating.md). A request
 over the rate is refused with 429 ``rate_limited`` and a ``Retry-After`` of the whole seconds
 until the bucket holds a request again (at least 1: the host's second retry waits 1 s, and
-``Retry-After`` counts whole seconds). Only tokens that passed the credentials check get a
-bucket, so the table is as large as the configured tokens.
+``Retry-After`` counts whole seconds).
+
+Only tokens that passed the credentials check name a bucket (with ``--insecure`` no token is
+checked, so every caller shares one: ``Runtime.limit``). The table is bounded however many
+tokens come and go (rotation): a bucket left alone long enough to refill is the same as no
+bucket and is dropped, and past ``MAX_BUCKETS`` the least recently used goes first.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ import math
 import re
 import threading
 import time
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from semmem.errors import InvalidInput, RateLimited
@@ -23,6 +29,7 @@ from semmem.errors import InvalidInput, RateLimited
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*/\s*(s|sec|second|m|min|minute|h|hour)\s*$")
 _PER_S = {"s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60, "h": 3600,
           "hour": 3600}
+MAX_BUCKETS = 10_000
 
 
 @dataclass(frozen=True)
@@ -51,11 +58,20 @@ class Rate:
 class RateLimiter:
     """A token bucket per bearer token; ``take`` spends one request or refuses."""
 
-    def __init__(self, rate: Rate | None) -> None:
+    def __init__(self, rate: Rate | None, *, max_buckets: int = MAX_BUCKETS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.rate = rate
-        self._buckets: dict[bytes, tuple[float, float]] = {}  # digest → (level, when)
+        # digest → (level, when), least recently used first
+        self._buckets: OrderedDict[bytes, tuple[float, float]] = OrderedDict()
+        self._max = max_buckets
+        self._clock = clock
         self._lock = threading.Lock()
         self.refused = 0
+
+    @property
+    def buckets(self) -> int:
+        """Buckets held now."""
+        return len(self._buckets)
 
     @classmethod
     def configured(cls, limit: str | None, burst: int | None) -> RateLimiter:
@@ -73,10 +89,11 @@ class RateLimiter:
         if rate is None:
             return
         key = hashlib.sha256(token or b"").digest()
-        now = time.monotonic()
+        now = self._clock()
         with self._lock:
-            level, when = self._buckets.get(key, (float(rate.burst), now))
+            level, when = self._buckets.pop(key, (float(rate.burst), now))
             level = min(float(rate.burst), level + (now - when) * rate.per_s)
+            self._prune(now, rate)
             if level >= 1.0:
                 self._buckets[key] = (level - 1.0, now)
                 return
@@ -88,6 +105,18 @@ class RateLimiter:
             f"{rate.burst}); retry after {wait} s",
             {"limit": f"{_shown(rate.per_s)}/s", "burst": rate.burst, "retryAfter": wait},
             wait_s=wait)
+
+
+    def _prune(self, now: float, rate: Rate) -> None:
+        """Drop the oldest buckets while they have refilled (untouched for ``burst / per_s``
+        seconds: no different from a new one) or there are too many (caller holds the lock)."""
+        refill_s = rate.burst / rate.per_s
+        buckets = self._buckets
+        while buckets:
+            oldest = next(iter(buckets))
+            if len(buckets) < self._max and now - buckets[oldest][1] < refill_s:
+                return
+            del buckets[oldest]
 
 
 def _shown(per_s: float) -> str:

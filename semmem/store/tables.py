@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from semmem import tracing
+from semmem.contract import check_partition
 from semmem.errors import DeadlineExceeded, ModelMismatch, SemmemError, Unavailable
 from semmem.items import now_ms
 from semmem.store.conflicts import moved_on
@@ -470,6 +471,7 @@ class Store:
             self.quota.check(empty, after(empty, decision))  # a refusal leaves no table
             if deadline_ms is not None and now_ms() >= deadline_ms:
                 raise DeadlineExceeded("deadline passed before the write was committed")
+            check_partition(partition)  # every surface's new partitions are made here
             try:
                 tbl = await self.conn.table(partition, create=True)
             except SemmemError:

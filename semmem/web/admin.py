@@ -12,16 +12,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
-from pydantic import AfterValidator
 from starlette.responses import Response, StreamingResponse
 
-from semmem.contract import MAX_PARTITION_BYTES
 from semmem.errors import InvalidArguments, InvalidInput, SemmemError
 from semmem.items import RECORD_FIELDS
 from semmem.lifecycle import policies
 from semmem.memory import Memory
 from semmem.protocol.jsonio import dumps, loads
-from semmem.serving.guard import served
+from semmem.serving.guard import nameable, served
 from semmem.serving.runtime import Runtime
 from semmem.web.bodies import read_body
 from semmem.web.errors import MEDIA_TYPE, error_response
@@ -38,15 +36,19 @@ def require_admin(request: Request) -> None:
     runtime(request).auth.check_admin(request.headers.get("authorization"))
 
 
-def _bounded(partition: str) -> str:
-    if len(partition.encode("utf-8", "surrogatepass")) > MAX_PARTITION_BYTES:
-        raise ValueError(f"partition must be at most {MAX_PARTITION_BYTES} UTF-8 bytes")
-    return partition
+async def _partition(request: Request, partition: Annotated[str, Query(
+        min_length=1, description="the partition key, exactly")]) -> str:
+    return await nameable(runtime(request), partition)
+
+
+async def _maybe_partition(request: Request, partition: Annotated[str, Query(
+        description="the partition key; absent: all of them")] = "") -> str:
+    return await nameable(runtime(request), partition) if partition else ""
 
 
 RuntimeDep = Annotated[Runtime, Depends(runtime)]
-PartitionQ = Annotated[str, Query(min_length=1, description="the partition key, exactly"),
-                       AfterValidator(_bounded)]
+# Keys past the contract's bound are refused (400) unless they name a partition that exists.
+PartitionQ = Annotated[str, Depends(_partition)]
 OffsetQ = Annotated[int, Query(ge=0)]
 LimitQ = Annotated[int, Query(ge=1, le=MAX_PAGE)]
 
@@ -228,12 +230,12 @@ SetPolicyQ = Annotated[str, Query(pattern=f"^(never|inherit|{DURATION})$",
                                   description="a duration, never, or inherit (the default)")]
 # Absent (or empty) means every partition: a string, not a nullable one, so the schema says
 # exactly what is served (a repeated parameter is not a list).
-MaybePartitionQ = Annotated[str, Query(description="the partition key; absent: all of them")]
+MaybePartitionQ = Annotated[str, Depends(_maybe_partition)]
 
 
 @router.get("/retention")
 async def retention(request: Request, rt: RuntimeDep,
-                    partition: MaybePartitionQ = "") -> Response:
+                    partition: MaybePartitionQ) -> Response:
     """A partition's policy and the facts due to expire, soonest first; without a partition,
     the deployment default and every partition's override."""
 
@@ -247,7 +249,7 @@ async def retention(request: Request, rt: RuntimeDep,
 
 @router.get("/retention/preview")
 async def retention_preview(request: Request, rt: RuntimeDep, policy: PolicyQ,
-                            partition: MaybePartitionQ = "") -> Response:
+                            partition: MaybePartitionQ) -> Response:
     """How many live facts ``policy`` would expire now (one partition, or every partition
     that inherits the default). Changes nothing."""
 

@@ -78,6 +78,7 @@ def serve(settings: Settings, *, embedder: Embedder | None = None,
     import uvicorn
 
     from semmem.serving import logs, otel
+    from semmem.web import heads
     from semmem.web.accesslog import AccessLog
     from semmem.web.app import create_app
     from semmem.web.requestid import RequestIds
@@ -93,20 +94,18 @@ def serve(settings: Settings, *, embedder: Embedder | None = None,
     tracer = otel.setup()  # None unless OTEL_* configure tracing
     # Request ids outermost: the access line carries the request's id and trace.
     app = RequestIds(AccessLog(create_app(settings, embedder=embedder)))
-    # JSON: uvicorn's own lines go through the root handler too (no config of its own).
-    log_config = None if settings.log_format == "json" else uvicorn.config.LOGGING_CONFIG
     # access_log=False: uvicorn's line shows the query string (admin partitions); ours doesn't.
-    # Headers: uvicorn (h11) refuses a header block over 16 KiB; it has no deadline for one
-    # (docs/security.md: a proxy's header timeout bounds it); a slow sender holds its socket,
-    # never a concurrency slot, and a body has SEMMEM_BODY_TIMEOUT_S (web/bodies.py).
+    # Heads: at most 16 KiB, within SEMMEM_HEAD_TIMEOUT_S (web/heads.py); a body has
+    # SEMMEM_BODY_TIMEOUT_S (web/bodies.py), read before a concurrency slot is taken.
     try:
         with owner_only(settings.data, default_dir=settings.default_data), \
                 private_temp(settings.data):  # the engine's spill files: removed if left by a kill
+            # log_config=None: uvicorn's own lines go through the root handler (logs.OneLine)
             uvicorn.run(
                 app, host=settings.host, port=settings.port,
-                log_level=settings.log_level.lower(), log_config=log_config,
+                log_level=settings.log_level.lower(), log_config=None,
                 server_header=False, proxy_headers=False, timeout_graceful_shutdown=5,
-                access_log=False,
+                access_log=False, http=heads.protocol(settings.head_timeout_s),
             )
     finally:
         if tracer is not None:

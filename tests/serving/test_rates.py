@@ -49,3 +49,36 @@ def test_no_rate_configured_never_refuses() -> None:
     limiter = RateLimiter.configured(None, None)
     for _ in range(1000):
         limiter.take(b"a")
+
+
+class _Clock:
+    """A clock the test moves by hand (the limiter reads time only through it)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_refilled_bucket_is_dropped_and_the_table_is_bounded() -> None:
+    """A bucket untouched for burst / rate seconds is full again, the same as none: it goes.
+    However many tokens come at once, at most ``max_buckets`` stay, oldest dropped first."""
+    clock = _Clock()
+    limiter = RateLimiter(Rate(2.0, 4), max_buckets=100, clock=clock)
+    for i in range(50):
+        limiter.take(f"t{i}".encode())
+    assert limiter.buckets == 50  # positive control: each token has its bucket
+    clock.now += 1.9  # not yet refilled (4 / 2 = 2 s)
+    limiter.take(b"t0")
+    assert limiter.buckets == 50
+    clock.now += 0.2  # t1…t49 have refilled; t0 was used 0.2 s ago
+    limiter.take(b"fresh")
+    assert limiter.buckets == 2
+    for i in range(1000):
+        limiter.take(f"flood{i}".encode())
+    assert limiter.buckets == 100
+    for _ in range(3):  # the most recent token kept its own (emptied) bucket
+        limiter.take(b"flood999")
+    with pytest.raises(RateLimited):
+        limiter.take(b"flood999")

@@ -6,6 +6,7 @@ The browser half (a real Chromium against a real server) is
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import html
 import json
@@ -22,7 +23,8 @@ from semmem.embedding.fakes import HashingEmbedder
 from semmem.web.app import create_app
 from semmem.web.console import data
 from semmem.web.console.session import COOKIE, Sessions
-from tests.support.server import ADMIN_TOKEN, AUTH, TOKEN
+from tests.support.memory import open_memory
+from tests.support.server import ADMIN, ADMIN_TOKEN, AUTH, TOKEN
 from tests.support.web import assert_error, recall, settings_for, tool, wait_ready
 
 BASE = "http://127.0.0.1:8080"
@@ -687,3 +689,60 @@ def test_partition_page_shows_quota_usage_and_refuses_past_it(tmp_path: Path) ->
         assert refused.status_code != 303
         assert "this memory is full" in text_of(refused.text)
         assert [it["text"] for it in items_of(c, "qa")] == ["twelve bytes"]
+
+
+LONG = "k" * 3000  # past the 1,024-byte bound
+
+
+def test_an_over_long_key_is_refused_on_every_surface_that_would_make_or_read_it(
+        client: TestClient) -> None:
+    """The console's forms and the admin API's optional partition query skipped the bound:
+    a 3,000-character key was created through the console (then neither could open it)."""
+    csrf = sign_in(client)
+    for path, fields in [("/partition/add", {"add_text": "a fact"}),
+                         ("/partition/search", {"q": "fact"}),
+                         ("/partition/recall", {"text": "fact"}),
+                         ("/retention", {"policy": "30d"}),
+                         ("/retention/preview", {"policy": "30d"})]:
+        r = post(client, path, csrf, p=LONG, **fields)
+        assert r.status_code == 400, (path, r.status_code)
+        assert "at most 1024 UTF-8 bytes" in r.text and "kkkk" not in r.text, path
+    for path, params in [("/admin/retention", {}), ("/admin/retention/preview",
+                                                    {"policy": "30d"})]:
+        r = client.get(path, params={"partition": LONG, **params}, headers=ADMIN)
+        error = assert_error(r, 400, "invalid_request")
+        assert "at most 1024 UTF-8 bytes" in error["message"] and "kkkk" not in error["message"]
+    assert client.get("/admin/partitions", headers=ADMIN).json()["partitions"] == []
+    assert add(client, csrf, "k" * 1024, "at the bound") == 1  # the bound itself is a key
+
+
+def test_an_owner_opens_and_deletes_an_over_long_partition_made_before(tmp_path: Path) -> None:
+    """A partition older code made with a key past the bound can be opened and deleted by its
+    owner (the console and ``DELETE /admin/partitions`` used to answer 400 for it)."""
+
+    async def made_by_old_code() -> None:
+        memory = await open_memory(tmp_path / "db", HashingEmbedder())
+        try:
+            await memory.store.conn.table(LONG, create=True)  # as if no check had run
+            await memory.remember(LONG, "the fact of a long key")
+        finally:
+            await memory.close()
+
+    asyncio.run(made_by_old_code())
+    with console_client(tmp_path / "db") as c:
+        wait_ready(c)
+        csrf = sign_in(c)
+        assert c.get("/admin/partitions", headers=ADMIN).json()["partitions"] == [LONG]
+        page = c.get("/console/partition", params={"p": LONG})
+        assert page.status_code == 200 and "the fact of a long key" in page.text
+        assert c.get("/console/delete", params={"p": LONG}).status_code == 200
+        r = c.get("/admin/items", params={"partition": LONG}, headers=ADMIN)
+        assert [i["text"] for i in r.json()["items"]] == ["the fact of a long key"]
+        r = c.delete("/admin/partitions", params={"partition": LONG}, headers=ADMIN)
+        assert r.status_code == 200 and r.json()["deleted"] is True
+        assert c.get("/admin/partitions", headers=ADMIN).json()["partitions"] == []
+        # gone, it is a key past the bound like any other
+        r = c.delete("/admin/partitions", params={"partition": LONG}, headers=ADMIN)
+        assert_error(r, 400, "invalid_request")
+        assert post(c, "/delete", csrf, p=LONG, confirm=data.confirm_phrase(LONG)
+                    ).status_code == 400

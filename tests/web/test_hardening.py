@@ -4,6 +4,9 @@ lines, Unicode digits and deeply nested bodies."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import select
 import socket
 import time
 import tracemalloc
@@ -140,6 +143,38 @@ def test_control_characters_from_callers_cannot_forge_log_lines(server: ServerPr
     assert "op\\nFORGED-OP\\u2028also" in log
 
 
+@pytest.mark.parametrize("form", ["text", "json"])
+def test_a_library_logging_a_callers_header_cannot_forge_a_line(tmp_path: Path,
+                                                                form: str) -> None:
+    """The MCP SDK logs an unknown ``Mcp-Session-Id`` as it came; a NEL (0x85) in it used to
+    start a line of its own (str.splitlines and log shippers split there) in either format.
+    Every record goes through the root handler's escaping, a library's as much as ours."""
+    process = ServerProcess(tmp_path / "db", env={
+        "SEMMEM_INSECURE": "true", "SEMMEM_TOKENS": "", "SEMMEM_LOG_LEVEL": "info",
+        "SEMMEM_LOG_FORMAT": form}).start()
+    try:
+        process.wait_ready()
+        with process.client() as c:
+            r = c.post("/mcp", content=b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}',
+                       headers={**JSON, "Accept": "application/json, text/event-stream",
+                                "Mcp-Session-Id": b"sid\x85FORGED-NEL\x85FORGED-TWO"})
+            assert r.status_code == 404, r.text  # the SDK's "unknown session", logged at info
+        deadline = time.monotonic() + 10
+        while "FORGED-TWO" not in process.output():
+            assert time.monotonic() < deadline, "the SDK's line was not logged"
+            time.sleep(0.05)
+    finally:
+        process.stop()
+    lines = process.output().splitlines()  # splits at NEL too
+    sdk = [line for line in lines if "FORGED-NEL" in line]
+    assert len(sdk) == 1 and "sid\\x85FORGED-NEL\\x85FORGED-TWO" in (
+        json.loads(sdk[0])["message"] if form == "json" else sdk[0]), sdk
+    for line in lines:
+        assert not line.startswith("FORGED"), line
+    if form == "json":
+        assert all(json.loads(line) for line in lines if line.startswith("{"))
+
+
 # ----- 8. Unicode digits, nested bodies --------------------------------------------------------
 def test_unicode_digits_are_not_numbers_anywhere(server: ServerProcess) -> None:
     """"²".isdigit() is true: a cursor, a Content-Length or console paging with one is a clean
@@ -180,3 +215,98 @@ def test_deeply_nested_admin_body_is_a_400(server: ServerProcess) -> None:
         assert r.status_code == 200 and r.json()["item"]["text"] == "an edited fact"
         assert_error(c.get("/admin/items", params={"partition": "nested", "offset": "²"},
                            headers=ADMIN), 400, "invalid_request")
+
+
+# ----- 9. request heads: size and time (issue 38) ----------------------------------------------
+def _exchange(port: int, head: bytes, timeout: float = 30.0) -> bytes:
+    """Send ``head`` in one write; everything the server answers until it closes."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(head)
+        answer = b""
+        while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+        return answer
+
+
+def _envelope(answer: bytes) -> dict[str, object]:
+    error: dict[str, object] = json.loads(answer.split(b"\r\n\r\n", 1)[1])["error"]
+    return error
+
+
+def test_a_request_head_over_16_kib_is_refused_even_in_one_read(server: ServerProcess) -> None:
+    """docs/security.md bounds a request head at 16 KiB; h11 bounded only an incomplete one,
+    so a 120 KB head arriving in one read was served. Now 413 too_large in the contract's
+    envelope, whole or trickled; a head just under the bound is served."""
+    host = f"Host: 127.0.0.1:{server.port}\r\n".encode()
+
+    def head(pad: int) -> bytes:
+        return b"GET /healthz HTTP/1.1\r\n" + host + b"X-Pad: " + b"p" * pad + b"\r\n\r\n"
+
+    served = _exchange(server.port, head(15_000))  # positive control: under the bound
+    assert served.startswith(b"HTTP/1.1 200"), served[:200]
+    for pad in (17_000, 120_000):
+        answer = _exchange(server.port, head(pad))
+        assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+        error = _envelope(answer)
+        assert error["code"] == "too_large" and "16384" in str(error["message"])
+        assert b"Traceback" not in answer
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
+        start = b"GET /healthz HTTP/1.1\r\n" + host + b"X-Pad: "
+        sock.sendall(start)
+        for _ in range((16_384 - len(start)) // 1024):  # 1 KB at a time, up to the bound
+            sock.sendall(b"p" * 1024)
+        sock.sendall(b"p" * 1024)  # past it, still incomplete
+        # wait for the answer before anything else: a write after the server's close would
+        # reset the connection, answer and all
+        assert select.select([sock], [], [], 10)[0], "no answer to a head past the bound"
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 413") and _envelope(answer)["code"] == "too_large"
+
+
+@pytest.mark.timeout(120)
+def test_trickled_and_silent_heads_are_ended_at_their_deadline(tmp_path: Path) -> None:
+    """A head arriving byte by byte had no deadline (150 of 150 trickling sockets stayed
+    open): each now gets 408 request_timeout, and the connection is closed, once
+    SEMMEM_HEAD_TIMEOUT_S has passed; so does a connection that sends nothing."""
+    process = ServerProcess(tmp_path / "db", env={"SEMMEM_HEAD_TIMEOUT_S": "1"}).start()
+    try:
+        process.wait_ready()
+        host = f"Host: 127.0.0.1:{process.port}\r\n".encode()
+        socks = [socket.create_connection(("127.0.0.1", process.port), timeout=30)
+                 for _ in range(60)]
+        silent = socks[-1]
+        for sock in socks[:-1]:
+            sock.sendall(b"GET /healthz HTTP/1.1\r\n" + host + b"X-Slow: ")
+        answers: dict[socket.socket, bytes] = {s: b"" for s in socks}
+        open_ = set(socks)
+        started = time.monotonic()
+        while open_:  # one byte per 0.2 s on each trickling socket, until the server ends it
+            assert time.monotonic() - started < 30, f"{len(open_)} sockets still open"
+            readable, _, _ = select.select(list(open_), [], [], 0.2)
+            for sock in readable:
+                try:
+                    chunk = sock.recv(4096)
+                except ConnectionResetError:
+                    chunk = b""
+                answers[sock] += chunk
+                if not chunk:
+                    open_.discard(sock)
+            for sock in open_ - set(readable) - {silent}:
+                with contextlib.suppress(OSError):
+                    sock.send(b"s")
+        elapsed = time.monotonic() - started
+        for sock in socks:
+            sock.close()
+        assert 0.9 <= elapsed < 30
+        for answer in answers.values():
+            assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+            assert _envelope(answer)["code"] == "request_timeout"
+        with process.client() as c:  # the server is none the worse
+            assert c.get("/healthz").status_code == 200
+    finally:
+        process.stop()

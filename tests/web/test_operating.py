@@ -172,3 +172,37 @@ def test_token_over_its_rate_gets_429_while_another_is_served(tmp_path: Path) ->
     assert 1 <= int(over.headers["retry-after"]) <= 10
     assert 'semmem_rate_limited_total{surface="provider"} 1.0' in metrics
     assert 'semmem_requests_total{operation="invalid",status="429",tool=""} 1.0' in metrics
+
+
+@pytest.mark.timeout(120)
+def test_insecure_callers_share_one_bucket_whatever_token_they_make_up(tmp_path: Path) -> None:
+    """``--insecure`` checks no token, so a made-up one must not name a bucket of its own: 40
+    requests, each with a fresh token, against 5/s are mostly refused on /memory and /mcp
+    (before, 40 of 40 were served, each leaving a bucket behind)."""
+    server = ServerProcess(tmp_path / "db", env={
+        "SEMMEM_INSECURE": "true", "SEMMEM_TOKENS": "", "SEMMEM_RATE_LIMIT": "5/s"})
+    server.start().wait_ready()
+    mcp = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    accept = {"Accept": "application/json, text/event-stream"}
+    try:
+        with server.client() as c:
+            for surface in ("provider", "mcp"):
+                started = time.monotonic()
+                codes = []
+                for i in range(40):
+                    headers = {**_bearer(f"made-up-{surface}-{i}"), **accept}
+                    r = (_send(c, recall("x", partition="rl"), f"made-up-{surface}-{i}")
+                         if surface == "provider"
+                         else c.post("/mcp", content=json.dumps(mcp), headers=headers))
+                    limited = r.status_code == 429 and r.json()["error"]["code"] == "rate_limited"
+                    codes.append("limited" if limited else r.status_code)
+                elapsed = time.monotonic() - started
+                served = 40 - codes.count("limited")
+                # one shared bucket: its burst (5) plus what 5/s refills while the loop ran
+                assert served <= 5 + 5 * elapsed + 1, (surface, elapsed, codes)
+                assert surface == "mcp" or codes[0] == 200  # the bucket's burst is served
+            metrics = c.get("/metrics").text
+    finally:
+        server.stop()
+    assert re.search(r'semmem_rate_limited_total\{surface="provider"\} [1-9]', metrics)
+    assert re.search(r'semmem_rate_limited_total\{surface="mcp"\} [1-9]', metrics)

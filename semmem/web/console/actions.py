@@ -17,6 +17,7 @@ from semmem.items import Item
 from semmem.protocol.fitting import fit_recall
 from semmem.protocol.jsonio import dumps
 from semmem.protocol.status import status_of
+from semmem.serving.guard import nameable
 from semmem.web.console import data
 from semmem.web.console.guard import Form, memory_of, require_post
 from semmem.web.console.pages import redirect
@@ -27,16 +28,16 @@ from semmem.web.requests import runtime
 EDITABLE = ("note", "status", "surfacing", "expiresAt")
 
 
-def partition_field(form: Form) -> str:
+async def partition_field(request: Request, form: Form) -> str:
     """The form's partition key, exactly.
 
     Raises:
-        InvalidInput: missing or empty.
+        InvalidInput: missing or empty, or past the bound and no such partition.
     """
     partition = form.fields.get("p", "")
     if not partition:
         raise InvalidInput("no partition given")
-    return partition
+    return await nameable(runtime(request), partition)
 
 
 async def _partition_page(request: Request, session: Session, partition: str, *,
@@ -59,7 +60,7 @@ def _form_values(form: Form) -> dict[str, Any]:
 async def add(request: Request) -> Response:
     """Remember a text (with an optional note) in the partition."""
     session, form = await require_post(request)
-    key = partition_field(form)
+    key = await partition_field(request, form)
     note = form.get("add_note").strip()
     try:
         async with memory_of(request) as memory:
@@ -76,7 +77,7 @@ async def add(request: Request) -> Response:
 async def search(request: Request) -> Response:
     """The partition page with search results: the real ranking, with scores, no floor."""
     session, form = await require_post(request)
-    key = partition_field(form)
+    key = await partition_field(request, form)
     values = _form_values(form)
     try:
         limit = form.integer("limit", 1, MAX_SEARCH_LIMIT, 10)
@@ -92,7 +93,7 @@ async def search(request: Request) -> Response:
 async def recall(request: Request) -> Response:
     """The partition page with a recall preview: exactly the body a host would receive."""
     session, form = await require_post(request)
-    key = partition_field(form)
+    key = await partition_field(request, form)
     values = _form_values(form)
     try:
         budget = form.integer("max_bytes", 1, MAX_RECALL_BYTES)
@@ -129,7 +130,7 @@ def _changes(item: Item, form: Form) -> tuple[str | None, dict[str, str | None]]
 async def edit(request: Request) -> Response:
     """Save an item's text, note, status and surfacing, unless it changed since the form."""
     session, form = await require_post(request)
-    key = partition_field(form)
+    key = await partition_field(request, form)
     n = form.integer("n", 1, 2**62)
     cursor = form.get("cursor") or None
     async with memory_of(request) as memory:
@@ -166,7 +167,7 @@ def _back(form: Form) -> str:
 async def forget(request: Request) -> Response:
     """Forget an item (unless it changed since the page showing it was rendered)."""
     _, form = await require_post(request)
-    key = partition_field(form)
+    key = await partition_field(request, form)
     n = form.integer("n", 1, 2**62)
     async with memory_of(request) as memory:
         result = await memory.forget(key, n, cursor=form.get("cursor") or None)
@@ -177,7 +178,7 @@ async def forget(request: Request) -> Response:
 async def merge(request: Request) -> Response:
     """Merge item ``n`` into item ``into``: ``n`` stays on file, no longer recalled."""
     _, form = await require_post(request)
-    key = partition_field(form)
+    key = await partition_field(request, form)
     n, into = form.integer("n", 1, 2**62), form.integer("into", 1, 2**62)
     async with memory_of(request) as memory:
         await memory.merge(key, n, into)
@@ -187,7 +188,7 @@ async def merge(request: Request) -> Response:
 async def delete(request: Request) -> Response:
     """Delete the partition once the owner typed its name (or short id) exactly."""
     session, form = await require_post(request)
-    key = partition_field(form)
+    key = await partition_field(request, form)
     phrase = data.confirm_phrase(key)
     async with memory_of(request) as memory:
         if form.fields.get("confirm", "") != phrase:

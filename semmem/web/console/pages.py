@@ -8,10 +8,11 @@ from urllib.parse import urlsplit
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response, StreamingResponse
 
-from semmem.contract import check_partition, make_cursor
+from semmem.contract import make_cursor
 from semmem.errors import InvalidInput, NotFound
 from semmem.protocol.jsonio import dumps
 from semmem.protocol.untrusted import ascii_int
+from semmem.serving.guard import nameable
 from semmem.web.console import data
 from semmem.web.console.guard import (
     Refused,
@@ -60,16 +61,16 @@ def query_int(request: Request, name: str, default: int = 1) -> int:
     return value if value is not None and value > 0 else default
 
 
-def partition_param(request: Request) -> str:
+async def partition_param(request: Request) -> str:
     """The ``p`` query parameter: the partition key, exactly (any string but empty).
 
     Raises:
-        InvalidInput: missing or empty.
+        InvalidInput: missing or empty, or past the bound and no such partition.
     """
     partition = request.query_params.get("p", "")
     if not partition:
         raise InvalidInput("no partition given (?p=…)")
-    return check_partition(partition)
+    return await nameable(runtime(request), partition)
 
 
 def sessions_of(request: Request) -> Sessions:
@@ -150,7 +151,7 @@ async def partitions(request: Request) -> Response:
 async def partition(request: Request) -> Response:
     """One partition: counters, its items newest first (paged), and the search/recall forms."""
     session = require_session(request)
-    key = partition_param(request)
+    key = await partition_param(request)
     async with memory_of(request) as memory:
         view = await data.partition_view(memory, key, query_int(request, "page"))
     return page(request, "partition.html", title=f"Partition {key}", session=session,
@@ -161,7 +162,7 @@ async def partition(request: Request) -> Response:
 async def similar(request: Request) -> Response:
     """Groups of facts that probably restate or supersede each other, to merge or forget."""
     session = require_session(request)
-    key = partition_param(request)
+    key = await partition_param(request)
     async with memory_of(request) as memory:
         seq = (await memory.stats(key))["seq"]  # edits under it conflict if a fact changed
         found = await memory.similar(key)
@@ -173,7 +174,7 @@ async def similar(request: Request) -> Response:
 async def item(request: Request) -> Response:
     """The edit form of one item."""
     session = require_session(request)
-    key = partition_param(request)
+    key = await partition_param(request)
     n = query_int(request, "n", 0)
     async with memory_of(request) as memory:
         found, cursor = await data.item_view(memory, key, n)
@@ -186,7 +187,7 @@ async def item(request: Request) -> Response:
 async def export(request: Request) -> Response:
     """The partition as JSONL, as a download (the ``semmem import`` format)."""
     require_session(request)
-    key = partition_param(request)
+    key = await partition_param(request)
     async with memory_of(request) as memory:
         records = [rec async for rec in memory.export(key)]
 
@@ -202,7 +203,7 @@ async def export(request: Request) -> Response:
 async def delete_form(request: Request) -> Response:
     """Ask for the typed confirmation before deleting a partition."""
     session = require_session(request)
-    key = partition_param(request)
+    key = await partition_param(request)
     async with memory_of(request) as memory:
         stats = await memory.stats(key)
     return page(request, "delete.html", title=f"Delete {key}", session=session, partition=key,

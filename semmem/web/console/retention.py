@@ -28,14 +28,14 @@ async def _page(request: Request, session: Session, partition: str, *, status: i
 async def show(request: Request) -> Response:
     """The partition's policy (default, override, effect) and its facts due, soonest first."""
     session = require_session(request)
-    return await _page(request, session, partition_param(request), flash=flash_of(request),
+    return await _page(request, session, await partition_param(request), flash=flash_of(request),
                        preview=None, value="")
 
 
 async def preview(request: Request) -> Response:
     """The page with how many facts a policy would expire now (nothing changes)."""
     session, form = await require_post(request)
-    key = partition_field(form)
+    key = await partition_field(request, form)
     value = form.get("policy").strip()
     try:
         async with memory_of(request) as memory:
@@ -49,7 +49,7 @@ async def preview(request: Request) -> Response:
 async def set_policy(request: Request) -> Response:
     """Set the partition's policy; what it expires now is forgotten at once."""
     session, form = await require_post(request)
-    key = partition_field(form)
+    key = await partition_field(request, form)
     value = form.get("policy").strip()
     try:
         async with memory_of(request) as memory:
