@@ -250,14 +250,14 @@ def test_maintenance_wired_forget_purges(tmp_path: Path) -> None:
     """The lifespan runs the maintainer: a forget is followed by a maintenance pass."""
     with app_client(tmp_path / "db", version_retention_s=0.0, maintenance_delay_s=0.05) as c:
         remember(c, "purge", "Yan's PIN is 4711")
-        assert files_with(tmp_path / "db", b"4711")  # the check below can see the text
+        assert files_with(tmp_path / "db", b"PIN is 4711")  # the check below can see the text
         assert send(c, tool("forget", {"n": 1}, partition="purge")).status_code == 200
         runtime = c.app.state.runtime  # type: ignore[attr-defined]
         deadline = time.monotonic() + 20
         while runtime.maintainer.passes == 0:
             assert time.monotonic() < deadline, "no maintenance pass after forget"
             time.sleep(0.05)
-    assert files_with(tmp_path / "db", b"4711") == []
+    assert files_with(tmp_path / "db", b"PIN is 4711") == []
 
 
 def test_lifespan_closes_and_reopens_same_store(tmp_path: Path) -> None:
