@@ -29,6 +29,15 @@ def test_retry_after_reads_seconds_and_http_dates() -> None:
     assert [retry_after_s(v) for v in (None, "-1", "soon", "1.5")] == [None, None, None, None]
 
 
+@pytest.mark.parametrize("value", ["\u00b2", "\u0663", "1\u00b2", "\uff11", "+3", " 3 4",
+                                   "9" * 19])
+def test_retry_after_reads_ascii_digits_only(value: str) -> None:
+    """A ``Retry-After`` in other scripts' digits (``isdigit`` is true for ``²`` and ``٣``),
+    signed, or past 18 digits is ignored, as the server's parser ignores it: no ``ValueError``."""
+    assert retry_after_s(value) is None
+    assert Attempts(10.0, Clock()).after(SemmemError("busy", status=429), value) == 0.25
+
+
 def test_schedule_is_250ms_then_1s_then_the_failure() -> None:
     """Two retries at most, in the contract's order; the third failure is raised."""
     clock = Clock()

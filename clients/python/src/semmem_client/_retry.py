@@ -8,6 +8,7 @@ replayed by the server, never applied twice. Other 4xx answers are final.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from email.utils import parsedate_to_datetime
@@ -15,6 +16,9 @@ from email.utils import parsedate_to_datetime
 from semmem_client._errors import DeadlineExceeded, SemmemError
 
 DELAYS_S = (0.25, 1.0)
+# The server's rule (semmem/protocol/untrusted.py): ASCII digits only, at most 18 of them;
+# ``str.isdigit`` is true for "²" and "٣", which ``float`` then refuses with a ValueError.
+_DELTA_SECONDS = re.compile(r"[0-9]{1,18}")
 
 
 def retryable(status: int | None) -> bool:
@@ -26,8 +30,8 @@ def retry_after_s(value: str | None, now: float | None = None) -> float | None:
     """A ``Retry-After`` header in seconds (delta-seconds or an HTTP date), ``None`` if invalid."""
     if value is None:
         return None
-    value = value.strip()
-    if value.isdigit():
+    value = value.strip(" \t")
+    if _DELTA_SECONDS.fullmatch(value):
         return float(value)
     try:
         at = parsedate_to_datetime(value)
