@@ -226,3 +226,27 @@ def test_readme_and_reliability_cli_lines_run(tmp_path: Path,
         if args[:2] == ["backup", "create"]:
             backup = json.loads(result.stdout.strip().splitlines()[-1])["id"]
     assert backup != "ID"
+
+
+def test_notebook_outputs_default_to_a_git_ignored_folder() -> None:
+    """What the tuning notebooks write by default (the chosen file, its plots beside it) goes
+    to ``notebooks/out/``, which git ignores; the docs' nbconvert commands put the executed
+    copies there too."""
+    defaults = {}
+    for name in ("tune_ranking", "tune_similar"):
+        book = json.loads((REPO / "notebooks" / f"{name}.ipynb").read_text(encoding="utf-8"))
+        code = "".join("".join(c["source"]) for c in book["cells"] if c["cell_type"] == "code")
+        found = re.search(r'OUTPUT = Path\(os\.environ\.get\("SEMMEM_TUNE_OUTPUT", ROOT((?: / '
+                          r'"[^"]+")+)\)\)', code)
+        assert found is not None, name
+        defaults[name] = "/".join(re.findall(r'"([^"]+)"', found.group(1)))
+    assert defaults == {"tune_ranking": "notebooks/out/ranking.json",
+                        "tune_similar": "notebooks/out/similar.json"}
+    paths = [*defaults.values(), "notebooks/out/ranking.packing.png"]
+    ignored = subprocess.run(["git", "check-ignore", *paths], cwd=REPO, capture_output=True,
+                             text=True).stdout.split()
+    assert ignored == paths
+    commands = [c for doc in ("ranking.md", "consolidation.md")
+                for c in re.findall(r"jupyter nbconvert[^`]*", " ".join(
+                    (REPO / "docs" / doc).read_text(encoding="utf-8").split()))]
+    assert len(commands) == 2 and all("--output-dir notebooks/out" in c for c in commands)
