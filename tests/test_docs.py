@@ -250,3 +250,31 @@ def test_notebook_outputs_default_to_a_git_ignored_folder() -> None:
                 for c in re.findall(r"jupyter nbconvert[^`]*", " ".join(
                     (REPO / "docs" / doc).read_text(encoding="utf-8").split()))]
     assert len(commands) == 2 and all("--output-dir notebooks/out" in c for c in commands)
+
+
+@pytest.mark.model
+def test_records_cli_lines_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/records.md's owner commands run as written on a memory with facts 3 and 4 and a
+    map of records (what the page assumes), each exiting 0 and doing what it says."""
+    from typer.testing import CliRunner
+
+    from semmem.cli.commands import app
+
+    lines = _cli_lines(REPO / "docs" / "records.md", "semmem ")
+    assert [args[0] for args in lines] == ["update", "update", "merge", "import"]
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "records.json").write_text(json.dumps(
+        {"tea": {"label": "Drinks green tea", "why": "asked twice"}}))
+    runner = CliRunner()
+    env = {"SEMMEM_DATA": str(tmp_path / "semmem-data")}
+    for text in ("Lives in Rome", "Speaks Greek", "Had a Python bug in 2020", "Had a bug"):
+        assert runner.invoke(app, ["remember", text, "-p", "alice"], env=env).exit_code == 0
+    for args in lines:
+        result = runner.invoke(app, args, env=env)
+        assert result.exit_code == 0, (args, result.stdout, result.stderr)
+    exported = runner.invoke(app, ["export", "-p", "alice"], env=env).stdout
+    records = {r["n"]: r for r in map(json.loads, exported.splitlines())}
+    assert (records[3]["note"], records[3]["status"], records[3]["surfacing"]) == (
+        "resolved in 2021", "inactive", "hold")
+    assert records[4]["mergedInto"] == 3
+    assert records[5]["slug"] == "tea" and records[5]["note"] == "asked twice"
