@@ -9,13 +9,16 @@ import json
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
+import psutil
 import pytest
 
 from tests.support.server import REPO, free_port
@@ -70,12 +73,12 @@ def start(line: str, cwd: Path, log: Path) -> tuple[subprocess.Popen[bytes], str
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEMMEM_")}
     env.update({"SEMMEM_PORT": str(port), "SEMMEM_DATA": str(cwd / "semmem-data"),
-                "SEMMEM_LOG_LEVEL": "warning", "PATH": f"{BIN}:{env.get('PATH', '')}",
+                "PATH": f"{BIN}:{env.get('PATH', '')}",
                 "PYTHONPATH": str(REPO)})
     command = line.replace(".venv/bin/", f"{BIN}/").replace("--port 8080", f"--port {port}")
     with log.open("wb") as sink:
         proc = subprocess.Popen(["bash", "-c", command], cwd=cwd, env=env, stdout=sink,
-                                stderr=subprocess.STDOUT)
+                                stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     with httpx.Client(timeout=5) as c:
@@ -91,8 +94,8 @@ def start(line: str, cwd: Path, log: Path) -> tuple[subprocess.Popen[bytes], str
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM, then wait."""
-    proc.terminate()
+    """SIGTERM to the line's whole process group (a pipeline too), then wait."""
+    os.killpg(proc.pid, signal.SIGTERM)
     proc.wait(15)
 
 
@@ -130,6 +133,39 @@ def test_docs_serve_lines_start_a_server(tmp_path: Path, doc: str, needle: str) 
                 assert c.get("/console/signin").status_code == 200
     finally:
         stop(proc)
+
+
+@pytest.mark.model
+@pytest.mark.parametrize(("needle", "shows"), [
+    ("OTEL_TRACES_EXPORTER=console", '"name": "search_memory"'),
+    ("SEMMEM_LOG_FORMAT=json", '"route":"/memory"'),
+])
+def test_operating_serve_lines_show_spans_and_access_fields(tmp_path: Path, needle: str,
+                                                            shows: str) -> None:
+    """docs/operating.md's console-traces line prints a recall's span; its JSON-logs line,
+    through jq as written, prints access lines with their fields."""
+    [line] = [ln for block in fenced(REPO / "docs" / "operating.md", "sh")
+              for ln in block.splitlines() if ln.startswith(needle)]
+    log = tmp_path / "serve.log"
+    proc, url = start(line.split("  #")[0], tmp_path, log)
+    try:
+        token = (tmp_path / "semmem-data" / "generated-token").read_text().strip()
+        body = {"version": 1, "operationId": "docs-1", "partition": "p", "access": "read",
+                "deadlineAt": (datetime.now(UTC) + timedelta(seconds=10)).isoformat(),
+                "operation": "recall", "input": {"text": "hello"}, "maxBytes": 100}
+        with httpx.Client(base_url=url, timeout=10) as c:
+            answer = c.post("/memory", json=body, headers={"Authorization": f"Bearer {token}"})
+        assert answer.status_code == 200, answer.text
+        # The server first, so jq (block-buffered into the file) meets the end and flushes.
+        line_shell = psutil.Process(proc.pid)
+        for process in (line_shell, *line_shell.children(recursive=True)):
+            if process.name() not in ("jq", "bash"):
+                process.terminate()
+        proc.wait(30)
+        assert shows in log.read_text(), log.read_text()[-2000:]
+    finally:
+        if proc.poll() is None:
+            stop(proc)
 
 
 def _session(block: str) -> list[tuple[str, str]]:
