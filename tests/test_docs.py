@@ -314,3 +314,23 @@ def test_records_cli_lines_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         "resolved in 2021", "inactive", "hold")
     assert records[4]["mergedInto"] == 3
     assert records[5]["slug"] == "tea" and records[5]["note"] == "asked twice"
+
+
+def test_docs_commands_name_files_and_flags_that_exist() -> None:
+    """The long-running commands the docs show (benchmarks, soak and load runs, test files,
+    set-up scripts), not run here, name files that exist and flags their scripts accept."""
+    named: list[tuple[str, list[str]]] = []
+    for doc in DOCS:
+        for block in fenced(doc, "sh"):
+            for line in block.replace("\\\n", " ").splitlines():
+                for path in re.findall(r"(?:benchmarks|scripts|tests)/[\w/.-]+", line):
+                    named.append((path, re.findall(r"--[\w-]+", line)
+                                  if path.startswith("benchmarks/") else []))
+    assert ("benchmarks/http_latency.py", ["--facts", "--recalls", "--remembers"]) in named
+    for path, flags in named:
+        assert (REPO / path).is_file(), path
+        if flags:
+            usage = subprocess.run([sys.executable, str(REPO / path), "--help"], cwd=REPO,
+                                   capture_output=True, text=True, check=True,
+                                   env={**os.environ, "PYTHONPATH": str(REPO)}).stdout
+            assert all(flag in usage for flag in flags), (path, flags)
