@@ -65,7 +65,7 @@ $(CSTAMP): $(CLIENT)/pyproject.toml $(CLIENT)/constraints.txt
 	# uv fetches in parallel: these ~70 packages take ~1 min here where pip took ~9
 	$(CVENV)/bin/pip install --quiet --disable-pip-version-check -c $(CLIENT)/constraints.txt uv
 	$(CVENV)/bin/uv pip install --quiet --python $(CVENV)/bin/python \
-		-c $(CLIENT)/constraints.txt -e './$(CLIENT)[langchain,openai-agents,test]'
+		-c $(CLIENT)/constraints.txt -e './$(CLIENT)[langchain,langgraph,openai-agents,test]'
 	touch $@
 
 # The tests start `semmem serve` with the server's venv; tests/test_install.py checks this venv

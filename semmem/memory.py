@@ -352,7 +352,8 @@ class Memory:
 
     async def _embed(self, text: str) -> np.ndarray:
         """A text's vector (the ``embed`` span of a request)."""
-        with tracing.span("semmem.embed"):
+        with tracing.span("semmem.embed") as span:
+            span.set("gen_ai.request.model", self.model.embedder.model_id)
             vector: np.ndarray = (await self.model.embed([text]))[0]
             return vector
 

@@ -34,6 +34,9 @@ class Span(Protocol):
     def rename(self, name: str) -> None:
         """Name the span once its operation is known."""
 
+    def fail(self, code: str) -> None:
+        """Mark the step failed: ``error.type`` is ``code`` and the status ``ERROR``."""
+
 
 class Tracer(Protocol):
     """What ``semmem.serving.otel`` provides."""
@@ -52,6 +55,9 @@ class _Off:
         return None
 
     def rename(self, name: str) -> None:
+        return None
+
+    def fail(self, code: str) -> None:
         return None
 
 
@@ -91,8 +97,9 @@ def partition_id(partition: str) -> str:
     return sha256_hex(partition)[:16]
 
 
-def operation(span: Span, name: str, partition: str) -> None:
-    """Name a request's span after its GenAI memory operation (``recall`` and the tools)."""
+def operation(span: Span, name: str, partition: str, arguments: object = None) -> None:
+    """Name a request's span after its GenAI memory operation (``recall`` and the tools);
+    an edit (``update``, ``forget``) names its fact by number (``gen_ai.memory.record.id``)."""
     op = OPERATIONS.get(name)
     if op is None:
         return
@@ -102,6 +109,16 @@ def operation(span: Span, name: str, partition: str) -> None:
     span.set("gen_ai.memory.store.id", partition_id(partition))
     if name in ("recall", "search"):
         span.set("semmem.tool", name)
+    n = arguments.get("n") if isinstance(arguments, dict) and name in ("update", "forget") \
+        else None
+    if isinstance(n, int) and not isinstance(n, bool):
+        span.set("gen_ai.memory.record.id", str(n))
+
+
+def http(span: Span, method: str, route: str) -> None:
+    """The HTTP request a server span serves: its method and route template."""
+    span.set("http.request.method", method)
+    span.set("http.route", route)
 
 
 def answered(span: Span, records: int, body_bytes: int) -> None:

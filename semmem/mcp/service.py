@@ -154,7 +154,7 @@ class Service:
         ``isError`` results. ``headers``: the HTTP request's (its ``traceparent``), if any."""
         operation_id = f"mcp.{caller.session or '-'}.{_request_key(request_id)}"
         with tracing.span("semmem.request", headers, server=True) as span:
-            tracing.operation(span, name, caller.partition)
+            tracing.operation(span, name, caller.partition, arguments)
             await self.loaded()
             try:
                 async with served(self.runtime, "mcp") as call:
@@ -162,10 +162,10 @@ class Service:
                     result = await self._tool(call.memory, caller, name, arguments or {},
                                               operation_id)
             except SemmemError as exc:
-                span.set("error.type", exc.code)
+                span.fail(exc.code)
                 return tool_error(exc, operation_id)
             except Exception:
-                span.set("error.type", "internal")
+                span.fail("internal")
                 log.exception("mcp operation %s: internal error", operation_id)
                 return internal_error(operation_id)
             value = result.structured_content or {}

@@ -24,6 +24,7 @@ from semmem import tracing
 from semmem.protocol.untrusted import escaped
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+FIELDS = "semmem_fields"  # a record's extra: a dict the JSON line carries as its own fields
 
 
 @dataclass
@@ -100,6 +101,9 @@ class JsonFormatter(logging.Formatter):
             "request_id": info.request_id if info is not None else None,
             "trace_id": tracing.trace_id() or (info.trace_id if info is not None else None),
         }
+        fields = getattr(record, FIELDS, None)
+        if isinstance(fields, dict):
+            line.update({k: v for k, v in fields.items() if k not in line})
         if record.exc_info:
             line["exception"] = record.exc_text or self.formatException(record.exc_info)
         return json.dumps(line, ensure_ascii=False)

@@ -47,6 +47,12 @@ class _Span:
     def rename(self, name: str) -> None:
         self._span.update_name(name)
 
+    def fail(self, code: str) -> None:
+        from opentelemetry.trace import Status, StatusCode
+
+        self._span.set_attribute("error.type", code)
+        self._span.set_status(Status(StatusCode.ERROR, code))
+
 
 class OtelTracer:
     """``semmem.tracing.Tracer`` over an OpenTelemetry tracer provider."""
@@ -79,9 +85,8 @@ class OtelTracer:
             try:
                 yield _Span(span)
             except BaseException as exc:
-                code = exc.code if isinstance(exc, SemmemError) else type(exc).__name__
-                span.set_attribute("error.type", code)
-                span.set_status(trace.Status(trace.StatusCode.ERROR, code))
+                _Span(span).fail(exc.code if isinstance(exc, SemmemError)
+                                 else type(exc).__name__)
                 raise
 
     def trace_id(self) -> str | None:

@@ -1,4 +1,4 @@
-"""The owners' admin API (admin tokens only): list partitions, list/export/edit items, delete,
+"""The owners' admin API (admin tokens only): list partitions, read/list/export/edit items, delete,
 start and list backups, retention policies.
 
 Partitions travel as a query parameter, never as a path segment, so any partition string
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 from fastapi import APIRouter, Depends, Query, Request
 from starlette.responses import Response, StreamingResponse
 
-from semmem.errors import InvalidArguments, InvalidInput, SemmemError
+from semmem.errors import InvalidArguments, InvalidInput, NotFound, SemmemError
 from semmem.items import RECORD_FIELDS
 from semmem.lifecycle import policies
 from semmem.memory import Memory
@@ -96,6 +96,20 @@ async def list_items(request: Request, rt: RuntimeDep, partition: PartitionQ,
         nxt = offset + limit if offset + limit < stats["count"] else None
         return _json({"items": [it.public() for it in items], "count": stats["count"],
                       "next": nxt})
+
+    return await _guarded(request, rt, work)
+
+
+@router.get("/item")
+async def get_item(request: Request, rt: RuntimeDep, partition: PartitionQ,
+                   n: Annotated[int, Query(ge=1)]) -> Response:
+    """One live item by number (``not_found`` when forgotten, expired or never assigned)."""
+
+    async def work(memory: Memory) -> Response:
+        item = await memory.get(partition, n)
+        if item is None:
+            raise NotFound(f"no live item {n} in this partition", {"n": n})
+        return _json({"item": item.public()})
 
     return await _guarded(request, rt, work)
 

@@ -153,6 +153,7 @@ def _error_response(status: int) -> dict[str, Any]:
 # for bad parameters; the app answers 400 with the error envelope).
 _ADMIN_ERRORS = (400, 401, 403, 429, 503)
 _OPS_ERRORS = {"/readyz": (503,)}
+_ROUTE_ERRORS = {"/admin/item": (404,)}  # by number: a number not live is not_found
 _NOT_JSON = {"/admin/export": "application/x-ndjson", "/metrics": "text/plain"}
 
 
@@ -163,7 +164,8 @@ def api_openapi(app: FastAPI, path: str = "/memory", *, accepted: bool = False
     doc = provider_openapi(path, accepted=accepted)
     described = app.openapi()
     for route, operations in described["paths"].items():
-        errors = _ADMIN_ERRORS if route.startswith("/admin") else _OPS_ERRORS.get(route, ())
+        errors = (_ADMIN_ERRORS if route.startswith("/admin") else _OPS_ERRORS.get(route, ())) \
+            + _ROUTE_ERRORS.get(route, ())
         for operation in operations.values():
             responses = operation["responses"]
             responses.pop("422", None)

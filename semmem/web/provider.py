@@ -57,6 +57,7 @@ async def _tool(rt: Runtime, memory: Memory, req: ToolRequest) -> tuple[bytes, i
 async def handle(request: Request) -> Response:
     """Serve one provider call; every outcome is a JSON body, never a stack trace."""
     with tracing.span("semmem.request", request.headers, server=True) as span:
+        tracing.http(span, request.method, runtime(request).settings.path)
         response = await _handle(runtime(request), request, span)
         span.set("http.response.status_code", response.status_code)
         return response
@@ -79,7 +80,8 @@ async def _handle(rt: Runtime, request: Request, span: tracing.Span) -> Response
             req = parse_envelope(decoded)
             call.operation = req.operation
             call.tool = req.tool if isinstance(req, ToolRequest) else ""
-            tracing.operation(span, call.tool or "recall", req.partition)
+            tracing.operation(span, call.tool or "recall", req.partition,
+                              req.arguments if isinstance(req, ToolRequest) else None)
             now = now_ms()
             if now >= req.deadline_ms:
                 raise DeadlineExceeded("deadlineAt has already passed",
@@ -98,9 +100,9 @@ async def _handle(rt: Runtime, request: Request, span: tracing.Span) -> Response
         tracing.answered(span, count, len(body))
         return Response(body, 200, media_type=MEDIA_TYPE)
     except SemmemError as exc:
-        span.set("error.type", exc.code)
+        span.fail(exc.code)
         return error_response(exc, operation_id)
     except Exception:
-        span.set("error.type", "internal")
+        span.fail("internal")
         log.exception("operation %s: internal error", operation_id)
         return internal_response(operation_id)

@@ -260,22 +260,27 @@ def test_app_started_twice_serves_mcp_each_time(tmp_path: Path) -> None:
 
 async def test_tool_calls_are_memory_spans(server: ServerProcess) -> None:
     """Over MCP too, each tool call is a GenAI memory span naming the partition by its hash,
-    with the step spans under it."""
+    with the step spans under it; a refused forget names its fact and has status ERROR."""
     async with http_client(_url(server), "traced-token-00000") as client:
         ok(await client.call_tool("remember", {"text": "the traced fact"}))
         assert "the traced fact" in text(await client.call_tool("recall", {"text": "traced"}))
+        assert (await client.call_tool("forget", {"n": 9})).is_error
 
     def found() -> list[dict[str, Any]]:
         return [s for s in console_spans(server.output())
                 if s["attributes"].get("gen_ai.memory.store.id") == partition_id("traced")]
 
     deadline = time.monotonic() + 20
-    while len(found()) < 2:
+    while len(found()) < 3:
         assert time.monotonic() < deadline, "no MCP spans in the output"
         time.sleep(0.05)
     spans = console_spans(server.output())
     mine = {s["name"]: s for s in found()}
-    assert {"create_memory", "search_memory"} <= mine.keys()
+    assert {"create_memory", "search_memory", "delete_memory"} <= mine.keys()
+    refused = mine["delete_memory"]
+    assert refused["status"]["status_code"] == "ERROR"
+    assert refused["attributes"]["error.type"] == "not_found"
+    assert refused["attributes"]["gen_ai.memory.record.id"] == "9"
     search = mine["search_memory"]
     assert search["attributes"]["gen_ai.memory.record.count"] == 1
     children = {s["name"] for s in spans if parent_id(s) == span_id(search)}

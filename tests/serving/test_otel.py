@@ -144,3 +144,29 @@ def test_span_attributes_hold_no_texts_partitions_or_tokens(
     assert tracing.partition_id(partition) in dumped  # the hash is what names it
     for needle in (secret, partition, TOKEN):
         assert needle not in dumped, f"{needle!r} is in a span"
+
+
+def test_refusals_are_errors_and_spans_name_route_method_record_and_model(
+        tmp_path: Path, spans: InMemorySpanExporter) -> None:
+    """A refused request's span has status ERROR (docs/operating.md); every request span
+    carries ``http.request.method`` and ``http.route``; update and forget name the fact
+    (``gen_ai.memory.record.id``), even when refused; ``semmem.embed`` names the model."""
+    from opentelemetry.trace import StatusCode
+
+    with app_client(tmp_path / "db") as c:
+        assert send(c, tool("remember", {"text": "the cat is called Tom"})).status_code == 200
+        assert send(c, tool("update", {"n": 1, "text": "the cat is Tim"})).status_code == 200
+        assert send(c, tool("forget", {"n": 7})).status_code == 404
+    done = spans.get_finished_spans()
+    by_name = {s.name: s for s in done}
+    refused, updated = by_name["delete_memory"], by_name["update_memory"]
+    assert refused.status.status_code == StatusCode.ERROR
+    assert updated.status.status_code == StatusCode.UNSET
+    for span in (refused, updated, by_name["create_memory"]):
+        attrs = dict(span.attributes or {})
+        assert (attrs["http.request.method"], attrs["http.route"]) == ("POST", "/memory")
+    assert dict(updated.attributes or {})["gen_ai.memory.record.id"] == "1"
+    assert dict(refused.attributes or {})["gen_ai.memory.record.id"] == "7"
+    assert "gen_ai.memory.record.id" not in dict(by_name["create_memory"].attributes or {})
+    embed = by_name["semmem.embed"]
+    assert dict(embed.attributes or {})["gen_ai.request.model"] == "hashing-64"

@@ -24,6 +24,7 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
 
 
 @pytest.mark.parametrize("route", ["/admin/partitions", "/admin/items?partition=a",
+                                   "/admin/item?partition=a&n=1",
                                    "/admin/export?partition=a", "/admin/stats?partition=a",
                                    "/admin/similar?partition=a"])
 def test_admin_provider_token_forbidden(client: Client, route: str) -> None:
@@ -65,6 +66,21 @@ def test_list_items_paged(client: Client) -> None:
     [item] = body["items"]
     assert (item["n"], item["text"], item["revision"]) == (2, "Ann lives in Rome", 1)
     assert item["ts"].endswith("Z") and item["updated"].endswith("Z")
+
+
+def test_get_one_item_by_number(client: Client) -> None:
+    """One live item by number, as listed; a number not live in the partition is 404."""
+    r = client.get("/admin/item", params={"partition": "a", "n": 2}, headers=ADMIN)
+    listed = client.get("/admin/items", params={"partition": "a", "offset": 1, "limit": 1},
+                        headers=ADMIN).json()["items"]
+    assert r.status_code == 200 and r.json() == {"item": listed[0]}
+    missing = assert_error(client.get("/admin/item", params={"partition": "a", "n": 9},
+                                      headers=ADMIN), 404, "not_found")
+    assert missing["details"] == {"n": 9}
+    assert_error(client.get("/admin/item", params={"partition": "nobody", "n": 1},
+                            headers=ADMIN), 404, "not_found")
+    assert_error(client.get("/admin/item", params={"partition": "a", "n": 0}, headers=ADMIN),
+                 400, "invalid_request")
 
 
 def test_export_jsonl(client: Client) -> None:

@@ -56,6 +56,10 @@ def test_json_logs_carry_request_and_trace_ids(tmp_path: Path) -> None:
             odd = _send(c, recall("x", partition="logs"), **{"X-Request-Id": "a b\tc"})
             refused = _send(c, tool("forget", {"n": 7}, partition="logs"),
                             **{"X-Request-Id": "req-404"})
+            listed = c.get("/admin/items", params={"partition": "logs-owner"},
+                           headers={**ADMIN, "X-Request-Id": "req-admin"})
+            missing = c.get("/nowhere/else", headers={"X-Request-Id": "req-none"})
+            page = c.get("/console/signin", headers={"X-Request-Id": "req-console"})
         assert given.status_code == made.status_code == odd.status_code == 200
         assert refused.status_code == 404
         assert given.headers["x-request-id"] == "req-42.a"
@@ -72,6 +76,17 @@ def test_json_logs_carry_request_and_trace_ids(tmp_path: Path) -> None:
     access = {r["request_id"]: r for r in records if r["logger"] == "semmem.access"}
     assert access["req-42.a"]["trace_id"] == TRACE
     assert access["req-42.a"]["message"].startswith("POST /memory 200")
+    # The access line's own fields: the route's template, never the path's query string.
+    assert (listed.status_code, missing.status_code, page.status_code) == (200, 404, 200)
+    for rid, method, route, status in (("req-42.a", "POST", "/memory", 200),
+                                       ("req-404", "POST", "/memory", 404),
+                                       ("req-admin", "GET", "/admin/items", 200),
+                                       ("req-none", "GET", None, 404),
+                                       ("req-console", "GET", "/console/signin", 200)):
+        line = access[rid]
+        assert (line["method"], line["route"], line["status"]) == (method, route, status)
+        assert isinstance(line["duration_ms"], float) and line["duration_ms"] >= 0
+    assert "logs-owner" not in json.dumps(access["req-admin"])
     assert access[made.headers["x-request-id"]]["trace_id"] is None
     # The refusal's own line (operation …: 404) carries the same request id.
     assert any(r["request_id"] == "req-404" and "404 not_found" in r["message"]

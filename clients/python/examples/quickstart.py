@@ -14,7 +14,7 @@ def main(url: str, token: str, partition: str = "alice", memory_path: str = "/me
         print(memory.recall(partition, "Prefers metric units?").text)
 
         turn = memory.turn(partition, None)  # one model request: its tools carry the cursor
-        n = int(turn.recall.sources[0]["id"])
+        n = turn.recall.sources[0]["id"]
         turn.update(n, "Prefers SI units")
         try:
             turn.forget(n)  # fact n changed after this turn's recall

@@ -17,7 +17,7 @@ sys.path.insert(0, str(REPO))  # the repo's real-server harness, tests/support/s
 from semmem_client import AsyncClient, Client  # noqa: E402
 
 from proxy import Proxy  # noqa: E402
-from tests.support.server import TOKEN, ServerProcess  # noqa: E402
+from tests.support.server import ADMIN_TOKEN, TOKEN, ServerProcess  # noqa: E402
 
 PATH = "/oc-memory"
 # The server runs in the venv that has semmem (and its engines); this one has only the client.
@@ -69,3 +69,10 @@ def proxied(proxy: Proxy) -> Iterator[Client]:
 def async_client(url: str, **options: object) -> AsyncClient:
     """An async client for ``url`` (tests run it inside ``asyncio.run``)."""
     return AsyncClient(url, TOKEN, memory_path=PATH, **options)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def owner(server: ServerProcess) -> Iterator[Client]:
+    """A client holding an admin token too (the owner's calls)."""
+    with Client(server.url, TOKEN, admin_token=ADMIN_TOKEN, memory_path=PATH) as c:
+        yield c

@@ -30,7 +30,7 @@ def test_remember_then_recall_in_five_lines(server: ServerProcess, partition: st
         recall = memory.recall(partition, "Prefers metric units", max_bytes=1024)
     assert (stored["status"], stored["n"], stored["count"]) == ("stored", 1, 1)
     assert recall.text == "1. Prefers metric units"
-    assert [s["id"] for s in recall.sources] == ["1"]
+    assert [s["id"] for s in recall.sources] == [1]  # the int update and forget take
     assert recall.cursor
 
 

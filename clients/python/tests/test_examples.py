@@ -14,6 +14,7 @@ from tests.support.server import TOKEN, ServerProcess
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 
+import langchain_agent
 import langgraph_agent
 import openai_agents_agent
 import quickstart
@@ -32,6 +33,15 @@ def test_langgraph_example(server: ServerProcess, partition: str) -> None:
     answers = langgraph_agent.main(server.url, TOKEN, partition, PATH)
     assert answers == ["I'll remember that.", "Try a mushroom risotto: no meat, as you prefer."]
     assert _memory(server, partition) == "1. Is vegetarian"
+
+
+def test_langchain_create_agent_example(server: ServerProcess, partition: str) -> None:
+    """Alice's fact is stored once, in her partition only; her second turn is answered."""
+    alice, bob = f"{partition}-a", f"{partition}-b"
+    answers = langchain_agent.main(server.url, TOKEN, (alice, bob), PATH)
+    assert answers == ["Noted.", "A mushroom risotto: no meat, as you prefer.",
+                       "Any preferences I should know?"]
+    assert (_memory(server, alice), _memory(server, bob)) == ("1. Is vegetarian", "")
 
 
 def test_openai_agents_example(server: ServerProcess, partition: str) -> None:

@@ -4,10 +4,13 @@ cursor; errors reach the model as the contract's envelope."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import warnings
 from typing import Any
 
+import pytest
+from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -15,7 +18,7 @@ from semmem_client import Client
 from semmem_client._binding import MEMORY_HEADER
 from semmem_client.langchain import LangChainMemory
 
-from conftest import PATH
+from conftest import PATH, async_client
 from fakes import ScriptedChatModel, calls
 from proxy import Proxy
 from tests.support.server import TOKEN, ServerProcess
@@ -82,3 +85,65 @@ def test_read_only_binding_offers_no_write_tools(server: ServerProcess, partitio
     with Client(server.url, TOKEN, memory_path=PATH, access="read") as reader:
         names = [t.name for t in LangChainMemory(reader, partition).tools()]
     assert names == ["memory_recall", "memory_search"]
+
+
+def _user_turn(agent: Any, user: str, thread: str, text: str) -> list[Any]:
+    state = agent.invoke({"messages": [("user", text)]},
+                         {"configurable": {"thread_id": thread, "user_id": user}})
+    return list(state["messages"])
+
+
+def test_create_agent_middleware_recalls_once_per_user_turn(proxy: Proxy, proxied: Client,
+                                                            partition: str) -> None:
+    """LangChain 1.x ``create_agent``: the middleware brings the tools, recalls once per user
+    turn (not per ReAct step: two model calls, one recall), puts the memory after the agent's
+    system prompt in every model call of the turn, and takes the user from
+    ``config["configurable"]["user_id"]``: another user's turn reads another partition."""
+    alice, bob = f"{partition}-alice", f"{partition}-bob"
+    memory = LangChainMemory(proxied)
+    model = ScriptedChatModel(script=[
+        calls("memory_remember", {"text": "Prefers metric units"}, "c1"), AIMessage("Noted."),
+        calls("memory_search", {"query": "units"}, "c2"), AIMessage("Metric."),
+        AIMessage("Hello Bob."),
+    ])
+    agent = create_agent(model, system_prompt="You are helpful.",
+                         middleware=[memory.middleware()], checkpointer=InMemorySaver())
+
+    _user_turn(agent, alice, "t1", "Remember that I prefer metric units")
+    _user_turn(agent, alice, "t2", "Which units do I prefer?")
+    _user_turn(agent, bob, "t3", "Hi, which units do I prefer?")
+    assert model.bound == ["memory_recall", "memory_search", "memory_remember",
+                           "memory_update", "memory_forget"]
+
+    remembered = f"You are helpful.\n\n{MEMORY_HEADER}\n1. Prefers metric units"
+    prompts = [m[0].content for m in model.seen]
+    assert prompts == ["You are helpful."] * 2 + [remembered] * 2 + ["You are helpful."]
+    recalls = [a.json() for a in proxy.posts() if a.json()["operation"] == "recall"]
+    assert [(r["partition"], r["input"]["text"]) for r in recalls] == [
+        (alice, "Remember that I prefer metric units"), (alice, "Which units do I prefer?"),
+        (bob, "Hi, which units do I prefer?")]
+    tools = [a.json() for a in proxy.posts() if a.json()["operation"] == "tool"]
+    assert [(t["tool"], t["partition"]) for t in tools] == [("remember", alice),
+                                                            ("search", alice)]
+    with pytest.raises(ValueError, match="user_id"):
+        _ask(agent, "x", "who am I?")  # no user_id in the config
+
+
+def test_middleware_with_async_client(server: ServerProcess, partition: str) -> None:
+    """``ainvoke`` with an ``AsyncClient``: the tool call and the turn's recall are awaited."""
+
+    async def run() -> list[Any]:
+        async with async_client(server.url) as client:
+            memory = LangChainMemory(client)
+            model = ScriptedChatModel(script=[
+                calls("memory_remember", {"text": "Owns a red bike"}, "c1"), AIMessage("Ok."),
+                AIMessage("Red.")])
+            agent: Any = create_agent(model, middleware=[memory.middleware()],
+                                      checkpointer=InMemorySaver())
+            for thread, text in (("a1", "I own a red bike"), ("a2", "What bike do I own?")):
+                await agent.ainvoke({"messages": [("user", text)]}, {"configurable": {
+                    "thread_id": thread, "user_id": partition}})
+            return [m[0].content for m in model.seen]
+
+    prompts = asyncio.run(run())
+    assert prompts[-1] == f"{MEMORY_HEADER}\n1. Owns a red bike"

@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from agents import Agent, ModelResponse, RunConfig, Runner, Usage
 from agents.models.interface import Model
 from openai.types.responses import (
@@ -16,11 +18,13 @@ from openai.types.responses import (
     ResponseOutputText,
 )
 
-from semmem_client import Client
+from semmem_client import AsyncClient, Client
 from semmem_client._binding import MEMORY_HEADER
 from semmem_client.openai_agents import AgentsMemory
 
+from conftest import PATH
 from proxy import Proxy
+from tests.support.server import TOKEN
 
 
 class ScriptedModel(Model):
@@ -89,3 +93,40 @@ def test_tool_stores_and_instructions_recall_in_the_next_run(proxy: Proxy, proxi
     assert json.loads(remember.answer)["result"]["n"] == 1
     assert json.loads(update.answer)["result"]["n"] == 1
     assert proxied.recall(partition, None).text == "1. Allergic to peanuts and walnuts"
+
+
+@dataclass
+class User:
+    """A run's context, as an app defines it."""
+
+    user_id: str
+
+
+def test_async_client_with_the_partition_from_the_run_context(proxy: Proxy,
+                                                               partition: str) -> None:
+    """An ``AsyncClient`` works (awaited on the SDK's loop), and each run's partition is its
+    context's ``user_id``: what alice's run stored is in her next run's instructions, not in
+    bob's."""
+    alice, bob = f"{partition}-alice", f"{partition}-bob"
+    model = ScriptedModel([_call("memory_remember", {"text": "Allergic to peanuts"}, "c1"),
+                           _say("Noted."), _say("Yes, peanuts."), _say("Nothing known.")])
+    config = RunConfig(tracing_disabled=True)
+
+    async def run() -> None:
+        async with AsyncClient(proxy.url, TOKEN, memory_path=PATH) as client:
+            memory = AgentsMemory(client)
+            agent = Agent[User](name="assistant", instructions=memory.instructions("Be brief."),
+                                tools=memory.tools(), model=model)
+            for user, text in ((alice, "I am allergic to peanuts"),
+                               (alice, "Am I allergic to peanuts?"),
+                               (bob, "Am I allergic to peanuts?")):
+                await Runner.run(agent, text, context=User(user), run_config=config)
+            with pytest.raises(ValueError, match="user_id"):
+                await Runner.run(agent, "who am I?", run_config=config)
+
+    asyncio.run(run())
+    remembered = f"Be brief.\n\n{MEMORY_HEADER}\n1. Allergic to peanuts"
+    assert model.instructions == ["Be brief.", remembered, remembered, "Be brief."]
+    bodies = [a.json() for a in proxy.posts()]
+    assert [(b["operation"], b["partition"]) for b in bodies] == [
+        ("recall", alice), ("tool", alice), ("recall", alice), ("recall", alice), ("recall", bob)]

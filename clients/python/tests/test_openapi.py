@@ -69,3 +69,21 @@ def test_every_documented_error_code_has_its_class(proxy: Proxy) -> None:
     for code, _status in documented:
         cls = BY_CODE[code]
         assert issubclass(cls, SemmemError) and cls.code == code
+
+
+def test_readme_error_table_lists_every_exported_error() -> None:
+    """The client README's error table has one row per exported ``SemmemError`` class, with
+    that class's code."""
+    import re
+    from pathlib import Path
+
+    import semmem_client
+
+    exported = {name: getattr(semmem_client, name) for name in semmem_client.__all__}
+    errors = {name: cls.code for name, cls in exported.items()
+              if isinstance(cls, type) and issubclass(cls, SemmemError)}
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    rows = dict(re.findall(r"^\| `(\w+)`(?: \([^)]*\))? \| `(\w+)` \|", readme, re.M))
+    assert len(errors) > 15 and "ClientClosed" in errors
+    assert {n: c for n, c in rows.items() if n in errors or n.endswith("Error")} == {
+        n: c for n, c in errors.items() if n != "SemmemError"}

@@ -29,10 +29,19 @@ def test_retry_after_reads_seconds_and_http_dates() -> None:
     assert [retry_after_s(v) for v in (None, "-1", "soon", "1.5")] == [None, None, None, None]
 
 
+@pytest.mark.parametrize("value", ["\u00b2", "\u0663", "1\u00b2", "\uff11", "+3", " 3 4",
+                                   "9" * 19])
+def test_retry_after_reads_ascii_digits_only(value: str) -> None:
+    """A ``Retry-After`` in other scripts' digits (``isdigit`` is true for ``²`` and ``٣``),
+    signed, or past 18 digits is ignored, as the server's parser ignores it: no ``ValueError``."""
+    assert retry_after_s(value) is None
+    assert Attempts(10.0, clock=Clock()).after(SemmemError("busy", status=429), value) == 0.25
+
+
 def test_schedule_is_250ms_then_1s_then_the_failure() -> None:
     """Two retries at most, in the contract's order; the third failure is raised."""
     clock = Clock()
-    attempts = Attempts(10.0, clock)
+    attempts = Attempts(10.0, clock=clock)
     failure = Unavailable("down", status=503)
     assert attempts.after(failure) == 0.25
     assert attempts.after(failure) == 1.0
@@ -45,19 +54,19 @@ def test_schedule_is_250ms_then_1s_then_the_failure() -> None:
     SemmemError("busy", status=429), SemmemError("bad gateway", status=502)])
 def test_retryable_failures(failure: SemmemError) -> None:
     """No answer, 408, 429 and any 5xx are retried."""
-    assert Attempts(10.0, Clock()).after(failure) == 0.25
+    assert Attempts(10.0, clock=Clock()).after(failure) == 0.25
 
 
 def test_other_4xx_raise_at_once() -> None:
     """A 409 (or any 4xx but 408 and 429) is never retried."""
     with pytest.raises(Conflict):
-        Attempts(10.0, Clock()).after(Conflict("changed", status=409))
+        Attempts(10.0, clock=Clock()).after(Conflict("changed", status=409))
 
 
 def test_retry_after_wins_only_when_it_fits() -> None:
     """``Retry-After`` replaces the wait when it ends before the deadline; else the schedule."""
     clock = Clock()
-    attempts = Attempts(10.0, clock)
+    attempts = Attempts(10.0, clock=clock)
     busy = SemmemError("busy", status=429)
     assert attempts.after(busy, "4") == 4.0
     clock.now += 4
@@ -67,7 +76,7 @@ def test_retry_after_wins_only_when_it_fits() -> None:
 def test_no_retry_once_the_wait_passes_the_deadline() -> None:
     """A retry that could only start after the deadline is not made; the failure is raised."""
     clock = Clock()
-    attempts = Attempts(1.0, clock)
+    attempts = Attempts(1.0, clock=clock)
     clock.now += 0.9
     with pytest.raises(Unavailable):
         attempts.after(Unavailable("down", status=503))

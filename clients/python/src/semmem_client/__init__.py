@@ -1,7 +1,7 @@
 """semmem_client: a light client for a semmem server, speaking the host's side of the contract.
 
     from semmem_client import Client
-    with Client("http://127.0.0.1:8080", "s3cret-token") as memory:
+    with Client("http://127.0.0.1:8080", "a-token-of-16-bytes-or-more") as memory:
         memory.remember("alice", "Prefers metric units")
         print(memory.recall("alice", "which units?").text)
 
@@ -12,6 +12,7 @@ Adapters: ``semmem_client.langchain`` (LangChain tools, a LangGraph pre-model re
 from semmem_client._async import AsyncClient, AsyncTurn
 from semmem_client._client import Client, Turn
 from semmem_client._errors import (
+    ClientClosed,
     Conflict,
     DeadlineExceeded,
     Forbidden,
@@ -31,13 +32,25 @@ from semmem_client._errors import (
     Unauthorized,
     Unavailable,
 )
-from semmem_client._wire import Found, Recall, SearchResult, Similar, Source, WriteResult
+from semmem_client._retry import Retry
+from semmem_client._wire import (
+    Found,
+    Item,
+    ItemsPage,
+    PartitionsPage,
+    Recall,
+    SearchResult,
+    Similar,
+    Source,
+    WriteResult,
+)
 
 __version__ = "0.1.0"
 __all__ = [
-    "AsyncClient", "AsyncTurn", "Client", "Conflict", "DeadlineExceeded", "Forbidden", "Found",
-    "IdempotencyMismatch", "InternalError", "InvalidArguments", "InvalidRequest", "NotFound",
-    "Overloaded", "ProtocolError", "QuotaExceeded", "RateLimited", "Recall", "RequestTimeout",
-    "SearchResult", "SemmemError", "Similar", "Source",
-    "TooLarge", "TransportError", "Turn", "Unauthorized", "Unavailable", "WriteResult",
+    "AsyncClient", "AsyncTurn", "Client", "ClientClosed", "Conflict", "DeadlineExceeded",
+    "Forbidden", "Found", "IdempotencyMismatch", "InternalError", "InvalidArguments",
+    "InvalidRequest", "Item", "ItemsPage", "NotFound", "Overloaded", "PartitionsPage",
+    "ProtocolError", "QuotaExceeded", "RateLimited", "Recall", "RequestTimeout", "Retry",
+    "SearchResult", "SemmemError", "Similar", "Source", "TooLarge", "TransportError", "Turn",
+    "Unauthorized", "Unavailable", "WriteResult",
 ]

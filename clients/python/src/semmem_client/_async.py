@@ -3,121 +3,173 @@
 from __future__ import annotations
 
 import asyncio
+import builtins
+from collections.abc import AsyncIterator
 from types import TracebackType
 from typing import Any, cast
 
 import httpx
 
-from semmem_client._base import DEFAULT_MAX_BYTES, Base, TurnBase, edit_args, search_args
+from semmem_client._base import DEFAULT_MAX_BYTES, DEFAULT_PAGE, Base, Call, TurnBase, edit_args
+from semmem_client._base import search_args as _search_args
 from semmem_client._errors import SemmemError
-from semmem_client._retry import Attempts
+from semmem_client._retry import Attempts, Retry
 from semmem_client._tools import ToolDefinition, tool_definitions
 from semmem_client._wire import (
     Access,
+    Item,
+    ItemsPage,
+    PartitionsPage,
     Recall,
     SearchResult,
     WriteResult,
-    encode,
-    read_answer,
-    read_recall,
-    read_result,
     transport_error,
 )
 
 
 class AsyncClient(Base):
-    """An asyncio semmem client that behaves like the contract's host (as ``Client``).
+    """An asyncio semmem client that behaves like the contract's host (as ``Client``: the same
+    arguments, ``SEMMEM_*`` defaults, deadlines, retries and errors; every verb awaited)."""
 
-    Every call has its own operation id and a ``deadlineAt`` ``deadline_s`` ahead (10 s);
-    transport failures, 408, 429 and 5xx are retried at most twice with the same body, so a
-    write whose reply was lost is replayed, not written twice. Refusals raise ``SemmemError``
-    subclasses named by the contract's codes (``Conflict``, ``NotFound``, …).
-    """
-
-    def __init__(self, url: str, token: str | None = None, *, memory_path: str = "/memory",
+    def __init__(self, url: str | None = None, token: str | None = None, *,
+                 admin_token: str | None = None, memory_path: str = "/memory",
                  access: Access = "read-write", deadline_s: float = 10.0,
-                 http: httpx.AsyncClient | None = None) -> None:
-        super().__init__(url, token, memory_path=memory_path, access=access,
-                         deadline_s=deadline_s)
+                 retry: Retry | None = None, http: httpx.AsyncClient | None = None) -> None:
+        super().__init__(url, token, admin_token=admin_token, memory_path=memory_path,
+                         access=access, deadline_s=deadline_s, retry=retry)
         self._own_http = http is None
         self._http = http or httpx.AsyncClient()
 
     async def recall(self, partition: str, text: str | None,
-                     max_bytes: int = DEFAULT_MAX_BYTES, *, operation_id: str | None = None
-                     ) -> Recall:
+                     max_bytes: int = DEFAULT_MAX_BYTES, *, operation_id: str | None = None,
+                     timeout: float | None = None) -> Recall:
         """The facts relevant to ``text`` within ``max_bytes`` (newest first for ``None``)."""
-        body = self._recall_body(partition, text, max_bytes, operation_id)
-        return read_recall(await self._call(body))
+        return cast(Recall, await self._send(self._recall_call(partition, text, max_bytes,
+                                                               operation_id, timeout)))
 
     async def search(self, partition: str, query: str, limit: int = 10, *,
-                     cursor: str | None = None, operation_id: str | None = None
-                     ) -> SearchResult:
+                     cursor: str | None = None, operation_id: str | None = None,
+                     timeout: float | None = None) -> SearchResult:
         """The facts closest to ``query`` with numbers and scores (``items``, ``count``)."""
-        args = search_args(query, limit)
-        return cast(SearchResult, await self.tool(partition, "search", args, cursor,
-                                                  operation_id=operation_id))
+        return cast(SearchResult, await self.tool(partition, "search",
+                                                  _search_args(query, limit), cursor,
+                                                  operation_id=operation_id, timeout=timeout))
 
     async def remember(self, partition: str, text: str, *, cursor: str | None = None,
-                       operation_id: str | None = None) -> WriteResult:
+                       operation_id: str | None = None, timeout: float | None = None
+                       ) -> WriteResult:
         """Store a fact; the result has its number ``n`` and maybe ``similar`` facts."""
         return cast(WriteResult, await self.tool(partition, "remember", {"text": text},
-                                                 cursor, operation_id=operation_id))
+                                                 cursor, operation_id=operation_id,
+                                                 timeout=timeout))
 
     async def update(self, partition: str, n: int, text: str, cursor: str | None = None, *,
-                     operation_id: str | None = None) -> WriteResult:
+                     operation_id: str | None = None, timeout: float | None = None
+                     ) -> WriteResult:
         """Replace fact ``n``'s text; ``Conflict`` if it changed after ``cursor``'s recall."""
         return cast(WriteResult, await self.tool(partition, "update", edit_args(n, text),
-                                                 cursor, operation_id=operation_id))
+                                                 cursor, operation_id=operation_id,
+                                                 timeout=timeout))
 
     async def forget(self, partition: str, n: int, cursor: str | None = None, *,
-                     operation_id: str | None = None) -> WriteResult:
+                     operation_id: str | None = None, timeout: float | None = None
+                     ) -> WriteResult:
         """Forget fact ``n`` (durably); ``Conflict`` if it changed after ``cursor``'s recall."""
         return cast(WriteResult, await self.tool(partition, "forget", edit_args(n), cursor,
-                                                 operation_id=operation_id))
+                                                 operation_id=operation_id, timeout=timeout))
 
     async def tool(self, partition: str, name: str, arguments: dict[str, Any],
-                   cursor: str | None = None, *, operation_id: str | None = None) -> Any:
+                   cursor: str | None = None, *, operation_id: str | None = None,
+                   timeout: float | None = None) -> Any:
         """Call any declared tool by name; its ``result`` as the server answered it."""
-        body = self._tool_body(partition, name, arguments, cursor, operation_id)
-        return read_result(await self._call(body))
+        return await self._send(self._tool_call(partition, name, arguments, cursor,
+                                                operation_id, timeout))
 
-    async def tools(self) -> list[ToolDefinition]:
+    async def tools(self, *, timeout: float | None = None) -> builtins.list[ToolDefinition]:
         """The server's tools (from ``GET /openapi.json``, which needs no token)."""
-        reply = await self._http.get(self.url + "/openapi.json", timeout=self.deadline_s)
-        return tool_definitions(read_answer(reply.status_code, reply.content, None),
-                                self.memory_path)
+        return tool_definitions(await self._send(self._tools_call(timeout)), self.memory_path)
 
     async def turn(self, partition: str, text: str | None,
-                   max_bytes: int = DEFAULT_MAX_BYTES) -> AsyncTurn:
+                   max_bytes: int = DEFAULT_MAX_BYTES, *, timeout: float | None = None
+                   ) -> AsyncTurn:
         """Recall for one model request; the returned turn's tool calls carry its cursor."""
-        return AsyncTurn(self, partition, await self.recall(partition, text, max_bytes))
+        return AsyncTurn(self, partition, await self.recall(partition, text, max_bytes,
+                                                            timeout=timeout))
 
-    async def _call(self, body: dict[str, Any]) -> Any:
-        content = encode(body)
-        attempts = Attempts(self.deadline_s)
+    # ----- the owner's calls (admin API, admin token) ---------------------------------------
+    async def get(self, partition: str, n: int, *, timeout: float | None = None
+                  ) -> Item | None:
+        """Live fact ``n`` with its record fields, ``None`` if forgotten, expired or never
+        assigned."""
+        return cast("Item | None", await self._send(self._get_call(partition, n, timeout)))
+
+    async def list(self, partition: str, offset: int = 0, limit: int = DEFAULT_PAGE, *,
+                   timeout: float | None = None) -> ItemsPage:
+        """One page of the live facts in number order; ``next`` is the next page's offset."""
+        return cast(ItemsPage, await self._send(self._list_call(partition, offset, limit,
+                                                                timeout)))
+
+    async def items(self, partition: str, page: int = DEFAULT_PAGE) -> AsyncIterator[Item]:
+        """Every live fact in number order, ``page`` at a time."""
+        offset: int | None = 0
+        while offset is not None:
+            got = await self.list(partition, offset, page)
+            for item in got["items"]:
+                yield item
+            offset = got["next"]
+
+    async def export(self, partition: str, *, timeout: float | None = None
+                     ) -> builtins.list[Item]:
+        """Every live fact with its record fields, as ``semmem export`` writes them."""
+        return cast("list[Item]", await self._send(self._export_call(partition, timeout)))
+
+    async def partitions(self, offset: int = 0, limit: int = DEFAULT_PAGE, *,
+                         timeout: float | None = None) -> PartitionsPage:
+        """One page of the partition names, sorted."""
+        return cast(PartitionsPage, await self._send(self._partitions_call(offset, limit,
+                                                                           timeout)))
+
+    async def edit(self, partition: str, n: int, changes: dict[str, Any], *,
+                   timeout: float | None = None) -> dict[str, Any]:
+        """Change fact ``n``'s text and record fields, as an owner (see ``Client.edit``)."""
+        return cast("dict[str, Any]", await self._send(self._edit_call(partition, n, changes,
+                                                                       timeout)))
+
+    async def delete_partition(self, partition: str, *, timeout: float | None = None) -> bool:
+        """Delete a partition and every file of it; ``False`` if it did not exist."""
+        return cast(bool, await self._send(self._delete_partition_call(partition, timeout)))
+
+    async def _send(self, call: Call) -> Any:
+        self._open()
+        attempts = Attempts(call.deadline_s, self.retry)
         last: SemmemError | None = None
         while True:
             try:
-                reply = await self._http.post(self.url + self.memory_path, content=content,
-                                        headers=self.headers, timeout=attempts.timeout(last))
+                reply = await self._http.request(call.method, self.url + call.path,
+                                                 params=call.params, content=call.content,
+                                                 headers=call.headers,
+                                                 timeout=attempts.timeout(last))
             except httpx.TransportError as exc:
                 last = transport_error(exc)
                 last.__cause__ = exc
                 delay = attempts.after(last)
             else:
                 try:
-                    return read_answer(reply.status_code, reply.content)
+                    return call.read(reply.status_code, reply.content)
                 except SemmemError as exc:
                     last = exc
                     delay = attempts.after(exc, reply.headers.get("Retry-After"))
             await asyncio.sleep(delay)
 
     async def aclose(self) -> None:
-        """Close the connection pool (unless it was passed in)."""
+        """Close the connection pool (unless it was passed in); later calls raise
+        ``ClientClosed``."""
+        self.closed = True
         if self._own_http:
             await self._http.aclose()
 
     async def __aenter__(self) -> AsyncClient:
+        self._open()
         return self
 
     async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,

@@ -1,68 +1,126 @@
-"""What every framework adapter does: a partition's memory for a model, its tools called by
-name with the turn's cursor, and the recall text for the system prompt."""
+"""What every framework adapter does: a user's memory for a model, its tools called by name
+with the conversation's cursor, and the recall text for the system prompt.
+
+The partition is fixed at construction or chosen per call by the adapter (LangChain: from
+``config["configurable"]``; the Agents SDK: from the run's context), so one agent serves many
+users. Each (partition, conversation) keeps the cursor of its latest recall, which that
+conversation's tool calls carry. The client may be a ``Client`` (run in a worker thread from
+async code) or an ``AsyncClient`` (awaited; the sync entry points refuse it).
+"""
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
+from semmem_client._async import AsyncClient
 from semmem_client._client import Client
 from semmem_client._errors import SemmemError
 from semmem_client._tools import ToolDefinition, recall_definition
 
 MAX_CONVERSATIONS = 1024  # cursors kept; the oldest conversation's goes first
 MEMORY_HEADER = "What you remember about the user (numbered facts; edit them by number):"
+NOTHING = "(nothing remembered)"
+
+Key = tuple[str, str]  # (partition, conversation)
+
+
+def server_tools(client: Client | AsyncClient) -> list[ToolDefinition]:
+    """The server's tool definitions, read once (``GET /openapi.json`` needs no token; an
+    ``AsyncClient``'s are read with a short blocking call, as construction is not awaited)."""
+    if isinstance(client, Client):
+        return client.tools()
+    with Client(client.url, memory_path=client.memory_path, deadline_s=client.deadline_s,
+                retry=client.retry) as blocking:
+        return blocking.tools()
+
+
+def envelope_text(exc: SemmemError) -> str:
+    """A refusal as the model reads it: the contract's error envelope."""
+    error: dict[str, Any] = {"code": exc.code, "message": exc.message}
+    if exc.details:
+        error["details"] = exc.details
+    return json.dumps({"error": error}, ensure_ascii=False)
+
+
+def with_memory(prompt: str, recalled: str) -> str:
+    """``prompt`` followed by the recalled memory (nothing added when nothing recalled)."""
+    if not recalled:
+        return prompt
+    memory = f"{MEMORY_HEADER}\n{recalled}"
+    return f"{prompt}\n\n{memory}" if prompt else memory
 
 
 class Binding:
-    """One partition's memory for a model: the five tools and the pre-model recall.
+    """A user's memory for a model: the five tools and the pre-model recall.
 
-    Each conversation (``key``: a LangGraph thread, an Agents SDK run) keeps the cursor of its
-    latest recall, which that conversation's tool calls carry. ``tools`` default to the
-    server's own (fetched once from ``GET /openapi.json``); ``max_bytes`` bounds the recalled
-    text put in the system prompt.
+    ``partition``: the one partition of every call, or ``None`` to take it per call from the
+    framework (see the adapter). ``tools`` default to the server's own (fetched once from
+    ``GET /openapi.json``); ``max_bytes`` bounds the recalled text put in the system prompt.
     """
 
-    def __init__(self, client: Client, partition: str, *, max_bytes: int = 2048,
-                 tools: Sequence[ToolDefinition] | None = None) -> None:
+    def __init__(self, client: Client | AsyncClient, partition: str | None = None, *,
+                 max_bytes: int = 2048, tools: Sequence[ToolDefinition] | None = None) -> None:
         self.client = client
         self.partition = partition
         self.max_bytes = max_bytes
-        server_tools = list(tools) if tools is not None else client.tools()
+        defined = list(tools) if tools is not None else server_tools(client)
         if client.access == "read":
-            server_tools = [t for t in server_tools if t.access == "read"]
-        self.definitions = [recall_definition(), *server_tools]
-        self.cursors: dict[str, str | None] = {}
+            defined = [t for t in defined if t.access == "read"]
+        self.definitions = [recall_definition(), *defined]
+        self.cursors: OrderedDict[Key, str | None] = OrderedDict()
 
-    def recall_text(self, key: str, text: str | None) -> str:
-        """Recall for ``text`` (the latest user message), keep the cursor for ``key``'s tool
-        calls, and return the text (at most ``max_bytes`` UTF-8 bytes; empty if nothing)."""
-        recall = self.client.recall(self.partition, text, self.max_bytes)
+    def _keep(self, key: Key, cursor: str | None) -> None:
         self.cursors.pop(key, None)
-        self.cursors[key] = recall.cursor
+        self.cursors[key] = cursor
         if len(self.cursors) > MAX_CONVERSATIONS:
-            del self.cursors[next(iter(self.cursors))]
+            self.cursors.popitem(last=False)
+
+    def _blocking(self) -> Client:
+        if not isinstance(self.client, Client):
+            raise TypeError("this adapter holds an AsyncClient: use the framework's async "
+                            "entry points (ainvoke, Runner.run), or give it a Client")
+        return self.client
+
+    # ----- blocking ---------------------------------------------------------------------------
+    def recall_text(self, key: Key, text: str | None) -> str:
+        """Recall for ``text`` (the latest user message) in ``key``'s partition, keep the
+        cursor for ``key``'s tool calls, and return the text (≤ ``max_bytes`` UTF-8 bytes)."""
+        recall = self._blocking().recall(key[0], text, self.max_bytes)
+        self._keep(key, recall.cursor)
         return recall.text
 
-    def system_prompt(self, key: str, text: str | None, prompt: str = "") -> str:
-        """``prompt`` followed by the recalled memory (nothing added when nothing recalled)."""
-        recalled = self.recall_text(key, text)
-        if not recalled:
-            return prompt
-        memory = f"{MEMORY_HEADER}\n{recalled}"
-        return f"{prompt}\n\n{memory}" if prompt else memory
-
-    def call(self, key: str, name: str, arguments: dict[str, Any]) -> str:
+    def call(self, key: Key, name: str, arguments: dict[str, Any]) -> str:
         """Run tool ``name`` (``recall`` or a server tool) for ``key``: the JSON a model reads,
         the result as the server answered it or its error envelope (errors reach the model)."""
         try:
             if name == "recall":
-                return self.recall_text(key, arguments.get("text")) or "(nothing remembered)"
-            result = self.client.tool(self.partition, name, arguments, self.cursors.get(key))
+                return self.recall_text(key, arguments.get("text")) or NOTHING
+            result = self._blocking().tool(key[0], name, arguments, self.cursors.get(key))
         except SemmemError as exc:
-            error: dict[str, Any] = {"code": exc.code, "message": exc.message}
-            if exc.details:
-                error["details"] = exc.details
-            return json.dumps({"error": error}, ensure_ascii=False)
+            return envelope_text(exc)
+        return json.dumps(result, ensure_ascii=False, sort_keys=True)
+
+    # ----- async (either client) ----------------------------------------------------------------
+    async def arecall_text(self, key: Key, text: str | None) -> str:
+        """``recall_text``, awaited."""
+        if isinstance(self.client, Client):
+            return await asyncio.to_thread(self.recall_text, key, text)
+        recall = await self.client.recall(key[0], text, self.max_bytes)
+        self._keep(key, recall.cursor)
+        return recall.text
+
+    async def acall(self, key: Key, name: str, arguments: dict[str, Any]) -> str:
+        """``call``, awaited."""
+        if isinstance(self.client, Client):
+            return await asyncio.to_thread(self.call, key, name, arguments)
+        try:
+            if name == "recall":
+                return await self.arecall_text(key, arguments.get("text")) or NOTHING
+            result = await self.client.tool(key[0], name, arguments, self.cursors.get(key))
+        except SemmemError as exc:
+            return envelope_text(exc)
         return json.dumps(result, ensure_ascii=False, sort_keys=True)

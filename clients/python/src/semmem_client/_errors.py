@@ -1,5 +1,6 @@
 """Errors, one class per code of the contract's error envelope ``{"error": {code, message,
-details}}``, plus two for answers that never came or broke the contract.
+details}}``, plus three of the client's own: no answer, an answer outside the contract, a
+closed client.
 
     SemmemError                   .code .status .details
     ├── InvalidRequest            invalid_request        400
@@ -7,15 +8,19 @@ details}}``, plus two for answers that never came or broke the contract.
     │   └── DeadlineExceeded      deadline_exceeded      400
     ├── Unauthorized              unauthorized           401
     ├── Forbidden                 forbidden              403
+    │   └── QuotaExceeded         quota_exceeded         403: the partition is full
     ├── NotFound                  not_found              404
+    ├── RequestTimeout            request_timeout        408 (retried first)
     ├── Conflict                  conflict               409: recall again
     │   └── IdempotencyMismatch   idempotency_mismatch   409
     ├── TooLarge                  too_large              413
     ├── Overloaded                overloaded             429 (retried first)
+    │   └── RateLimited           rate_limited           429 (retried first)
     ├── InternalError             internal               500 (retried first)
     ├── Unavailable               unavailable            503 (retried first)
     ├── TransportError            transport              no answer: refused, reset, timed out
-    └── ProtocolError             bad_response           an answer outside the contract
+    ├── ProtocolError             bad_response           an answer outside the contract
+    └── ClientClosed              client_closed          a call after ``close()``
 """
 
 from __future__ import annotations
@@ -147,6 +152,12 @@ class ProtocolError(SemmemError):
     """An answer that is not the contract's: not JSON, or an error without the envelope."""
 
     code = "bad_response"
+
+
+class ClientClosed(SemmemError):
+    """A call on a client after its ``close()`` (or the end of its ``with`` block)."""
+
+    code = "client_closed"
 
 
 BY_CODE: dict[str, type[SemmemError]] = {

@@ -3,22 +3,25 @@
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict, cast
 
 from semmem_client._errors import ProtocolError, SemmemError, TransportError, from_envelope
 
 PROTOCOL_VERSION = 1
 MAX_BODY_BYTES = 64 * 1024
 Access = Literal["read", "read-write"]
+_NUMBER = re.compile(r"[1-9][0-9]{0,17}")
 
 
 class Source(TypedDict):
-    """One recalled fact: ``id`` is its number as a string."""
+    """One recalled fact: ``id`` is its number (the wire's string, read as the int that
+    ``update`` and ``forget`` take)."""
 
-    id: str
+    id: int
     title: NotRequired[str]
     revision: NotRequired[str]
     updatedAt: NotRequired[str]
@@ -58,6 +61,41 @@ class SearchResult(TypedDict):
     items: list[Found]
     count: int
     truncated: NotRequired[bool]
+
+
+class Item(TypedDict):
+    """A live fact as owners see it (admin API): ISO 8601 ``ts``/``updated``, and the record
+    fields it has (``note``, ``status``, ``surfacing``, ``mergedInto``, ``slug``,
+    ``expiresAt``)."""
+
+    n: int
+    text: str
+    ts: str
+    updated: str
+    revision: int
+    note: NotRequired[str]
+    status: NotRequired[str]
+    surfacing: NotRequired[str]
+    mergedInto: NotRequired[Any]
+    slug: NotRequired[str]
+    expiresAt: NotRequired[str]
+
+
+class ItemsPage(TypedDict):
+    """One page of a partition's items, in number order; ``next`` is the next page's offset
+    (``None`` on the last)."""
+
+    items: list[Item]
+    count: int
+    next: int | None
+
+
+class PartitionsPage(TypedDict):
+    """One page of the partition names, sorted; ``next`` as for ``ItemsPage``."""
+
+    partitions: list[str]
+    total: int
+    next: int | None
 
 
 @dataclass(frozen=True)
@@ -121,7 +159,25 @@ def read_recall(body: Any) -> Recall:
             and isinstance(body.get("sources"), list)):
         raise ProtocolError("recall answer without text and sources", status=200)
     cursor = body.get("cursor")
-    return Recall(body["text"], body["sources"], cursor if isinstance(cursor, str) else None)
+    return Recall(body["text"], [_source(s) for s in body["sources"]],
+                  cursor if isinstance(cursor, str) else None)
+
+
+def _source(source: Any) -> Source:
+    number = source.get("id") if isinstance(source, dict) else None
+    if not (isinstance(number, str) and _NUMBER.fullmatch(number)):
+        raise ProtocolError("recall source without a fact number as its id", status=200)
+    return cast(Source, {**source, "id": int(number)})
+
+
+def read_lines(status: int, content: bytes) -> list[Any]:
+    """A 200 JSONL body as its decoded lines, or raise the error the answer carries."""
+    if status != 200:
+        read_answer(status, content, None)
+    try:
+        return [json.loads(line) for line in content.splitlines() if line.strip()]
+    except ValueError:
+        raise ProtocolError("answer is not JSON lines", status=status) from None
 
 
 def read_result(body: Any) -> Any:

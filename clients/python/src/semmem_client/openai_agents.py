@@ -1,25 +1,36 @@
-"""OpenAI Agents SDK: the memory tools as function tools bound to a partition, and recall as
-dynamic instructions (before every model call, for the run's latest user message).
+"""OpenAI Agents SDK: the memory tools as function tools, and recall as dynamic instructions
+(before every model call, for the run's latest user message).
 
-    memory = AgentsMemory(Client(url, token), partition="alice")
+    memory = AgentsMemory(AsyncClient(url, token))      # the partition: the run's context
     agent = Agent(name="assistant", instructions=memory.instructions("You are helpful."),
                   tools=memory.tools())
+    await Runner.run(agent, "hi", context=User(user_id="alice"))
 
-Install with ``pip install 'semmem-client[openai-agents]'``. Each run keeps the cursor of its
-latest recall, which its tool calls carry. The client is blocking: calls run in a thread.
+Install with ``pip install 'semmem-client[openai-agents]'``. With no fixed ``partition`` each
+call takes it from the run's context (``RunContextWrapper.context``): ``partition_of(context)``
+when given, else the context itself when it is a string, else its ``user_id`` (attribute or
+key). Each run keeps the cursor of its latest recall, which its tool calls carry. An
+``AsyncClient`` is awaited on the SDK's loop; a ``Client`` runs in a worker thread.
+
+No ``Session``: the SDK's sessions keep a run's transcript (every message and tool item, in
+order, with ``pop_item``), while semmem keeps durable facts — deduplicated, at most 2,000
+characters, ranked by relevance, purged when forgotten. A transcript stored as facts would
+lose order and repeats and would be recalled as if it were knowledge; keep the SDK's own
+session (e.g. ``SQLiteSession``) for history and semmem for what outlives it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from agents import Agent, FunctionTool, RunContextWrapper, Tool
 from agents.tool_context import ToolContext
 
-from semmem_client._binding import Binding
+from semmem_client._async import AsyncClient
+from semmem_client._binding import Binding, Key, with_memory
+from semmem_client._client import Client
 from semmem_client._tools import ToolDefinition
 
 
@@ -44,8 +55,32 @@ def latest_user_text(context: RunContextWrapper[Any]) -> str | None:
     return None
 
 
+def user_id_of(context: Any) -> str | None:
+    """The default partition of a run's context: itself if a string, else its ``user_id``."""
+    if isinstance(context, str):
+        return context
+    chosen = context.get("user_id") if isinstance(context, Mapping) \
+        else getattr(context, "user_id", None)
+    return chosen if isinstance(chosen, str) else None
+
+
 class AgentsMemory(Binding):
-    """A partition's memory for the OpenAI Agents SDK (see ``Binding`` for the options)."""
+    """Users' memory for the OpenAI Agents SDK (see ``Binding`` for the options)."""
+
+    def __init__(self, client: Client | AsyncClient, partition: str | None = None, *,
+                 partition_of: Callable[[Any], str | None] = user_id_of, max_bytes: int = 2048,
+                 tools: list[ToolDefinition] | None = None) -> None:
+        super().__init__(client, partition, max_bytes=max_bytes, tools=tools)
+        self.partition_of = partition_of
+
+    def key(self, context: RunContextWrapper[Any]) -> Key:
+        """The (partition, run) of a call; ``ValueError`` when the context names no user."""
+        partition = self.partition if self.partition is not None \
+            else self.partition_of(context.context)
+        if not isinstance(partition, str) or not partition:
+            raise ValueError("no partition: give the run a context with a user_id "
+                             "(Runner.run(..., context=...)), a partition_of, or a partition")
+        return partition, run_of(context)
 
     def tools(self) -> list[Tool]:
         """``memory_recall``, ``memory_search``, ``memory_remember``, ``memory_update``,
@@ -59,8 +94,8 @@ class AgentsMemory(Binding):
 
         async def recall_into_instructions(context: RunContextWrapper[Any],
                                            agent: Agent[Any]) -> str:
-            return await asyncio.to_thread(self.system_prompt, run_of(context),
-                                           latest_user_text(context), prompt)
+            recalled = await self.arecall_text(self.key(context), latest_user_text(context))
+            return with_memory(prompt, recalled)
 
         return recall_into_instructions
 
@@ -73,7 +108,7 @@ class AgentsMemory(Binding):
             if not isinstance(parsed, dict):
                 return json.dumps({"error": {"code": "invalid_arguments",
                                              "message": "arguments must be a JSON object"}})
-            return await asyncio.to_thread(self.call, run_of(context), definition.name, parsed)
+            return await self.acall(self.key(context), definition.name, parsed)
 
         return FunctionTool(name=definition.model_name, description=definition.description,
                             params_json_schema=definition.input_schema, on_invoke_tool=invoke,

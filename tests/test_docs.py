@@ -1,0 +1,336 @@
+"""The README and docs run as written: every token they show is one the server accepts (16
+bytes or more), and the README's walk-through — its start line, the curl session and its
+printed answers, the Python snippets — runs against a real server with the bundled model (the
+recall's claim is about ranking), each answer matching what the README prints."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+from tests.support.server import REPO, free_port
+
+DOCS = [REPO / "README.md", REPO / "clients" / "python" / "README.md",
+        *sorted((REPO / "docs").glob("*.md"))]
+BIN = Path(sys.executable).parent
+TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
+MIN_TOKEN_BYTES = 16
+
+
+def fenced(path: Path, language: str) -> list[str]:
+    """The fenced blocks of ``language`` in a Markdown file, in order."""
+    text = path.read_text(encoding="utf-8")
+    return re.findall(rf"^```{language}\n(.*?)^```", text, re.M | re.S)
+
+
+def block_with(path: Path, language: str, needle: str) -> str:
+    """The one ``language`` block of ``path`` that holds ``needle``."""
+    [block] = [b for b in fenced(path, language) if needle in b]
+    return block
+
+
+def shown_tokens(text: str) -> list[str]:
+    """Every literal token a doc shows: in SEMMEM_TOKENS=/SEMMEM_ADMIN_TOKENS=/TOKEN=
+    assignments, ``Bearer`` headers and a ``Client(url, token)`` call (placeholders such as
+    ``<token>``, ``q9Lm…`` and generated ``$(…)`` values are not literal)."""
+    found: list[str] = []
+    for value in re.findall(r"\b(?:SEMMEM_(?:ADMIN_)?TOKENS|TOKEN)=(\S+)", text):
+        found.extend(value.strip("\"'`").split(","))
+    found += re.findall(r"Bearer (?!realm=)([^\s\"'`]+)", text)
+    found += re.findall(r"Client\(\"https?://[^\"]+\", \"([^\"]+)\"", text)
+    return [t for t in found if t and not re.search(r"[<$…]", t)]
+
+
+def test_every_token_in_the_docs_is_long_enough() -> None:
+    """A reader who copies a command gets a server that starts: tokens under 16 bytes stop
+    ``semmem serve``. The scan sees the tokens it checks (positive control)."""
+    seen = {str(doc.relative_to(REPO)): shown_tokens(doc.read_text(encoding="utf-8"))
+            for doc in DOCS}
+    assert "local-dev-token-0001" in seen["README.md"]
+    assert len(shown_tokens("SEMMEM_TOKENS=tok1,tok2 TOKEN=s3cret-token")) == 3
+    short = {doc: [t for t in tokens if len(t.encode()) < MIN_TOKEN_BYTES]
+             for doc, tokens in seen.items()}
+    assert not {doc: tokens for doc, tokens in short.items() if tokens}
+
+
+def start(line: str, cwd: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """Run a doc's ``semmem serve`` line as written, but on a free port (``--port 8080``
+    replaced, else ``SEMMEM_PORT`` set, which a line without ``--port`` leaves alone), with
+    this venv's ``semmem``; wait until ready. Returns the process and its base URL."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEMMEM_")}
+    env.update({"SEMMEM_PORT": str(port), "SEMMEM_DATA": str(cwd / "semmem-data"),
+                "PATH": f"{BIN}:{env.get('PATH', '')}",
+                "PYTHONPATH": str(REPO)})
+    command = line.replace(".venv/bin/", f"{BIN}/").replace("--port 8080", f"--port {port}")
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(["bash", "-c", command], cwd=cwd, env=env, stdout=sink,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    with httpx.Client(timeout=5) as c:
+        while True:
+            assert proc.poll() is None, log.read_text()
+            try:
+                if c.get(url + "/readyz").status_code == 200:
+                    return proc, url
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the line's whole process group (a pipeline too), then wait."""
+    os.killpg(proc.pid, signal.SIGTERM)
+    proc.wait(15)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """``semmem serve`` started by the README's own line; yields (base URL, token)."""
+    line = block_with(REPO / "README.md", "sh", "semmem serve      #").strip()
+    token = re.search(r"SEMMEM_TOKENS=(\S+)", line)
+    assert token is not None
+    where = tmp_path_factory.mktemp("readme")
+    proc, url = start(line, where, where / "serve.log")
+    try:
+        yield url, token.group(1)
+    finally:
+        stop(proc)
+
+
+@pytest.mark.model
+@pytest.mark.parametrize(("doc", "needle"), [("http.md", "semmem serve --host"),
+                                             ("console.md", "SEMMEM_ADMIN_TOKENS=")])
+def test_docs_serve_lines_start_a_server(tmp_path: Path, doc: str, needle: str) -> None:
+    """The start lines of docs/http.md and docs/console.md start a server that takes their
+    token (and the console, signed out, answers its sign-in page)."""
+    [line] = [ln for ln in block_with(REPO / "docs" / doc, "sh", needle).splitlines()
+              if needle in ln]
+    token = re.search(r"SEMMEM_TOKENS=([^\s,]+)", line)
+    assert token is not None
+    proc, url = start(line, tmp_path, tmp_path / "serve.log")
+    try:
+        with httpx.Client(base_url=url, timeout=10) as c:
+            answer = c.post("/memory", json={}, headers={
+                "Authorization": f"Bearer {token.group(1)}"})
+            assert answer.status_code == 400  # past the token: the empty envelope refused
+            if doc == "console.md":
+                assert c.get("/console/signin").status_code == 200
+    finally:
+        stop(proc)
+
+
+@pytest.mark.model
+@pytest.mark.parametrize(("needle", "shows"), [
+    ("OTEL_TRACES_EXPORTER=console", '"name": "search_memory"'),
+    ("SEMMEM_LOG_FORMAT=json", '"route":"/memory"'),
+])
+def test_operating_serve_lines_show_spans_and_access_fields(tmp_path: Path, needle: str,
+                                                            shows: str) -> None:
+    """docs/operating.md's console-traces line prints a recall's span; its JSON-logs line,
+    through jq as written, prints access lines with their fields."""
+    [line] = [ln for block in fenced(REPO / "docs" / "operating.md", "sh")
+              for ln in block.splitlines() if ln.startswith(needle)]
+    log = tmp_path / "serve.log"
+    proc, url = start(line.split("  #")[0], tmp_path, log)
+    try:
+        token = (tmp_path / "semmem-data" / "generated-token").read_text().strip()
+        body = {"version": 1, "operationId": "docs-1", "partition": "p", "access": "read",
+                "deadlineAt": (datetime.now(UTC) + timedelta(seconds=10)).isoformat(),
+                "operation": "recall", "input": {"text": "hello"}, "maxBytes": 100}
+        with httpx.Client(base_url=url, timeout=10) as c:
+            answer = c.post("/memory", json=body, headers={"Authorization": f"Bearer {token}"})
+        assert answer.status_code == 200, answer.text
+        # The server first, so jq (block-buffered into the file) meets the end and flushes.
+        line_shell = psutil.Process(proc.pid)
+        for process in (line_shell, *line_shell.children(recursive=True)):
+            if process.name() not in ("jq", "bash"):
+                process.terminate()
+        proc.wait(30)
+        assert shows in log.read_text(), log.read_text()[-2000:]
+    finally:
+        if proc.poll() is None:
+            stop(proc)
+
+
+def _session(block: str) -> list[tuple[str, str]]:
+    """The ``$ command`` lines of a README session block and what each printed."""
+    steps: list[tuple[str, str]] = []
+    for chunk in block.split("$ ")[1:]:
+        command, _, printed = chunk.partition("\n")
+        steps.append((command, printed.strip()))
+    return steps
+
+
+def _run_session(url: str, setup: str, steps: list[tuple[str, str]]) -> list[str]:
+    script = setup.replace("http://127.0.0.1:8080", url)
+    script += "".join(f"\n{command}\necho '<<end>>'" for command, _ in steps)
+    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True,
+                         timeout=120).stdout
+    return [answer.strip() for answer in out.split("<<end>>")[:-1]]
+
+
+@pytest.mark.model
+def test_readme_curl_session_prints_what_the_readme_shows(served: tuple[str, str]) -> None:
+    """The walk-through's `memory` calls answer byte for byte what the README prints (times
+    aside), the recall's ranking included; the hint example runs in alice's memory as it stood
+    after call-3 (a partition of its own here)."""
+    url, _token = served
+    readme = REPO / "README.md"
+    setup = block_with(readme, "sh", "memory() {")
+    steps = _session(block_with(readme, "text", "memory req-2"))
+    assert len(steps) == 11 and steps[3][0].startswith("memory req-1")
+    got = _run_session(url, setup, steps)
+    for (command, shown), answer in zip(steps, got, strict=True):
+        assert TIMESTAMP.sub("<t>", answer) == TIMESTAMP.sub("<t>", shown), command
+
+    hint = _session(block_with(readme, "text", "memory call-8"))
+    alone = setup.replace('\\"partition\\":\\"alice\\"', '\\"partition\\":\\"alice-hints\\"')
+    assert alone != setup
+    answers = _run_session(url, alone, steps[:3] + hint)
+    assert TIMESTAMP.sub("<t>", answers[-1]) == TIMESTAMP.sub("<t>", hint[0][1])
+
+
+def _printed_comments(code: str) -> list[str]:
+    """What a snippet's ``print`` lines say they print (their trailing ``# …`` comments)."""
+    return [line.split("# ", 1)[1].strip() for line in code.splitlines()
+            if "print(" in line and "# " in line]
+
+
+@pytest.mark.model
+@pytest.mark.parametrize(("doc", "needle", "partition"), [
+    ("README.md", "Suggest a recipe", "alice-python"),
+    ("clients/python/README.md", "Prefers metric units", "alice-five-lines"),
+])
+def test_python_snippets_print_what_their_comments_say(served: tuple[str, str], doc: str,
+                                                        needle: str, partition: str) -> None:
+    """The README's Python walk-through and the client README's five lines, run as written
+    against the server (in a partition of their own), print what their comments show."""
+    url, token = served
+    code = block_with(REPO / doc, "python", needle)
+    assert f'"{token}"' in code and "http://127.0.0.1:8080" in code
+    script = code.replace("http://127.0.0.1:8080", url).replace('"alice"', f'"{partition}"')
+    env = {**os.environ, "PYTHONPATH": str(REPO / "clients" / "python" / "src")}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True, env=env, timeout=60).stdout
+    assert out.splitlines() == _printed_comments(code)
+
+
+def _cli_lines(path: Path, prefix: str) -> list[list[str]]:
+    """The ``semmem`` command lines of a doc's ``sh`` blocks, as argument lists."""
+    return [shlex.split(line, comments=True)[1:] for block in fenced(path, "sh")
+            for line in block.splitlines() if line.startswith(prefix)]
+
+
+@pytest.mark.model
+def test_readme_and_reliability_cli_lines_run(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every ``semmem`` line of the README (store, retention, backups), then docs/reliability.md's
+    check and backup lines, run in order in one directory and exit 0; a backup's ``ID`` is the
+    one ``backup create`` printed, reliability.md's ``/backups`` a folder here."""
+    from typer.testing import CliRunner
+
+    from semmem.cli.commands import app
+
+    lines = _cli_lines(REPO / "README.md", ".venv/bin/semmem ")
+    lines += [[a.replace("/backups", "backups") for a in args]
+              for args in _cli_lines(REPO / "docs" / "reliability.md", "semmem ")]
+    assert len(lines) > 20 and ["check"] in lines
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    env = {"SEMMEM_DATA": str(tmp_path / "semmem-data")}
+    backup = "ID"
+    for args in lines:
+        args = [backup if a == "ID" else a for a in args]
+        result = runner.invoke(app, args, env=env)
+        assert result.exit_code == 0, (args, result.stdout, result.stderr)
+        if args[:2] == ["backup", "create"]:
+            backup = json.loads(result.stdout.strip().splitlines()[-1])["id"]
+    assert backup != "ID"
+
+
+def test_notebook_outputs_default_to_a_git_ignored_folder() -> None:
+    """What the tuning notebooks write by default (the chosen file, its plots beside it) goes
+    to ``notebooks/out/``, which git ignores; the docs' nbconvert commands put the executed
+    copies there too."""
+    defaults = {}
+    for name in ("tune_ranking", "tune_similar"):
+        book = json.loads((REPO / "notebooks" / f"{name}.ipynb").read_text(encoding="utf-8"))
+        code = "".join("".join(c["source"]) for c in book["cells"] if c["cell_type"] == "code")
+        found = re.search(r'OUTPUT = Path\(os\.environ\.get\("SEMMEM_TUNE_OUTPUT", ROOT((?: / '
+                          r'"[^"]+")+)\)\)', code)
+        assert found is not None, name
+        defaults[name] = "/".join(re.findall(r'"([^"]+)"', found.group(1)))
+    assert defaults == {"tune_ranking": "notebooks/out/ranking.json",
+                        "tune_similar": "notebooks/out/similar.json"}
+    paths = [*defaults.values(), "notebooks/out/ranking.packing.png"]
+    ignored = subprocess.run(["git", "check-ignore", *paths], cwd=REPO, capture_output=True,
+                             text=True).stdout.split()
+    assert ignored == paths
+    commands = [c for doc in ("ranking.md", "consolidation.md")
+                for c in re.findall(r"jupyter nbconvert[^`]*", " ".join(
+                    (REPO / "docs" / doc).read_text(encoding="utf-8").split()))]
+    assert len(commands) == 2 and all("--output-dir notebooks/out" in c for c in commands)
+
+
+@pytest.mark.model
+def test_records_cli_lines_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/records.md's owner commands run as written on a memory with facts 3 and 4 and a
+    map of records (what the page assumes), each exiting 0 and doing what it says."""
+    from typer.testing import CliRunner
+
+    from semmem.cli.commands import app
+
+    lines = _cli_lines(REPO / "docs" / "records.md", "semmem ")
+    assert [args[0] for args in lines] == ["update", "update", "merge", "import"]
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "records.json").write_text(json.dumps(
+        {"tea": {"label": "Drinks green tea", "why": "asked twice"}}))
+    runner = CliRunner()
+    env = {"SEMMEM_DATA": str(tmp_path / "semmem-data")}
+    for text in ("Lives in Rome", "Speaks Greek", "Had a Python bug in 2020", "Had a bug"):
+        assert runner.invoke(app, ["remember", text, "-p", "alice"], env=env).exit_code == 0
+    for args in lines:
+        result = runner.invoke(app, args, env=env)
+        assert result.exit_code == 0, (args, result.stdout, result.stderr)
+    exported = runner.invoke(app, ["export", "-p", "alice"], env=env).stdout
+    records = {r["n"]: r for r in map(json.loads, exported.splitlines())}
+    assert (records[3]["note"], records[3]["status"], records[3]["surfacing"]) == (
+        "resolved in 2021", "inactive", "hold")
+    assert records[4]["mergedInto"] == 3
+    assert records[5]["slug"] == "tea" and records[5]["note"] == "asked twice"
+
+
+def test_docs_commands_name_files_and_flags_that_exist() -> None:
+    """The long-running commands the docs show (benchmarks, soak and load runs, test files,
+    set-up scripts), not run here, name files that exist and flags their scripts accept."""
+    named: list[tuple[str, list[str]]] = []
+    for doc in DOCS:
+        for block in fenced(doc, "sh"):
+            for line in block.replace("\\\n", " ").splitlines():
+                for path in re.findall(r"(?:benchmarks|scripts|tests)/[\w/.-]+", line):
+                    named.append((path, re.findall(r"--[\w-]+", line)
+                                  if path.startswith("benchmarks/") else []))
+    assert ("benchmarks/http_latency.py", ["--facts", "--recalls", "--remembers"]) in named
+    for path, flags in named:
+        assert (REPO / path).is_file(), path
+        if flags:
+            usage = subprocess.run([sys.executable, str(REPO / path), "--help"], cwd=REPO,
+                                   capture_output=True, text=True, check=True,
+                                   env={**os.environ, "PYTHONPATH": str(REPO)}).stdout
+            assert all(flag in usage for flag in flags), (path, flags)
