@@ -34,7 +34,14 @@ from semmem.lifecycle import inspection, upkeep
 from semmem.lifecycle.retention import Retention
 from semmem.observing import QuietObserver, WriteObserver
 from semmem.ranking.ranker import Ranker, Scored
-from semmem.ranking.similar import MAX_SIMILAR, SIMILAR_THRESHOLD, Group, nearest, standing_out
+from semmem.ranking.similar import (
+    MAX_SIMILAR,
+    SIMILAR_THRESHOLD,
+    Group,
+    Rows,
+    nearest,
+    standing_out,
+)
 from semmem.results import Recall
 from semmem.rules import Operation
 from semmem.stats import PartitionStats, partition_stats
@@ -81,6 +88,7 @@ class Memory:
         self.index_candidates = index_candidates
         # The least cosine a fact has to be listed in a write's ``similar`` hints.
         self.similar_threshold = similar_threshold
+        self._rows = Rows()  # concurrent writes' hint rows, one product
         self.model = ModelQueue(embedder, model_executor)
         # What is expired is hidden from every read here (and swept by lifecycle/sweep.py).
         self.retention = retention or Retention(store)
@@ -248,7 +256,8 @@ class Memory:
             found = await self.retention.nearest(view, vector, 5 * limit, HINT_COLUMNS)
             near = nearest(found, vector, self.similar_threshold, limit=limit)
             return rules.Hints([c.item.n for c in near], self.similar_threshold)
-        near, least = standing_out(view, vector, self.similar_threshold, limit=limit)
+        near, least = standing_out(view, vector, self.similar_threshold, limit=limit,
+                                   scores=await self._rows.of(view, vector))
         return rules.Hints([c.item.n for c in near], least)
 
     async def merge(self, partition: str, n: int, into: int) -> dict[str, Any]:

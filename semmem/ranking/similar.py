@@ -12,6 +12,7 @@ owner) decides.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
@@ -67,12 +68,13 @@ def nearest(items: ItemSet, vector: Vectors, threshold: float, *, limit: int = M
 
 
 def standing_out(items: ItemSet, vector: Vectors, threshold: float, *,
-                 limit: int = MAX_SIMILAR) -> tuple[list[Near], float]:
+                 limit: int = MAX_SIMILAR, scores: Vectors | None = None
+                 ) -> tuple[list[Near], float]:
     """The recallable items of a whole partition ``items`` that pass ``cutoff`` of its row
-    (best first, at most ``limit``), and that cutoff."""
+    (best first, at most ``limit``), and that cutoff (``scores``: the row, if computed)."""
     if not items.size:
         return [], threshold
-    scores = _scores(items, vector)
+    scores = _scores(items, vector) if scores is None else scores
     least = cutoff(scores, threshold)
     return _above(items, scores, least, limit, ()), least
 
@@ -80,6 +82,44 @@ def standing_out(items: ItemSet, vector: Vectors, threshold: float, *,
 def _scores(items: ItemSet, vector: Vectors) -> Vectors:
     out: Vectors = items.vectors @ np.asarray(vector, np.float32).reshape(-1)
     return out
+
+
+class Rows:
+    """Each text's cosines to a whole item set, the texts that ask within one turn of the event
+    loop scored together: concurrent writes (their texts come back from one model call) read
+    the set's vectors once in one matrix product, where one product per text read them again
+    each time (at 10k facts: 0.53 ms a text alone, 0.15 ms each for eight together)."""
+
+    def __init__(self) -> None:
+        self._asked: dict[int, tuple[ItemSet, list[tuple[Vectors, asyncio.Future[Vectors]]]]] = {}
+
+    async def of(self, items: ItemSet, vector: Vectors) -> Vectors:
+        """``vector``'s cosine to every item of ``items``."""
+        loop = asyncio.get_running_loop()
+        asked = self._asked.get(id(items))
+        if asked is None:  # the first text of this turn: scored once the others have asked
+            asked = self._asked[id(items)] = (items, [])
+            loop.call_soon(self._score, id(items))
+        future: asyncio.Future[Vectors] = loop.create_future()
+        asked[1].append((np.asarray(vector, np.float32).reshape(-1), future))
+        return await future
+
+    def _score(self, key: int) -> None:
+        items, asked = self._asked.pop(key)
+        try:
+            if len(asked) == 1:
+                rows = [_scores(items, asked[0][0])]
+            else:
+                block = items.vectors @ np.stack([v for v, _ in asked], axis=1)
+                rows = [np.ascontiguousarray(block[:, i]) for i in range(len(asked))]
+        except Exception as exc:  # each asker hears it
+            for _, future in asked:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        for (_, future), row in zip(asked, rows, strict=True):
+            if not future.done():
+                future.set_result(row)
 
 
 def _above(items: ItemSet, scores: Vectors, threshold: float, limit: int,
