@@ -213,7 +213,8 @@ def verify_backup(target: Objects, backup_id: str) -> VerifyReport:
 
 def expire_backups(target: Objects, keep_s: float) -> dict[str, Any]:
     """Delete the backups that started more than ``keep_s`` ago, then the objects no
-    remaining backup names (those of a backup still being written are spared for an hour)."""
+    remaining backup names (those of a backup still being written are spared for an hour),
+    and the temporary files a killed backup left (as old: they hold fact texts too)."""
     cutoff = now_ms() - int(keep_s * 1000)
     backups = list_backups(target)
     expired = [m for m in backups if m.created < cutoff]
@@ -229,5 +230,10 @@ def expire_backups(target: Objects, keep_s: float) -> dict[str, Any]:
                                                  for p in m.partitions}:
             target.delete(object_name(name))
             removed += 1
+    for folder in (OBJECTS, MANIFESTS):
+        for name, age in target.ages(folder, temporary=True).items():
+            if age >= UNREFERENCED_AGE_S:
+                target.delete(f"{folder}/{name}")
+                removed += 1
     return {"expired": [m.id for m in expired], "kept": [m.id for m in kept],
             "objects_removed": removed}
