@@ -491,6 +491,8 @@ class Store:
         if found.problems:
             log.error("partition table %s: %s (repaired: %s)", table_name(partition),
                       "; ".join(found.problems), found.repaired)
+        if found.repaired and found.forgotten:  # the text of a forget that won: purge it
+            await self.request_purge(partition)
 
     # ----- upkeep ----------------------------------------------------------------------------
     async def maintain(self, partition: str, *, retention: timedelta | None = None,
