@@ -117,10 +117,20 @@ class Registry:
                 await backoff(attempt)
         raise OSError("the store's secret could not be read back")
 
-    async def request_purge(self, name: str) -> None:
-        """Ask the servers of this store to purge table ``name`` (a text was dropped by a
-        process that runs no maintenance of its own: the CLI, a library user)."""
-        await self.put(f"u:{name}", {"at": now_ms()})
+    async def request_purge(self, *names: str) -> None:
+        """Ask the servers of this store to purge tables ``names`` (a text was dropped by a
+        process that runs no maintenance of its own: the CLI, a library user; or by a server
+        stopping before its purge was done), in one commit."""
+        at = json.dumps({"at": now_ms()})
+        data = pa.table({"key": [f"u:{name}" for name in names], "value": [at] * len(names)},
+                        schema=REGISTRY_SCHEMA)
+
+        async def upsert(reg: Any) -> None:
+            await (reg.merge_insert("key").when_matched_update_all()
+                   .when_not_matched_insert_all()).execute(data)
+
+        if names:
+            await self._commit(upsert)
 
     async def purge_requests(self) -> tuple[int, dict[str, int]]:
         """The registry's version, and the tables whose purge was asked for with when; read

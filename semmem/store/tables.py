@@ -164,14 +164,16 @@ class Store:
         self.conn.close()
         self.snapshots.clear()
 
-    async def request_purge(self, partition: str) -> None:
-        """Ask the servers of this store to purge ``partition`` (this process runs no
-        maintenance of its own); best effort: the servers' start-up purge is the fallback."""
+    async def request_purge(self, *partitions: str) -> None:
+        """Ask the servers of this store to purge ``partitions`` (this process runs no
+        maintenance of its own, or stops before its purges are done), in one registry commit;
+        best effort: the servers' start-up purge is the fallback."""
+        names = [table_name(p) for p in partitions]
         try:
-            await self.conn.registry.request_purge(table_name(partition))
+            await self.conn.registry.request_purge(*names)
         except Exception:
-            log.warning("could not ask the servers to purge partition table %s",
-                        table_name(partition), exc_info=True)
+            log.warning("could not ask the servers to purge partition table(s) %s",
+                        ", ".join(names), exc_info=True)
 
     async def purge_requests(self) -> dict[str, int]:
         """Partitions whose purge another process asked for, with when it asked (its clock);
