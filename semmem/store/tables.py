@@ -199,6 +199,15 @@ class Store:
         """Retention overrides by partition table name (max age in ms; ``None``: forever)."""
         return await self.conn.registry.retention()
 
+    async def applied_retention(self) -> tuple[bool, int | None]:
+        """Whether a deployment default was recorded as applied by a full sweep, and its max
+        age in ms (``None``: forever)."""
+        return await self.conn.registry.applied_default()
+
+    async def set_applied_retention(self, max_age_ms: int | None) -> None:
+        """Record the deployment default a full sweep just applied."""
+        await self.conn.registry.set_applied_default(max_age_ms)
+
     async def set_retention(self, partition: str, max_age_ms: int | None, *,
                             inherit: bool = False) -> None:
         """Set ``partition``'s retention override (``None``: forever), or drop it (inherit)."""

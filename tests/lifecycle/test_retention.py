@@ -279,3 +279,30 @@ async def test_an_expired_fact_is_never_a_write_hint(tmp_path: Path, how: str) -
         done = await m.remember("p", f"Ann keeps her bike in the red garage {warm}")
         assert n not in [h["n"] for h in done.get("similar", [])], done
         await m.close()
+
+
+async def test_a_longer_default_after_a_restart_never_brings_back_what_had_expired(
+        tmp_path: Path) -> None:
+    """A server swept under a 2 s default; a fact expired under it; the restart with a longer
+    default (before any sweep) still hides it, its start-up sweep forgets it, and only then
+    does the longer default apply (before: the fact was back in every read)."""
+    root = tmp_path / "db"
+    m = await _memory(root, 2000)
+    assert await sweep(m) == {}  # a start-up sweep: the 2 s default is the one applied
+    n = (await m.remember("p", GONE))["n"]
+    written = time.monotonic()
+    assert [it.n for it in await m.list("p")] == [n]  # live for now
+    wait_for(lambda: time.monotonic() - written > 2.1)
+    assert await m.list("p") == []
+    await m.close()
+    m = await _memory(root, 3_600_000)  # restarted with an hour
+    assert await m.list("p") == [] and (await m.search("p", GONE))["items"] == []
+    assert (await m.recall("p", GONE, 1000)).text == ""
+    assert (await policies.show(m, "p"))["effective"] == "2s"  # until a sweep applied it
+    assert await sweep(m) == {"p": [n]}
+    later = (await m.remember("p", "a later fact"))["n"]
+    written = time.monotonic()
+    assert (await policies.show(m, "p"))["effective"] == "1h"
+    wait_for(lambda: time.monotonic() - written > 2.1)
+    assert [it.n for it in await m.list("p")] == [later]  # the hour applies now
+    await m.close()
