@@ -40,7 +40,7 @@ from typing import Any
 
 import httpx
 
-from tests.support.files import decoded_hits, decoded_texts, read_if_there
+from tests.support.files import decoded_hits, decoded_texts, decoded_with, read_if_there
 from tests.support.server import ADMIN, AUTH, JSON, ONE_THREAD, ServerProcess, iso_in
 
 HEADERS = {**AUTH, **JSON}
@@ -531,8 +531,10 @@ def run_stops(cycles: int, *, data: Path, fake_model: bool, partitions: int = 12
             started = time.monotonic()
             while left := _left(soak, embed):
                 if time.monotonic() - started > window_s:
+                    where = [str(f.relative_to(data)) for f in decoded_with(data, left[0])]
                     soak._violation(f"{len(left)} dropped text(s) still on disk "
-                                    f"{window_s} s after a replica stopped: {left[:3]}")
+                                    f"{window_s} s after a replica stopped: {left[:3]}, the "
+                                    f"first in {where}")
                     break
                 time.sleep(0.5)
             soak.figures.purged_after_stop_s.append(round(time.monotonic() - started, 1))
