@@ -130,6 +130,19 @@ def _expiry(value: Any) -> str:
                                "2026-09-10T15:04:15Z") from exc
 
 
+def future_expiry(attrs: dict[str, Any]) -> None:
+    """Refuse a new fact's ``expiresAt`` (as ``clean_attrs`` stores it) that is not after
+    now: it would be stored already expired, hidden from every read yet kept until a sweep.
+
+    Raises:
+        InvalidArguments: the expiry has passed.
+    """
+    value = attrs.get(EXPIRES)
+    if isinstance(value, str) and parse_iso(value) <= now_ms():
+        raise InvalidArguments(f"{EXPIRES} {value} has passed: a fact's expiry must be in "
+                               "the future")
+
+
 def dedupe_key(text: str) -> str:
     """The identity used for duplicate detection: trimmed, whitespace collapsed, case-folded."""
     return _SPACE.sub(" ", text.strip()).casefold()

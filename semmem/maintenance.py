@@ -8,7 +8,9 @@ piled up (``compact_every``) and, after a forget, as soon as the old versions ho
 are past the store's retention, so a forgotten text leaves every file within
 ``version_retention + delay + the maintenance pass`` (documented as the forget window).
 The registry (partition names) is maintained under the key ``REGISTRY_DUE`` after a partition is
-deleted. The retention sweep (``lifecycle/sweep.py``) runs here too, at start and every
+deleted. A server that stops (SIGTERM, a session's end) before its purges are done hands them
+to the store: a purge request in the registry, which every other server follows. The
+retention sweep (``lifecycle/sweep.py``) runs here too, at start and every
 ``SEMMEM_RETENTION_SWEEP_S``: what it forgets is purged like any forget.
 """
 
@@ -34,6 +36,7 @@ purge_log = logging.getLogger("semmem.web")
 REGISTRY_DUE = None  # the key under which the registry, not a partition, is due
 FOLLOW_S = 2.0  # how often a server looks for purges other processes asked for
 MAX_BACKOFF_S = 300.0  # a partition whose passes keep failing is retried at least this often
+HAND_OFF_S = 5.0  # the most a stopping server waits to hand its pending purges to the store
 
 
 @dataclass
@@ -63,6 +66,7 @@ class Maintainer:
     _task: asyncio.Task[None] | None = None
     passes: int = 0  # partition passes done
     registry_passes: int = 0
+    _running: dict[str | None, bool] = field(default_factory=dict)  # passes under way: purge?
     pruned: Callable[[str], None] | None = None  # told of a pass that pruned records
 
     def touched(self, partition: str | None, forgot: bool) -> None:
@@ -105,6 +109,7 @@ class Maintainer:
         ready = [p for p, d in self._due.items() if d.at <= now]
         for partition in ready:
             due = self._due.pop(partition)
+            self._running[partition] = due.purge
             try:
                 if partition is REGISTRY_DUE:
                     await self.store.maintain_registry()
@@ -122,7 +127,15 @@ class Maintainer:
                          report.seconds if report else 0.0)
             except Exception as exc:  # keep the loop alive; try again later, less often
                 self._failed(partition, due, exc)
+            finally:
+                self._running.pop(partition, None)
         return len(ready)
+
+    def purging(self) -> set[str | None]:
+        """The partitions (``REGISTRY_DUE``: the registry) with a purge pass due or under
+        way."""
+        return {p for p, d in self._due.items() if d.purge} | {
+            p for p, purge in self._running.items() if purge}
 
     def _failed(self, partition: str | None, due: _Due, exc: Exception) -> None:
         """Back off a failed pass: the traceback once, then one line per (growing) interval."""
@@ -201,6 +214,11 @@ class Purger:
         if partition not in self._timers:
             loop = asyncio.get_running_loop()
             self._timers[partition] = loop.call_later(self.lag, self._fire, partition, now)
+
+    def pending(self) -> set[str | None]:
+        """Every partition whose purge is not done yet: a pass due or under way, or its
+        follow-up still to come."""
+        return self.maintainer.purging() | set(self._timers)
 
     def follow_up_at(self, partition: str) -> float | None:
         """When (monotonic) ``partition``'s follow-up purge fires, if one is pending."""
@@ -352,7 +370,9 @@ class Maintenance:
             await asyncio.sleep(self.follow_s)
 
     async def stop(self) -> None:
-        """Cancel follow-ups and the sweep, and stop the scheduler."""
+        """Cancel follow-ups and the sweep, stop the scheduler, and hand the purges not done
+        yet to the store (``hand_off``)."""
+        pending = self.purger.pending()
         for task in [*self._soon.values(), *([self._sweeping] if self._sweeping else [])]:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -366,3 +386,18 @@ class Maintenance:
             self._follow = None
         self.purger.stop()
         await self.maintainer.stop()
+        await self.hand_off(sorted(p for p in pending if p is not REGISTRY_DUE))
+
+    async def hand_off(self, partitions: list[str]) -> None:
+        """Leave a purge request for ``partitions`` in the registry (one commit, at most
+        ``HAND_OFF_S``): every other server of the store purges them as it purges what the
+        CLI dropped, within the forget window; with none running, the next start does."""
+        if not partitions:
+            return
+        try:
+            await asyncio.wait_for(self.store.request_purge(*partitions), HAND_OFF_S)
+        except TimeoutError:
+            log.warning("could not hand %d pending purge(s) to the store in %.0f s; the next "
+                        "start purges them", len(partitions), HAND_OFF_S)
+            return
+        purge_log.info("stopping: %d pending purge(s) handed to the store", len(partitions))

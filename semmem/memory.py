@@ -29,7 +29,7 @@ from semmem.embedding.embedder import Embedder
 from semmem.embedding.queue import ModelQueue
 from semmem.errors import InvalidArguments, InvalidInput
 from semmem.importing import ImportReport, import_records
-from semmem.items import EXPIRES, Item, clean_attrs, clean_text, trim
+from semmem.items import EXPIRES, Item, clean_attrs, clean_text, future_expiry, trim
 from semmem.lifecycle import inspection, upkeep
 from semmem.lifecycle.retention import Retention
 from semmem.observing import QuietObserver, WriteObserver
@@ -179,13 +179,14 @@ class Memory:
             or ``"similar": [{"n", "text", "score"}]`` for a new fact that probably restates or
             supersedes others (at most three, best first; absent when none).
         Raises:
-            InvalidArguments: text empty, blank or over 2,000 characters.
+            InvalidArguments: text empty, blank or over 2,000 characters; an expiry passed.
             IdempotencyMismatch, DeadlineExceeded, Unavailable.
         """
         op = op and op.keyed(self.store.secret)  # records keep a keyed fingerprint
         text = clean_text(text)
         asked = {**(attrs or {}), **({EXPIRES: expires_at} if expires_at is not None else {})}
         fields = {k: v for k, v in clean_attrs(asked).items() if v is not None}
+        future_expiry(fields)
         with self.store.coming(partition):  # its group waits for it (the rest of the turn)
             vector = await self._embed(text)
             hints = await self._hints(partition, vector)
@@ -210,7 +211,7 @@ class Memory:
         """
         op = op and op.keyed(self.store.secret)
         new_text = clean_text(text) if text is not None else None
-        changes = clean_attrs(attrs or {})
+        changes = clean_attrs(attrs or {})  # an owner may end a fact now: a past expiry
         cursor_seq = parse_cursor(partition, cursor) if cursor else None
         vector, hints = None, rules.Hints()
         if new_text is not None:

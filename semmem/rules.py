@@ -268,6 +268,10 @@ def mutation(op: Operation | None, result: dict[str, Any], ttl_ms: int,
     return Mutation(items=list(items), op=record(op, result, ttl_ms), hwm=hwm, result=answer)
 
 
+def _always(item: Item) -> bool:
+    return True
+
+
 @dataclass(frozen=True)
 class Hints:
     """What a write's ``similar`` list is chosen from: the candidates' numbers (looked up with
@@ -277,23 +281,20 @@ class Hints:
     candidates: Sequence[int] = ()
     threshold: float = 1.0
 
-    def listed(self, view: WriteView, vector: np.ndarray, written: int) -> list[Hint]:
-        """The hints: candidates still recallable at the decided version, other than the
-        written fact, scored on their current vectors, best first."""
-        rows = [view.index_of(n) for n in self.candidates if n != written]
-        found = ItemSet([view.items[i] for i in rows if i is not None],
-                        view.vectors[[i for i in rows if i is not None]].reshape(
-                            -1, view.vectors.shape[1]))
+    def listed(self, view: WriteView, vector: np.ndarray, written: int,
+               alive: Alive = _always) -> list[Hint]:
+        """The hints: candidates still recallable (and not expired: ``alive``) at the decided
+        version, other than the written fact, scored on their current vectors, best first."""
+        rows = [i for n in self.candidates if n != written
+                and (i := view.index_of(n)) is not None and alive(view.items[i])]
+        found = ItemSet([view.items[i] for i in rows],
+                        view.vectors[rows].reshape(-1, view.vectors.shape[1]))
         return [Hint.of(near) for near in nearest(found, vector, self.threshold)]
 
 
 def with_similar(result: dict[str, Any], similar: Sequence[Any]) -> dict[str, Any]:
     """``result`` with its ``similar`` list; the key is left out when nothing is listed."""
     return {**result, "similar": similar} if similar else result
-
-
-def _always(item: Item) -> bool:
-    return True
 
 
 def remember(text: str, vector: np.ndarray, fields: dict[str, Any], op: Operation | None,
@@ -314,7 +315,7 @@ def remember(text: str, vector: np.ndarray, fields: dict[str, Any], op: Operatio
             return result if op is None else mutation(op, result, ttl_ms)
         n, ts = view.hwm + 1, now_ms()
         result = with_similar({"status": "stored", "n": n, "count": view.count + 1},
-                              hints.listed(view, vector, n))
+                              hints.listed(view, vector, n, alive))
         return mutation(op, result, ttl_ms,
                         [ItemRow(n, text, vector, ts, ts, 1, attrs=fields, created=NEW)], n)
 
@@ -342,7 +343,7 @@ def update(n: int, text: str | None, vector: np.ndarray | None, changes: dict[st
             item.ts, now_ms(), item.revision + 1, attrs=merged_attrs(item, changes),
             created=item.born,
         )
-        similar = hints.listed(view, vector, n) if vector is not None else []
+        similar = hints.listed(view, vector, n, alive) if vector is not None else []
         result = with_similar({"status": "stored", "n": n, "count": view.count}, similar)
         return mutation(op, result, ttl_ms, [row])
 

@@ -346,3 +346,47 @@ async def test_the_retention_sweep_runs_at_start_then_every_interval(tmp_path: P
     assert calls.count(["p"]) == 1
     await maintenance.stop()
     await store.close()
+
+
+def wait_decoded_gone(root: Path, text: str, vector: object, limit: float) -> float:
+    """Seconds until no file holds ``text`` or ``vector``, raw or decoded; fails after
+    ``limit``."""
+    started = time.monotonic()
+    while left := decoded_with(root, text, vector):
+        assert time.monotonic() - started < limit, f"still on disk: {left}"
+        time.sleep(0.5)
+    return time.monotonic() - started
+
+
+@pytest.mark.timeout(180)
+def test_a_server_stopped_after_a_forget_hands_its_purge_to_the_other_replica(
+        tmp_path: Path) -> None:
+    """Two replicas; a forget through A, then A gets SIGTERM at once (a rolling deploy): A
+    hands its pending purge to the store, and B, still running, purges the text and its
+    vector within the window plus its polling interval. Before, A's schedule died with it and
+    B never purged (the text stayed until some restart)."""
+    data, m = tmp_path / "db", marker()
+    text = f"Secret {m} forgotten just before a deploy"
+    env = {"SEMMEM_VERSION_RETENTION_S": str(RETENTION),
+           "SEMMEM_MAINTENANCE_DELAY_S": str(DELAY)}
+    a = ServerProcess(data, env=env, log=tmp_path / "a.log").start()
+    b = ServerProcess(data, env=env, log=tmp_path / "b.log").start()
+    try:
+        a.wait_ready()
+        b.wait_ready()
+        with a.client() as c:
+            n = remember(c, "p", text)
+            remember(c, "p", "an ordinary fact")
+            assert send(c, tool("forget", {"n": n}, partition="p")).status_code == 200
+        vector = HashingEmbedder().embed_batch([text])[0]
+        assert decoded_with(data, text, vector)  # the scan sees the text first
+        a.stop()  # SIGTERM: uvicorn's graceful stop (it re-raises the signal after)
+        took = wait_decoded_gone(data, text, vector, WINDOW + 30)
+        assert took <= WINDOW + 15
+        with b.client() as c:
+            r = c.get("/admin/stats", params={"partition": "p"}, headers=ADMIN)
+            assert r.status_code == 200 and r.json()["count"] == 1
+    finally:
+        a.stop()
+        b.stop()
+    assert "Traceback" not in a.output() + b.output()

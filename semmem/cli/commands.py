@@ -315,13 +315,15 @@ def check(
     partition: Annotated[str | None, typer.Option("--partition", "-p")] = None,
     repair: Annotated[bool, typer.Option(
         "--repair", help="fix what is found (keeps every acknowledged, unforgotten text), "
-        "then purge")] = False,
+        "then purge (a forget that won: its text leaves every file before this returns)")
+    ] = False,
     data: DataOpt = None,
     model: ModelOpt = None,
 ) -> None:
     """Check partitions' invariants: one head, one row per key, the high-water mark above every
     number, tombstones without text, every referenced file present. Exits 1 if any is broken
     (after --repair: if any is still broken)."""
+    from semmem.lifecycle.upkeep import purge
     from semmem.store.check import check_partition
 
     async def go(m: Memory) -> list[dict[str, Any]]:
@@ -330,7 +332,14 @@ def check(
         for name in names:
             found = await check_partition(m.store, name, repair=repair)
             if found.repaired:
-                await m.maintain(name)  # a forget that won leaves the old versions then
+                # A forget that won leaves its text in the versions before the repair: purged
+                # here (it waits out the version retention) and asked of the servers.
+                if found.forgotten:
+                    typer.echo(f"purging the texts whose forget won in {name!r} (about "
+                               f"{m.store.version_retention.total_seconds():.0f} s)", err=True)
+                    await purge(m, name)
+                else:
+                    await m.maintain(name)
                 again = await check_partition(m.store, name)
                 found.problems = again.problems
             reports.append(found.as_dict() | {"ok": not found.problems})

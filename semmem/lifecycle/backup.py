@@ -4,7 +4,8 @@ verified and expired (restores: ``backup_restore.py``; the format: ``backup_form
 A partition whose table (by its creation) and version — or, at a new version, write sequence
 and model — match its entry in the target's newest backup (with the object still there) is
 referenced, not read again: its content cannot have changed without a write, and every write
-moves the sequence.
+moves the sequence. Each entry carries its partition's retention override (a restore applies
+it), as it was when the backup ran.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ PARALLEL = 4
 # Objects no manifest names are removed by ``expire`` only once this old: a backup still
 # running may have written them and not yet its manifest.
 UNREFERENCED_AGE_S = 3600.0
+RETENTION = "retention"  # a manifest entry's retention override, when the partition has one
 
 
 async def create_backup(store: Store, target: Objects, *, live: Live | None = None,
@@ -62,11 +64,13 @@ async def create_backup(store: Store, target: Objects, *, live: Live | None = No
     before = {p["partition"]: p for p in previous.partitions} if previous else {}
     gate = asyncio.Semaphore(PARALLEL)
     policy = await policies(store, default_retention_ms)
+    overrides = await store.retention()
 
     async def one(name: str) -> dict[str, Any] | None:
         async with gate:
-            return await _back_up(store, target, name, created.get(name, 0),
-                                  before.get(name), live or policy(name))
+            entry = await _back_up(store, target, name, created.get(name, 0),
+                                   before.get(name), live or policy(name))
+            return None if entry is None else with_override(entry, overrides)
 
     entries = [e for e in await asyncio.gather(*(one(n) for n in names)) if e is not None]
     manifest = Manifest(new_id(started), started, now_ms(), store.uri, store.model_id, store.dim,
@@ -84,7 +88,7 @@ async def _back_up(store: Store, target: Objects, name: str, created: int,
     dump = await read_partition(store, name)
     if dump is None:  # deleted since the listing
         return None
-    dump = _live_only(dump, now_ms(), live)
+    dump = live_only(dump, now_ms(), live)
 
     def write() -> tuple[str, int]:
         data = encode(dump)
@@ -101,6 +105,21 @@ async def _back_up(store: Store, target: Objects, name: str, created: int,
             "tombstones": len(dump.tombstones), "object": digest, "bytes": size, "copied": True}
 
 
+def with_override(entry: dict[str, Any], overrides: dict[str, int | None]) -> dict[str, Any]:
+    """A manifest entry carrying its partition's retention override as it is now (``retention``:
+    ``{"maxAgeMs": …}``, ``None`` for keep forever; no key: the deployment's default)."""
+    out = {k: v for k, v in entry.items() if k != RETENTION}
+    if entry["table"] in overrides:
+        out[RETENTION] = {"maxAgeMs": overrides[entry["table"]]}
+    return out
+
+
+def override_of(entry: dict[str, Any]) -> tuple[bool, int | None]:
+    """Whether a manifest entry carries a retention override, and its max age (ms)."""
+    held = entry.get(RETENTION)
+    return (True, held["maxAgeMs"]) if isinstance(held, dict) else (False, None)
+
+
 async def _unchanged(store: Store, name: str, before: dict[str, Any]) -> bool:
     """Whether the partition holds what ``before`` recorded: the same version (a listing),
     else the same write sequence and model (a compaction or index build made a new version of
@@ -111,7 +130,7 @@ async def _unchanged(store: Store, name: str, before: dict[str, Any]) -> bool:
     return head is not None and head.seq == before["seq"] and head.model == before["model"]
 
 
-def _live_only(dump: Dump, now: int, live: Live) -> Dump:
+def live_only(dump: Dump, now: int, live: Live) -> Dump:
     """``dump`` with the facts no longer live (expired, not yet swept) as tombstones."""
     gone = [i for i, it in enumerate(dump.items) if not live(it, now)]
     if not gone:
@@ -213,7 +232,8 @@ def verify_backup(target: Objects, backup_id: str) -> VerifyReport:
 
 def expire_backups(target: Objects, keep_s: float) -> dict[str, Any]:
     """Delete the backups that started more than ``keep_s`` ago, then the objects no
-    remaining backup names (those of a backup still being written are spared for an hour)."""
+    remaining backup names (those of a backup still being written are spared for an hour),
+    and the temporary files a killed backup left (as old: they hold fact texts too)."""
     cutoff = now_ms() - int(keep_s * 1000)
     backups = list_backups(target)
     expired = [m for m in backups if m.created < cutoff]
@@ -229,5 +249,10 @@ def expire_backups(target: Objects, keep_s: float) -> dict[str, Any]:
                                                  for p in m.partitions}:
             target.delete(object_name(name))
             removed += 1
+    for folder in (OBJECTS, MANIFESTS):
+        for name, age in target.ages(folder, temporary=True).items():
+            if age >= UNREFERENCED_AGE_S:
+                target.delete(f"{folder}/{name}")
+                removed += 1
     return {"expired": [m.id for m in expired], "kept": [m.id for m in kept],
             "objects_removed": removed}

@@ -11,6 +11,10 @@ With a ledger (the live store) the restore honours what happened after the backu
 - a fact whose text is unchanged takes the record fields the live store has now;
 - every partition's high-water mark is the higher of the backup's and the live store's, so
   no number ever issued is issued again.
+
+Each partition gets its retention override: the live store's now with a ledger, else the one
+its backup entry carries; without a ledger, a fact expired since under that policy (or the
+restoring deployment's default) is written as a tombstone, as a backup writes one.
 """
 
 from __future__ import annotations
@@ -23,9 +27,10 @@ import numpy as np
 
 from semmem.errors import InvalidInput
 from semmem.items import Item, now_ms
-from semmem.lifecycle.backup import load_manifest, read_object
+from semmem.lifecycle.backup import live_only, load_manifest, override_of, read_object
 from semmem.lifecycle.backup_format import decode
 from semmem.lifecycle.liveness import Live, policies
+from semmem.lifecycle.retention import is_live
 from semmem.store.dump import Dump, created_at, write_partition
 from semmem.store.objects import Objects
 from semmem.store.views import Head, PartitionSnapshot, Tombstone
@@ -77,6 +82,7 @@ async def restore_backup(target: Objects, backup_id: str, into: Store,
     existing = set(await ledger.partitions()) if ledger is not None else set()
     created = await created_at(ledger) if ledger is not None else {}
     policy = await policies(ledger, default_retention_ms) if ledger is not None else None
+    overrides = await ledger.retention() if ledger is not None else {}
     for entry, dump in dumps:
         name = dump.head.partition
         if ledger is not None:
@@ -85,11 +91,33 @@ async def restore_backup(target: Objects, backup_id: str, into: Store,
                 continue
             assert policy is not None
             dump = _against(dump, await ledger.snapshot(name), live or policy(name), report)
+            # the policy is the live store's now (the owner may have changed it since)
+            has, max_age = entry["table"] in overrides, overrides.get(entry["table"])
+        else:
+            has, max_age = override_of(entry)
+            # what expired since the backup under its policy stays gone (a tombstone)
+            test = live or _under(max_age if has else default_retention_ms)
+            dump = _withheld(live_only(dump, now_ms(), test), dump, report)
         await write_partition(into, dump, entry["tableCreated"] or None)
+        if has:
+            await into.set_retention(name, max_age)
         report.partitions += 1
         report.items += len(dump.items)
         report.tombstones += len(dump.tombstones)
     return report
+
+
+def _under(max_age_ms: int | None) -> Live:
+    """Retention's test of a live fact under ``max_age_ms``."""
+    return lambda item, now: is_live(item, max_age_ms, now)
+
+
+def _withheld(kept: Dump, whole: Dump, report: RestoreReport) -> Dump:
+    """``kept``, noting in ``report`` the facts of ``whole`` it holds as tombstones."""
+    gone = [it.n for it in whole.items if it.n in kept.tombstones]
+    if gone:
+        report.forgotten.setdefault(whole.head.partition, []).extend(gone)
+    return kept
 
 
 def _against(dump: Dump, now: PartitionSnapshot, live: Live, report: RestoreReport) -> Dump:

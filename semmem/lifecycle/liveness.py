@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from semmem.items import Item
-from semmem.lifecycle.retention import is_live
+from semmem.lifecycle.retention import in_force, is_live
 from semmem.store.rows import table_name
 
 if TYPE_CHECKING:
@@ -30,6 +30,7 @@ async def policies(store: Store, default_ms: int | None) -> Callable[[str], Live
     """Each partition's test under its effective max age: its override in ``store`` (read
     once, now), else ``default_ms`` (the deployment's ``SEMMEM_RETENTION``)."""
     overrides = await store.retention()
+    default_ms = in_force(default_ms, await store.applied_retention())
 
     def of(partition: str) -> Live:
         name = table_name(partition)

@@ -3,9 +3,11 @@
 A fact's expiry is the earlier of its ``expiresAt`` record field and its last write
 (``updated``) plus the partition's effective max age: the partition's override (kept in the
 store's registry, so every replica reads the same one) or else the deployment's default
-(``SEMMEM_RETENTION``), or never. Age counts from the last write, never from recall. From
-the moment of expiry every read leaves the fact out; the sweep (``lifecycle/sweep.py``) then
-forgets it, so its text leaves every file like any forgotten text. A partition's facts'
+(``SEMMEM_RETENTION``; a longer one than the last full sweep applied takes effect only once a
+sweep applied the old one: ``in_force``), or never. Age counts from the last write, never from
+recall. From the moment of expiry every read leaves the fact out; the sweep
+(``lifecycle/sweep.py``) then forgets it, so its text leaves every file like any forgotten
+text. A partition's facts'
 expiries are read (through its index) or computed (in its snapshot) only where one can have
 expired: with a max age, or when its head row counts a live fact with an expiry of its own
 (``cannot_expire``).
@@ -76,6 +78,16 @@ def parse_policy(value: str) -> int | None:
 @lru_cache(maxsize=4096)
 def _ms(value: str) -> int:
     return parse_iso(value)
+
+
+def in_force(default_ms: int | None, applied: tuple[bool, int | None]) -> int | None:
+    """The deployment default in force: the configured one, or the shorter default a sweep
+    last applied (recorded in the store) until a sweep has applied the configured one — so a
+    longer default set at a restart never brings back a fact the old one had expired."""
+    recorded, ms = applied
+    if not recorded or ms is None or ms == default_ms:
+        return default_ms
+    return ms if default_ms is None else min(ms, default_ms)
 
 
 def expires_at(item: Item, max_age_ms: int | None) -> int | None:
@@ -152,6 +164,7 @@ class Retention:
         self.default_ms = default_ms
         self.refresh_s = refresh_s
         self._overrides: dict[str, int | None] = {}
+        self._applied: tuple[bool, int | None] = (False, None)  # the default a sweep applied
         self._read_at = float("-inf")
         self._views: OrderedDict[str, _Hidden] = OrderedDict()  # by partition
         self._lifetimes: OrderedDict[tuple[str, int], tuple[np.ndarray, ...]] = OrderedDict()
@@ -167,6 +180,7 @@ class Retention:
         if time.monotonic() - self._read_at >= self.refresh_s:
             try:
                 self._overrides = await self.store.retention()
+                self._applied = await self.store.applied_retention()
             except Exception as exc:  # the engine's errors are not a typed tree
                 if self._read_at == float("-inf"):
                     raise Unavailable(f"cannot read the retention policies: {exc}") from exc
@@ -180,7 +194,16 @@ class Retention:
         """``partition``'s policy (overrides set by other processes: within ``refresh_s``)."""
         overrides = await self._current()
         name = table_name(partition)
-        return Policy(partition, self.default_ms, name not in overrides, overrides.get(name))
+        return Policy(partition, in_force(self.default_ms, self._applied), name not in overrides,
+                      overrides.get(name))
+
+    async def settle(self) -> None:
+        """Record the configured default as applied (a sweep of every partition under the
+        default in force has just run), so from now on it is the one in force."""
+        await self._current()
+        if self._applied != (True, self.default_ms):
+            await self.store.set_applied_retention(self.default_ms)
+            self._read_at = float("-inf")
 
     async def max_age(self, partition: str) -> int | None:
         """``partition``'s effective max age in ms (``None``: forever)."""

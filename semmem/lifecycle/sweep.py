@@ -5,7 +5,8 @@ then forgets it like ``forget`` does, so the purge that follows every forget tak
 every file within the forget window. A server sweeps once at start-up and every
 ``SEMMEM_RETENTION_SWEEP_S`` (``Maintenance`` runs it); each replica may sweep, and a fact
 already forgotten by another is simply skipped. Numbers are never reused: expired numbers are
-tombstones like forgotten ones.
+tombstones like forgotten ones. A sweep of every partition records the deployment default as
+applied: a longer default takes effect only after one (``retention.in_force``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ async def sweep(memory: Memory, partitions: list[str] | None = None) -> dict[str
         for start in range(0, len(numbers), CHUNK):
             gone = await memory.expire(partition, numbers[start:start + CHUNK])
             done.setdefault(partition, []).extend(gone)
+    if partitions is None:  # every partition swept under the default in force
+        await memory.retention.settle()
     if done:
         log.info("retention sweep forgot %d expired fact(s) in %d partition(s)",
                  sum(map(len, done.values())), len(done))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 from collections.abc import Callable
 from datetime import timedelta
@@ -24,6 +25,20 @@ async def maintain(memory: Memory, partition: str | None = None, *,
     if partition is None:
         await store.maintain_registry(retention=retention)
     return reports
+
+
+async def purge(memory: Memory, partition: str) -> None:
+    """Take what a write dropped off every file of ``partition`` from a process with no
+    maintenance schedule (the CLI): a purge request for the servers of the store, a pass now
+    (it compacts the dropped rows away, keeping the versions younger than the retention),
+    then, once those are past the retention, the pass that removes them (as ``Purger``)."""
+    store = memory.store
+    await store.request_purge(partition)
+    await store.maintain(partition)
+    # The dropped rows' versions were made before the first pass ended, by clocks at most
+    # the skew apart: past the retention by then (the second's margin: its own start).
+    await asyncio.sleep(store.version_retention.total_seconds() + store.fence.skew + 1.0)
+    await store.maintain(partition)
 
 
 async def reindex(memory: Memory, partition: str | None = None, *, batch_size: int = 256,

@@ -7,8 +7,11 @@ JSON Schemas, handed over as they are, not re-derived from Python signatures.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import getpass
 import logging
+import os
+import signal
 import sys
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -135,18 +138,38 @@ def build_server(service: Service, caller_of: CallerOf) -> Server[Any]:
 
 async def serve_stdio(settings: Settings, *, partition: str, writable: bool = True,
                       embedder: Embedder | None = None) -> None:
-    """Serve MCP on stdin/stdout for one partition until the host closes the pipe."""
+    """Serve MCP on stdin/stdout for one partition until the host closes the pipe or sends
+    SIGTERM; either way, purges not done yet are handed to the store (``Maintenance``)."""
     runtime = Runtime(settings, embedder=embedder)
     runtime.start()
     service = Service(runtime, max_bytes=settings.mcp_max_bytes)
     # One process is one session: its request ids identify writes, its recalls give the cursor.
     caller = Caller(partition, writable, session=f"stdio-{uuid.uuid4().hex}")
     server = build_server(service, lambda ctx: caller)
+    # A host that stops the session with SIGTERM (after closing the pipe, or instead of it)
+    # gets the shutdown of the pipe's end: pending purges handed to the store. Then the process
+    # exits at once: the SDK reads stdin on a thread no cancellation reaches.
+    loop = asyncio.get_running_loop()
+    stopping: list[asyncio.Task[None]] = []
+
+    def stop_once() -> asyncio.Task[None]:
+        if not stopping:
+            stopping.append(loop.create_task(runtime.stop(), name="semmem-stop"))
+        return stopping[0]
+
+    def exit_now(_: object) -> None:
+        logging.shutdown()
+        os._exit(0)
+
+    with contextlib.suppress(NotImplementedError, RuntimeError):  # no signals here
+        loop.add_signal_handler(signal.SIGTERM, lambda: stop_once().add_done_callback(exit_now))
     try:
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
     finally:
-        await runtime.stop()
+        await asyncio.shield(stop_once())
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.remove_signal_handler(signal.SIGTERM)
 
 
 def run_stdio(settings: Settings, *, partition: str | None = None, writable: bool = True,

@@ -15,6 +15,8 @@ import pyarrow.fs as pafs
 
 from semmem.store.files import filesystem, remote
 
+TEMP = ".tmp-"  # a local object being written: ``<name>.tmp-<random>``, renamed once whole
+
 
 class Objects:
     """The objects at ``uri`` (a directory, ``file://`` or ``s3://bucket/prefix``)."""
@@ -36,7 +38,7 @@ class Objects:
             return
         folder = os.path.dirname(path)
         os.makedirs(folder, exist_ok=True)
-        temp = f"{path}.tmp-{secrets.token_hex(4)}"
+        temp = f"{path}{TEMP}{secrets.token_hex(4)}"
         with open(temp, "wb") as out:
             out.write(data)
             out.flush()
@@ -61,15 +63,15 @@ class Objects:
         """Whether object ``name`` is there."""
         return bool(self.fs.get_file_info(self._path(name)).type == pafs.FileType.File)
 
-    def ages(self, folder: str) -> dict[str, float]:
-        """The objects directly under ``folder`` (temporary ones left out), with their age
-        in seconds."""
+    def ages(self, folder: str, *, temporary: bool = False) -> dict[str, float]:
+        """The objects directly under ``folder`` with their age in seconds; ``temporary``:
+        instead the temporary files a killed ``put`` left (``<name>.tmp-…``)."""
         selector = pafs.FileSelector(self._path(folder), allow_not_found=True)
         now = time.time()
         return {
             info.base_name: now - (info.mtime.timestamp() if info.mtime else now)
             for info in self.fs.get_file_info(selector)
-            if info.type == pafs.FileType.File and ".tmp-" not in info.base_name
+            if info.type == pafs.FileType.File and (TEMP in info.base_name) == temporary
         }
 
     def delete(self, name: str) -> None:

@@ -27,6 +27,7 @@ REGISTRY_SCHEMA = pa.schema(
 COMPACT_EVERY = 64
 META = "meta"
 SECRET = "secret"
+APPLIED = "d:retention"  # the deployment default the last full sweep applied
 MAX_ATTEMPTS = 10
 
 
@@ -38,7 +39,8 @@ class Registry:
         self.upkeep = upkeep
         self._asked: tuple[int, dict[str, int]] | None = None  # the last read, by version
         self._followed: Any = None  # the handle the purge requests are read through
-        self._policies: tuple[int, dict[str, int | None]] | None = None  # retention, by version
+        # Retention overrides and the default last applied, by version.
+        self._policies: tuple[int, dict[str, int | None], tuple[bool, int | None]] | None = None
         # New tables' entries waiting for the append in flight (``add_table``).
         self._adding: list[tuple[dict[str, str], asyncio.Future[None]]] = []
         self._appender: asyncio.Future[None] | None = None
@@ -117,10 +119,20 @@ class Registry:
                 await backoff(attempt)
         raise OSError("the store's secret could not be read back")
 
-    async def request_purge(self, name: str) -> None:
-        """Ask the servers of this store to purge table ``name`` (a text was dropped by a
-        process that runs no maintenance of its own: the CLI, a library user)."""
-        await self.put(f"u:{name}", {"at": now_ms()})
+    async def request_purge(self, *names: str) -> None:
+        """Ask the servers of this store to purge tables ``names`` (a text was dropped by a
+        process that runs no maintenance of its own: the CLI, a library user; or by a server
+        stopping before its purge was done), in one commit."""
+        at = json.dumps({"at": now_ms()})
+        data = pa.table({"key": [f"u:{name}" for name in names], "value": [at] * len(names)},
+                        schema=REGISTRY_SCHEMA)
+
+        async def upsert(reg: Any) -> None:
+            await (reg.merge_insert("key").when_matched_update_all()
+                   .when_not_matched_insert_all()).execute(data)
+
+        if names:
+            await self._commit(upsert)
 
     async def purge_requests(self) -> tuple[int, dict[str, int]]:
         """The registry's version, and the tables whose purge was asked for with when; read
@@ -142,18 +154,34 @@ class Registry:
         """Each table's retention override: a max age in milliseconds, or ``None`` for keep
         forever (a table without one inherits the deployment's default). Read again only once
         the registry's version moved."""
+        return (await self._retention())[0]
+
+    async def applied_default(self) -> tuple[bool, int | None]:
+        """Whether a deployment default was recorded as applied by a sweep, and its max age
+        in ms (``None``: forever); read with the overrides."""
+        return (await self._retention())[1]
+
+    async def set_applied_default(self, max_age_ms: int | None) -> None:
+        """Record ``max_age_ms`` as the deployment default the store's facts were swept under."""
+        await self.put(APPLIED, {"maxAgeMs": max_age_ms})
+
+    async def _retention(self) -> tuple[dict[str, int | None], tuple[bool, int | None]]:
         reg = self._followed or await self._table(create=False)
         if reg is None:
-            return {}
+            return {}, (False, None)
         self._followed = reg
         await reg.checkout_latest()
         version = int(await reg.version())
         if self._policies is not None and self._policies[0] == version:
-            return self._policies[1]
-        rows = (await reg.query().where("key LIKE 'r:%'").to_arrow()).to_pylist()
-        found = {str(r["key"])[2:]: json.loads(r["value"])["maxAgeMs"] for r in rows}
-        self._policies = (version, found)
-        return found
+            return self._policies[1], self._policies[2]
+        rows = (await reg.query().where(f"key LIKE 'r:%' OR key = '{APPLIED}'")
+                .to_arrow()).to_pylist()
+        found = {str(r["key"])[2:]: json.loads(r["value"])["maxAgeMs"] for r in rows
+                 if r["key"] != APPLIED}
+        applied = next(((True, json.loads(r["value"])["maxAgeMs"]) for r in rows
+                        if r["key"] == APPLIED), (False, None))
+        self._policies = (version, found, applied)
+        return found, applied
 
     async def set_retention(self, name: str, max_age_ms: int | None, inherit: bool) -> None:
         """Set table ``name``'s retention override (``None``: forever), or remove it."""

@@ -165,14 +165,16 @@ class Store:
         self.conn.close()
         self.snapshots.clear()
 
-    async def request_purge(self, partition: str) -> None:
-        """Ask the servers of this store to purge ``partition`` (this process runs no
-        maintenance of its own); best effort: the servers' start-up purge is the fallback."""
+    async def request_purge(self, *partitions: str) -> None:
+        """Ask the servers of this store to purge ``partitions`` (this process runs no
+        maintenance of its own, or stops before its purges are done), in one registry commit;
+        best effort: the servers' start-up purge is the fallback."""
+        names = [table_name(p) for p in partitions]
         try:
-            await self.conn.registry.request_purge(table_name(partition))
+            await self.conn.registry.request_purge(*names)
         except Exception:
-            log.warning("could not ask the servers to purge partition table %s",
-                        table_name(partition), exc_info=True)
+            log.warning("could not ask the servers to purge partition table(s) %s",
+                        ", ".join(names), exc_info=True)
 
     async def purge_requests(self) -> dict[str, int]:
         """Partitions whose purge another process asked for, with when it asked (its clock);
@@ -197,6 +199,15 @@ class Store:
     async def retention(self) -> dict[str, int | None]:
         """Retention overrides by partition table name (max age in ms; ``None``: forever)."""
         return await self.conn.registry.retention()
+
+    async def applied_retention(self) -> tuple[bool, int | None]:
+        """Whether a deployment default was recorded as applied by a full sweep, and its max
+        age in ms (``None``: forever)."""
+        return await self.conn.registry.applied_default()
+
+    async def set_applied_retention(self, max_age_ms: int | None) -> None:
+        """Record the deployment default a full sweep just applied."""
+        await self.conn.registry.set_applied_default(max_age_ms)
 
     async def set_retention(self, partition: str, max_age_ms: int | None, *,
                             inherit: bool = False) -> None:
@@ -493,6 +504,8 @@ class Store:
         if found.problems:
             log.error("partition table %s: %s (repaired: %s)", table_name(partition),
                       "; ".join(found.problems), found.repaired)
+        if found.repaired and found.forgotten:  # the text of a forget that won: purge it
+            await self.request_purge(partition)
 
     # ----- upkeep ----------------------------------------------------------------------------
     async def maintain(self, partition: str, *, retention: timedelta | None = None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -14,6 +15,7 @@ from semmem.embedding.fakes import HashingEmbedder
 from semmem.errors import InvalidInput
 from semmem.items import Item, now_ms
 from semmem.lifecycle.backup import (
+    UNREFERENCED_AGE_S,
     create_backup,
     expire_backups,
     list_backups,
@@ -204,3 +206,30 @@ async def test_a_fact_expired_but_not_yet_swept_is_a_tombstone_in_the_backup(
     assert files_with(root, "speaks Portuguese")
     assert not decoded_with(root, "in Paris until Friday",
                             fake_embedder.embed_batch(["in Paris until Friday"])[0])
+
+
+async def test_expire_deletes_the_temporary_files_a_killed_backup_left_once_an_hour_old(
+        tmp_path: Path, live: Memory, target: Objects, fake_embedder: HashingEmbedder) -> None:
+    """A backup killed inside ``put`` leaves ``objects/<sha>.tmp-…`` with fact texts in clear:
+    expire deletes it once it is as old as an unreferenced object (an hour), not sooner (a
+    running backup may be writing it)."""
+    await live.remember("p", SECRET)
+    manifest = await create_backup(live.store, target)
+    root = tmp_path / "backups"
+    digest = manifest.partitions[0]["object"]
+    whole = (root / object_name(digest)).read_bytes()
+    left = root / f"{object_name(digest)}.tmp-dead0001"  # what a SIGKILL inside put leaves
+    left.write_bytes(whole)
+    an_hour_ago = time.time() - UNREFERENCED_AGE_S - 60
+    young = root / "objects" / "0123.tmp-live0002"  # a backup still writing it
+    young.write_bytes(b"in progress")
+    stale_manifest = root / "manifests" / "x.json.tmp-dead0003"
+    stale_manifest.write_bytes(b"{}")
+    os.utime(stale_manifest, (an_hour_ago, an_hour_ago))
+    vector = fake_embedder.embed_batch([SECRET])[0]
+    expire_backups(target, 0)  # the backup itself expires: its object goes at once
+    assert decoded_with(root, SECRET, vector) == [left]  # the scan sees the young leftover
+    os.utime(left, (an_hour_ago, an_hour_ago))
+    expire_backups(target, 0)
+    assert decoded_with(root, SECRET, vector) == []
+    assert not left.exists() and not stale_manifest.exists() and young.exists()

@@ -3,6 +3,7 @@ byte scans of the restored store, numbers never issued twice, no embedding at al
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import numpy as np
@@ -169,3 +170,38 @@ async def test_a_restored_store_is_the_ledger_of_a_later_restore(
     assert report["withheld"]["forgottenOrExpiredSince"] == {"p": [2]}
     await first.close()
     await again.close()
+
+
+@pytest.mark.parametrize("ledger", [False, True])
+async def test_a_restore_carries_the_retention_override_and_what_expired_stays_gone(
+        tmp_path: Path, live: Memory, target: Objects, ledger: bool) -> None:
+    """A partition's override travels in the backup: the restored partition keeps it (before:
+    ``effective: never``), and a fact that expired under it since the backup is written
+    nowhere in the restored store, with or without a ledger."""
+    from semmem.items import now_ms
+    from semmem.lifecycle.retention import Retention
+    from semmem.store import table_name
+
+    await live.retention.set("alice", "2s")
+    await live.retention.set("bob", "never")
+    written = now_ms()
+    await live.remember("alice", EXPIRED)
+    await live.remember("bob", KEPT)
+    manifest = await create_backup(live.store, target)
+    assert decoded_with(tmp_path / "backups", EXPIRED)  # the positive control
+    while now_ms() < written + 2_100:  # the fact expires under alice's override
+        await asyncio.sleep(0.05)
+    emb = HashingEmbedder()
+    into = Store(str(tmp_path / "restored"), dim=emb.dim, model_id=emb.model_id)
+    await into.open()
+    report = await restore_backup(target, manifest.id, into, live.store if ledger else None)
+    assert report.as_dict()["withheld"]["forgottenOrExpiredSince"] == {"alice": [1]}
+    assert await into.retention() == {table_name("alice"): 2000, table_name("bob"): None}
+    policy = await Retention(into, 1000).policy("bob")  # a 1 s default does not apply
+    assert policy.public()["effective"] == "never"
+    restored = Memory(into, emb)
+    assert [it.text for it in await restored.list("bob")] == [KEPT]
+    assert await restored.list("alice") == []
+    assert decoded_with(tmp_path / "restored", EXPIRED,
+                        emb.embed_batch([EXPIRED])[0]) == []
+    await into.close()

@@ -25,6 +25,7 @@ from semmem.lifecycle.sweep import sweep
 from semmem.mcp import resources
 from semmem.memory import Memory
 from semmem.store import Store
+from tests.support.memory import remember_expired
 
 GONE = "in Paris until Friday with the blue umbrella"
 
@@ -165,7 +166,7 @@ async def test_a_policy_change_applies_to_stored_facts_previewed_first(tmp_path:
 async def test_a_longer_policy_never_brings_back_what_had_expired(tmp_path: Path) -> None:
     """Facts hidden under the old policy are forgotten before the new one applies."""
     m = await _memory(tmp_path / "db")
-    n = (await m.remember("p", GONE, expires_at=iso(now_ms() - 1)))["n"]
+    n = await remember_expired(m, "p", GONE)
     assert await m.list("p") == []
     assert (await policies.set_policy(m, "p", "90d"))["expired"] == [n]
     assert await m.list("p") == [] and (await m.stats("p"))["forgotten"] == 1
@@ -232,9 +233,76 @@ async def test_an_import_is_no_duplicate_of_an_expired_fact(tmp_path: Path) -> N
     """An imported text equal to an expired fact's is stored (a live one is skipped)."""
     m = await _memory(tmp_path / "db")
     await m.remember("p", "a live fact")
-    n = (await m.remember("p", GONE, expires_at=iso(now_ms() - 1)))["n"]
+    n = await remember_expired(m, "p", GONE)
     report = await m.import_("p", [{"text": GONE}, {"text": "a live fact"}])
     assert (report.imported, report.duplicates) == (1, 1)
     assert [it.text for it in await m.list("p")] == ["a live fact", GONE]
     assert [it.n for it in await m.list("p")][1] > n
+    await m.close()
+
+
+
+async def test_a_new_fact_whose_expiry_has_passed_is_refused(tmp_path: Path) -> None:
+    """remember with a past expiresAt would store a fact already hidden (count 0, kept until
+    a sweep): refused on every surface (they all call this core), nothing written."""
+    m = await _memory(tmp_path / "db")
+    with pytest.raises(InvalidArguments, match=r"expiresAt .* has passed"):
+        await m.remember("p", GONE, expires_at=iso(now_ms() - 1000))
+    assert await m.partitions() == []  # no table made for it
+    assert (await m.remember("p", GONE, expires_at=iso(now_ms() + 60_000)))["count"] == 1
+    await m.close()
+
+
+@pytest.mark.parametrize("how", ["own-expiry", "policy"])
+async def test_an_expired_fact_is_never_a_write_hint(tmp_path: Path, how: str) -> None:
+    """A fact that expired is in no write's ``similar`` list, from a process that holds the
+    partition's view (a server) or not (the CLI: hints from the table's nearest rows)."""
+    root = tmp_path / "db"
+    default = 1000 if how == "policy" else None
+    m = await _memory(root, default)
+    if how == "own-expiry":
+        n = await remember_expired(m, "p", "Ann keeps her bike in the red garage")
+    else:
+        n = (await m.remember("p", "Ann keeps her bike in the red garage"))["n"]
+        written = time.monotonic()
+        wait_for(lambda: time.monotonic() - written > 1.1)
+    await m.close()
+    control = await _memory(root, None)  # the positive control: the same fact, live, is hinted
+    near = await control.remember("q", "Ann keeps her bike in the red garage")
+    hint = await control.remember("q", "Ann keeps her bike in the red garage now")
+    assert [h["n"] for h in hint["similar"]] == [near["n"]]
+    await control.close()
+    for warm in (False, True):  # a fresh process, then one whose view is cached
+        m = await _memory(root, default)
+        if warm:
+            await m.recall("p", None, 100)
+        done = await m.remember("p", f"Ann keeps her bike in the red garage {warm}")
+        assert n not in [h["n"] for h in done.get("similar", [])], done
+        await m.close()
+
+
+async def test_a_longer_default_after_a_restart_never_brings_back_what_had_expired(
+        tmp_path: Path) -> None:
+    """A server swept under a 2 s default; a fact expired under it; the restart with a longer
+    default (before any sweep) still hides it, its start-up sweep forgets it, and only then
+    does the longer default apply (before: the fact was back in every read)."""
+    root = tmp_path / "db"
+    m = await _memory(root, 2000)
+    assert await sweep(m) == {}  # a start-up sweep: the 2 s default is the one applied
+    n = (await m.remember("p", GONE))["n"]
+    written = time.monotonic()
+    assert [it.n for it in await m.list("p")] == [n]  # live for now
+    wait_for(lambda: time.monotonic() - written > 2.1)
+    assert await m.list("p") == []
+    await m.close()
+    m = await _memory(root, 3_600_000)  # restarted with an hour
+    assert await m.list("p") == [] and (await m.search("p", GONE))["items"] == []
+    assert (await m.recall("p", GONE, 1000)).text == ""
+    assert (await policies.show(m, "p"))["effective"] == "2s"  # until a sweep applied it
+    assert await sweep(m) == {"p": [n]}
+    later = (await m.remember("p", "a later fact"))["n"]
+    written = time.monotonic()
+    assert (await policies.show(m, "p"))["effective"] == "1h"
+    wait_for(lambda: time.monotonic() - written > 2.1)
+    assert [it.n for it in await m.list("p")] == [later]  # the hour applies now
     await m.close()

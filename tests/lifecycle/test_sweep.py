@@ -21,6 +21,7 @@ from semmem.store import Store
 from semmem.store.fence import Fence
 from semmem.store.rows import dkey_of
 from tests.support.files import decoded_with
+from tests.support.memory import remember_expired
 
 SECRET = "the expiring secret is MARKER quartz nebula nine"
 THRESHOLD = 200
@@ -100,10 +101,11 @@ async def test_a_cli_sweep_asks_the_servers_to_purge(tmp_path: Path) -> None:
     request in the registry, as ``semmem forget`` does."""
     emb = HashingEmbedder()
     m = await _memory(tmp_path / "db", emb, None)
-    n = (await m.remember("p", SECRET, expires_at=iso(now_ms() - 1000)))["n"]
+    n = await remember_expired(m, "p", SECRET)
     assert await m.store.purge_requests() == {}
     assert await sweep(m) == {"p": [n]}
     assert set(await m.store.purge_requests()) == {"p"}
     rows = await m.store.conn.registry.rows()
     assert not any(SECRET in json.dumps(v) for v in rows.values())
     await m.close()
+

@@ -100,3 +100,39 @@ def decoded_with(root: Path, text: str | None = None, vector: Any = None) -> lis
                 for m in matrices)):
             found.append(p)
     return found
+
+
+def decoded_hits(root: Path, texts: list[str], vectors: Any = None) -> set[int]:
+    """Which of ``texts`` (by index) some file under ``root`` still holds, raw or decoded, or
+    holds the vector of (``vectors``: one row per text, as ``decoded_with`` finds one): every
+    file read and decoded once, for many texts at a time (the soak's final scan)."""
+    import numpy as np
+
+    needles = [t.encode() for t in texts]
+    units = centred = None
+    if vectors is not None and len(texts):
+        units = np.asarray(vectors, np.float32)
+        units = units / np.maximum(np.linalg.norm(units, axis=1, keepdims=True), 1e-12)
+        shifted = units - units.mean(axis=1, keepdims=True)
+        centred = shifted / np.maximum(np.linalg.norm(shifted, axis=1, keepdims=True), 1e-12)
+    found: set[int] = set()
+    for p in root.rglob("*"):
+        if not p.is_file() or len(found) == len(texts):
+            continue
+        raw = read_if_there(p)
+        blobs, matrices = _decoded(p)
+        blob = b"\n".join([raw, *blobs])
+        found.update(i for i, n in enumerate(needles) if i not in found and n in blob)
+        if units is None or centred is None:
+            continue
+        for i in range(len(units)):
+            if i not in found and np.asarray(vectors[i], np.float32).tobytes() in raw:
+                found.add(i)
+        for m in matrices:
+            if m.shape[1] != units.shape[1] or not len(m):
+                continue
+            norm = m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
+            near = np.maximum((norm @ units.T).max(axis=0) >= 0.9999,
+                              (norm @ centred.T).max(axis=0) >= 0.999)
+            found.update(int(i) for i in np.flatnonzero(near))
+    return found

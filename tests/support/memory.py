@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from semmem.items import iso, now_ms
 from semmem.memory import Memory
 from semmem.store import Store
 
@@ -13,3 +14,11 @@ async def open_memory(path: Path, embedder: object) -> Memory:
     store = Store(str(path), dim=embedder.dim, model_id=embedder.model_id)  # type: ignore[attr-defined]
     await store.open()
     return Memory(store, embedder)  # type: ignore[arg-type]
+
+
+async def remember_expired(memory: Memory, partition: str, text: str) -> int:
+    """A fact that has expired: remembered, then ended by its owner (a new fact's own expiry
+    must be in the future); its number."""
+    n = int((await memory.remember(partition, text))["n"])
+    await memory.update(partition, n, attrs={"expiresAt": iso(now_ms() - 1)})
+    return n

@@ -19,6 +19,11 @@ purge).
 Maintenance is made aggressive (``SEMMEM_COMPACT_EVERY=4``, retention 1 s) so kills also land
 in compactions and cleanups. ``benchmarks/soak.py`` runs it from the command line;
 ``tests/system/test_crash.py`` runs a short version.
+
+``run_stops`` is the replicas' version: two servers share the store, and each cycle stops one
+of them (SIGTERM, a rolling deploy) within seconds of forgets made through it; the other one
+alone must then purge every dropped text and its vector within the forget window (the stopped
+one hands its pending purges to the store), before the stopped one starts again.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from typing import Any
 
 import httpx
 
-from tests.support.files import decoded_texts, read_if_there
+from tests.support.files import decoded_hits, decoded_texts, decoded_with, read_if_there
 from tests.support.server import ADMIN, AUTH, JSON, ONE_THREAD, ServerProcess, iso_in
 
 HEADERS = {**AUTH, **JSON}
@@ -79,6 +84,10 @@ class Figures:
     violations: list[str] = field(default_factory=list)
     idle_writes: int = 0  # writes through the replica held idle past the retention
     idle_waits_s: list[float] = field(default_factory=list)
+    stops: int = 0  # replicas stopped (SIGTERM) soon after forgets made through them
+    stop_forgets: int = 0  # those forgets
+    purged_after_stop_s: list[float] = field(default_factory=list)  # by the other replica
+    left_after_stops: int = 0  # dropped texts or vectors in a file at the end
 
     def summary(self) -> dict[str, Any]:
         """The figures as one JSON-ready dict."""
@@ -96,6 +105,12 @@ class Figures:
             "idle_replica_writes": self.idle_writes,
             "idle_replica_wait_s": {"median": sorted(self.idle_waits_s)[
                 len(self.idle_waits_s) // 2] if self.idle_waits_s else None},
+            "replica_stops": self.stops, "forgets_before_stops": self.stop_forgets,
+            "purged_by_the_other_replica_s": {
+                "median": sorted(self.purged_after_stop_s)[len(self.purged_after_stop_s) // 2]
+                if self.purged_after_stop_s else None,
+                "max": max(self.purged_after_stop_s, default=None)},
+            "dropped_texts_or_vectors_left_after_stops": self.left_after_stops,
             "violations": len(self.violations), "first_violations": self.violations[:10],
         }
 
@@ -414,3 +429,124 @@ def run(kills: int, *, data: Path, fake_model: bool, partitions: int = 12, clien
         idle.stop()
     return soak.figures
 
+
+
+# ----- replicas stopped soon after their forgets ------------------------------------------------
+async def _load(soak: Soak, servers: list[ServerProcess], seconds: float) -> None:
+    """The writers for ``seconds``, each partition's through one of ``servers``."""
+    stop = asyncio.Event()
+    limits = httpx.Limits(max_connections=soak.clients)
+    clients = [httpx.AsyncClient(base_url=s.url, timeout=60, limits=limits) for s in servers]
+    try:
+        groups = [soak.partitions[i::soak.clients] for i in range(soak.clients)]
+        tasks = [asyncio.create_task(soak._worker(clients[i % len(clients)], g, stop))
+                 for i, g in enumerate(groups) if g]
+        await asyncio.sleep(seconds)
+        stop.set()
+        await asyncio.gather(*tasks)
+    finally:
+        for c in clients:
+            await c.aclose()
+
+
+def _forget_through(soak: Soak, server: ServerProcess, count: int) -> int:
+    """Up to ``count`` forgets through ``server``, of live facts of random partitions."""
+    done = 0
+    with httpx.Client(base_url=server.url, timeout=60) as c:
+        for p in soak.rng.sample(soak.partitions, len(soak.partitions)):
+            if done == count or not p.live:
+                continue
+            body = soak._body(p, "tool", tool="forget",
+                              arguments={"n": soak.rng.choice(sorted(p.live))})
+            r = c.post("/memory", content=json.dumps(body), headers=HEADERS)
+            soak.figures.statuses[r.status_code] += 1
+            if r.status_code != 200:
+                soak._violation(f"{p.name}: forget through the replica about to stop "
+                                f"answered {r.status_code}: {r.text[:200]}")
+                continue
+            soak._apply(p, body, r.json())
+            done += 1
+    return done
+
+
+def _left(soak: Soak, embed: Any) -> list[str]:
+    """The dropped texts some file of the store still holds, or holds the vector of."""
+    dropped = sorted({t for p in soak.partitions for t in p.dropped})
+    if not dropped:
+        return []
+    vectors = embed(dropped)
+    return [dropped[i] for i in sorted(decoded_hits(soak.server.data, dropped, vectors))]
+
+
+def _embedder(fake_model: bool) -> Any:
+    """What made the stored vectors (to look for them): the fake, or the bundled model."""
+    if fake_model:
+        from semmem.embedding.fakes import HashingEmbedder
+
+        return HashingEmbedder().embed_batch
+    from semmem.settings import Settings
+    from semmem.wiring import load_embedder
+
+    return load_embedder(Settings()).embed_batch
+
+
+def run_stops(cycles: int, *, data: Path, fake_model: bool, partitions: int = 12,
+              clients: int = 4, seed: int = 1, forgets: int = 3, window_s: float = 60.0,
+              log: Path | None = None) -> Figures:
+    """``cycles`` rounds of: load through two replicas, forgets through a random one of them,
+    SIGTERM to it within 0–2 s, then every dropped text and vector out of every file (decoded
+    scan) within ``window_s`` while only the other one runs, then the stopped one restarted.
+    At the end every partition is checked against the acknowledged writes, the last stop's
+    scan is the final one, and ``semmem check`` runs on every partition."""
+    env = {"SEMMEM_COMPACT_EVERY": "4", "SEMMEM_VERSION_RETENTION_S": "1",
+           "SEMMEM_MAINTENANCE_DELAY_S": "0.1", "SEMMEM_MAX_CONCURRENCY": "64",
+           "SEMMEM_ORPHAN_AGE_S": "5"}
+    env = env if fake_model else {**ONE_THREAD, **env}
+    replicas = [ServerProcess(data, model=not fake_model, maintenance_delay_s=None, env=env,
+                              log=None if log is None else log.with_name(f"{n}-{log.name}"))
+                for n in ("a", "b")]
+    soak = Soak(replicas[0], partitions=partitions, clients=clients, seed=seed)
+    embed = _embedder(fake_model)
+    try:
+        for r in replicas:
+            r.start()
+        for r in replicas:
+            soak.figures.ready_s.append(r.wait_ready().ready_s)
+        for cycle in range(cycles):
+            asyncio.run(_load(soak, replicas, soak.rng.uniform(0.3, 2.5)))
+            victim = soak.rng.choice(replicas)
+            survivor = replicas[1 - replicas.index(victim)]
+            before = {t for p in soak.partitions for t in p.dropped}
+            soak.figures.stop_forgets += _forget_through(soak, victim, forgets)
+            fresh = sorted({t for p in soak.partitions for t in p.dropped} - before)
+            seen = decoded_hits(soak.server.data, fresh, embed(fresh)) if fresh else set()
+            if len(seen) != len(fresh):  # the positive control: the scan sees them now
+                soak._violation(f"the scan missed {len(fresh) - len(seen)} text(s) just "
+                                "forgotten")
+            time.sleep(soak.rng.uniform(0.0, 2.0))  # "within seconds of its forgets"
+            victim.stop()
+            soak.figures.stops += 1
+            with httpx.Client(base_url=survivor.url, timeout=60) as c:
+                soak.settle_pending(c)  # writes a 503 left unsettled (none expected)
+            started = time.monotonic()
+            while left := _left(soak, embed):
+                if time.monotonic() - started > window_s:
+                    where = [str(f.relative_to(data)) for f in decoded_with(data, left[0])]
+                    soak._violation(f"{len(left)} dropped text(s) still on disk "
+                                    f"{window_s} s after a replica stopped: {left[:3]}, the "
+                                    f"first in {where}")
+                    break
+                time.sleep(0.5)
+            soak.figures.purged_after_stop_s.append(round(time.monotonic() - started, 1))
+            soak.figures.left_after_stops = len(left)
+            with httpx.Client(base_url=survivor.url, timeout=60) as c:
+                soak.verify(c)
+            if cycle < cycles - 1:
+                soak.figures.ready_s.append(victim.start().wait_ready().ready_s)
+        for r in replicas:
+            r.stop()
+        soak.check()
+    finally:
+        for r in replicas:
+            r.stop()
+    return soak.figures

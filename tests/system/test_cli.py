@@ -151,3 +151,42 @@ def test_cli_check_finds_a_number_held_twice_and_repair_renumbers_it(tmp_path: P
     assert code == 0 and report["ok"] and report["renumbered"] == {"2": 3}
     code, out, _ = _run(tmp_path, "list", "-p", "alice")
     assert out == "1. Prefers metric units\n2. Has a cat named Tom\n3. Lives in Lyon\n"
+
+
+def test_cli_check_repair_purges_the_text_whose_forget_won(tmp_path: Path) -> None:
+    """A forgotten text appended back beside its tombstone (a blind commit): the repair lets
+    the forget win and, before it returns, the text and its vector are in no file, old
+    versions included; the servers of the store are asked to purge as well."""
+    import lance
+    import pyarrow as pa
+
+    from semmem.store import table_name
+    from tests.support.files import decoded_with
+
+    secret = "the locker code is 5521-repair-secret"
+    env = {"SEMMEM_DATA": str(tmp_path / "db"), "SEMMEM_VERSION_RETENTION_S": "0"}
+    assert runner.invoke(app, ["remember", secret, "-p", "alice"], env=env).exit_code == 0
+    runner.invoke(app, ["remember", "Has a cat named Tom", "-p", "alice"], env=env)
+    uri = str(tmp_path / "db" / f"{table_name('alice')}.lance")
+    ds = lance.dataset(uri)
+    one = next(r for r in ds.to_table().to_pylist() if r["key"] == "i:1")
+    assert runner.invoke(app, ["forget", "1", "-p", "alice"], env=env).exit_code == 0
+    ds = lance.dataset(uri)
+    lance.write_dataset(pa.Table.from_pylist(  # the text back beside its tombstone
+        [{**one, "seq": 9}], schema=ds.schema), uri, mode="append")
+    vector = one["vector"]
+    assert decoded_with(tmp_path / "db", secret, vector)  # the positive control
+
+    def asked() -> int:  # when the servers were last asked to purge the partition
+        rows = lance.dataset(str(tmp_path / "db" / "_semmem.lance")).to_table().to_pylist()
+        return max(json.loads(r["value"])["at"] for r in rows
+                   if r["key"] == f"u:{table_name('alice')}")
+
+    forgotten_at = asked()  # the CLI's forget asked
+    result = runner.invoke(app, ["check", "--repair", "-p", "alice"], env=env)
+    report = json.loads(result.stdout)[0]
+    assert result.exit_code == 0 and report["forgotten"] == [1] and report["ok"]
+    assert decoded_with(tmp_path / "db", secret, vector) == []
+    assert asked() > forgotten_at  # and so did the repair
+    _, out, _ = _run(tmp_path, "list", "-p", "alice")
+    assert out == "2. Has a cat named Tom\n"

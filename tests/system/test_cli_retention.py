@@ -53,3 +53,5 @@ def test_cli_retention_round_trip(tmp_path: Path) -> None:
     assert code == 1 and err.startswith("error: a retention is a duration")
     code, _, err = _run(tmp_path, "remember", "x", "-p", "a", "--expires", "Friday")
     assert code == 1 and "expiresAt must be an ISO 8601 timestamp" in err
+    code, out, err = _run(tmp_path, "remember", "x", "-p", "a", "--expires", iso_in(-60))
+    assert code == 1 and out == "" and "has passed" in err and err.startswith("error: ")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.soak import run
+from tests.support.soak import run, run_stops
 
 
 @pytest.mark.slow
@@ -35,3 +35,18 @@ def test_acknowledged_writes_survive_kill9_loop(tmp_path: Path) -> None:
     assert set(figures.statuses) <= {200, 503}, summary
     assert figures.leftover_live == [] and figures.leftover_orphans == [], summary
     assert figures.purge_s is not None
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_replica_stopped_soon_after_its_forgets_leaves_no_dropped_text(tmp_path: Path) -> None:
+    """Two replicas under load; three times one of them gets SIGTERM within 2 s of forgets
+    made through it: the other one alone takes every dropped text and vector off every file
+    (decoded scan) within the window, and every acknowledged write is there afterwards."""
+    figures = run_stops(3, data=tmp_path / "db", fake_model=True, partitions=6, clients=3,
+                        seed=11, window_s=40, log=tmp_path / "server.log")
+    summary = figures.summary()
+    assert figures.violations == [], summary
+    assert figures.stops == 3 and figures.stop_forgets >= 3, summary
+    assert figures.left_after_stops == 0, summary
+    assert set(figures.statuses) <= {200, 503}, summary

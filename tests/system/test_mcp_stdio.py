@@ -161,3 +161,87 @@ async def test_semmem_mcp_command_with_bundled_model(tmp_path: Path) -> None:
         recalled = await client.call_tool("recall", {"text": "What is the name of Alice's pet?"})
         assert text(recalled).split("\n")[0].startswith("2. Alice's cat is called Miso")
         assert json.loads(json.dumps(ok(recalled)))["sources"][0]["id"] == "2"
+
+
+@pytest.mark.timeout(180)
+async def test_a_session_closed_after_a_forget_hands_its_purge_to_a_running_server(
+        tmp_path: Path) -> None:
+    """forget over stdio, then the host closes the session at once: the session hands its
+    pending purge to the store and the server serving it purges the text and its vector
+    within the window plus its polling interval (before: on disk until some later start)."""
+    import asyncio
+    import time
+
+    from semmem.embedding.fakes import HashingEmbedder
+    from tests.support.files import decoded_with
+    from tests.support.server import ServerProcess
+
+    data = tmp_path / "db"
+    secret = "the alarm code is 8812-stdio-secret"
+    fast = {"SEMMEM_VERSION_RETENTION_S": "1", "SEMMEM_MAINTENANCE_DELAY_S": "0.1"}
+    server = ServerProcess(data, env=fast).start()
+    try:
+        server.wait_ready()
+        async with stdio_client(stdio_params(data, **fast)) as client:
+            n = ok(await client.call_tool("remember", {"text": secret}))["n"]
+            ok(await client.call_tool("remember", {"text": "Dana works at Acme."}))
+            ok(await client.call_tool("forget", {"n": n}))
+            vector = HashingEmbedder().embed_batch([secret])[0]
+            assert decoded_with(data, secret, vector)  # the scan sees it first
+        started = time.monotonic()  # the session is over: its process has exited
+        window = 2 * (5 + 0.1) + 1  # the retention raised to the fence's floor
+        while left := await asyncio.to_thread(decoded_with, data, secret, vector):
+            assert time.monotonic() - started < window + 30, f"still on disk: {left}"
+            await asyncio.sleep(0.5)
+    finally:
+        server.stop()
+
+
+def test_a_session_stopped_with_sigterm_hands_its_purge_to_the_store(tmp_path: Path) -> None:
+    """A host that ends the session with SIGTERM, the pipe still open: the process shuts down
+    as at the pipe's end, leaving a purge request for the partition it forgot in (before:
+    killed by the signal with its schedule)."""
+    import signal
+    import subprocess
+
+    import lance
+
+    from semmem.store import table_name
+
+    data = tmp_path / "db"
+    params = stdio_params(data, SEMMEM_MAINTENANCE_DELAY_S="30")
+    proc = subprocess.Popen([params.command, *params.args], env=params.env, cwd=params.cwd,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def call(i: int, method: str, params: dict[str, object] | None = None) -> dict[str, object]:
+        message = {"jsonrpc": "2.0", "id": i, "method": method, "params": params or {}}
+        proc.stdin.write((json.dumps(message) + "\n").encode())  # type: ignore[union-attr]
+        proc.stdin.flush()  # type: ignore[union-attr]
+        while True:
+            answer = json.loads(proc.stdout.readline())  # type: ignore[union-attr]
+            if answer.get("id") == i:
+                return dict(answer)
+
+    def requests() -> set[str]:
+        rows = lance.dataset(str(data / "_semmem.lance")).to_table().to_pylist()
+        return {r["key"] for r in rows if r["key"].startswith("u:")}
+
+    try:
+        call(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                               "clientInfo": {"name": "test", "version": "0"}})
+        proc.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        proc.stdin.flush()
+        for i, (tool, args) in enumerate([("remember", {"text": "Dana works at Acme."}),
+                                          ("forget", {"n": 1})], start=2):
+            assert not call(i, "tools/call", {"name": tool, "arguments": args})["result"][
+                "isError"]  # type: ignore[index]
+        assert requests() == set()  # a purge of its own is pending, nothing asked yet
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+    assert requests() == {f"u:{table_name('alice')}"}

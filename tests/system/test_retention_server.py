@@ -36,16 +36,15 @@ def wait_for(condition: Callable[[], Any], limit: float) -> Any:
 def test_the_start_up_sweep_forgets_and_purges_what_expired_offline(tmp_path: Path) -> None:
     root = tmp_path / "db"
 
-    ends = now_ms() + 200
-
-    async def write() -> int:
+    async def write() -> tuple[int, int]:
         m = await open_memory(root, HashingEmbedder())
         await m.remember("p", "a fact that stays")
+        ends = now_ms() + 200  # in the future when written: a past one is refused
         n = (await m.remember("p", SECRET, expires_at=iso(ends)))["n"]
         await m.close()
-        return int(n)
+        return int(n), ends
 
-    n = asyncio.run(write())
+    n, ends = asyncio.run(write())
     assert decoded_with(root, text=SECRET)  # the positive control
     wait_for(lambda: now_ms() > ends, 5)
     # A sweep every hour: only the one at start-up can forget it within the window.

@@ -105,3 +105,6 @@ def test_remember_tool_takes_expires_at_only_when_turned_on(tmp_path: Path) -> N
             time.sleep(0.05)
         r = send(c, tool("remember", {"text": "x", "expires_at": "Friday"}))
         assert_error(r, 422, "invalid_arguments")
+        r = send(c, tool("remember", {"text": "x", "expires_at": iso(now_ms() - 1000)}))
+        assert_error(r, 422, "invalid_arguments")  # a fact that ended already: refused
+        assert "has passed" in r.json()["error"]["message"]
