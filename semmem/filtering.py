@@ -1,5 +1,5 @@
 """Reads under a filter (``semmem.scoping.Filter``): search and listings over the facts it
-covers.
+covers; and the owner's delete by filter.
 
 A snapshot is ranked as it is, with the facts the filter leaves out added to those retention
 hides (so ranking's structures per snapshot are shared with unfiltered reads, and a filtered
@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from semmem import results
+from semmem import results, rules
+from semmem.errors import InvalidArguments
 from semmem.items import Item
 from semmem.scoping import Filter
 from semmem.store.rows import RECALL_COLUMNS
@@ -66,3 +67,28 @@ async def search(memory: Memory, view: ReadView, query: str, limit: int,
 def listed(items: list[Item], flt: Filter | None) -> list[Item]:
     """``items`` the filter covers (all of them without one)."""
     return items if flt is None or flt.empty else [it for it in items if flt.matches(it)]
+
+
+CHUNK = 256  # facts forgotten per commit by a delete by filter
+
+
+async def forget_matching(memory: Memory, partition: str, flt: Filter) -> list[int]:
+    """Forget every live fact ``flt`` covers through the forget path (tombstones: numbers
+    never reused; texts purged within the forget window), in commits of ``CHUNK``; each is
+    forgotten only if it still matches at the version its commit decides on. Returns the
+    numbers forgotten.
+
+    Raises:
+        InvalidArguments: an empty filter (deleting every fact is ``delete-partition``).
+    """
+    if flt.empty:
+        raise InvalidArguments("a delete by filter needs a filter; to delete every fact, "
+                               "delete the partition")
+    numbers = [it.n for it in (await memory.snapshot(partition)).items if flt.matches(it)]
+    gone: list[int] = []
+    for start in range(0, len(numbers), CHUNK):
+        chunk = numbers[start:start + CHUNK]
+        result = await memory._write(partition, rules.expire(chunk, lambda it: not flt.matches(it)),
+                                     None, dropped=True, numbers=chunk)
+        gone.extend(result["expired"])
+    return gone

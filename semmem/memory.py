@@ -233,6 +233,11 @@ class Memory:
                                    numbers=numbers)
         return list(result["expired"])
 
+    async def forget_matching(self, partition: str, filter: Filter) -> builtins.list[int]:
+        """Forget every live fact ``filter`` covers, through the forget path; returns their
+        numbers (``semmem.filtering.forget_matching``). Owners only: no tool reaches it."""
+        return await filtering.forget_matching(self, partition, filter)
+
     async def _hints(self, partition: str, vector: np.ndarray) -> rules.Hints:
         """The facts a written text may restate, to be scored again at the decided version: the
         nearest recallable ones in the partition's cached view that stand out from the rest of

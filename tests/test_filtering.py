@@ -156,3 +156,64 @@ def test_a_scope_and_a_call_filter_combine_and_may_not_contradict() -> None:
     assert scope.both(Filter.parse({"metadata": {"user": "alice"}})).metadata == {"user": "alice"}
     with pytest.raises(InvalidArguments, match="fixed by this binding"):
         scope.both(Filter.parse({"metadata": {"user": "bob"}}))
+
+
+# ----- delete by filter ---------------------------------------------------------------------
+SECRETS = [f"mallory's secret {i} is MARKER{i} quartz nebula" for i in range(3)]
+
+
+@pytest.mark.parametrize("indexed", [False, True], ids=["small", "indexed"])
+async def test_delete_by_filter_leaves_no_text_vector_or_tag_in_any_decoded_file(
+        tmp_path: Path, indexed: bool) -> None:
+    from datetime import timedelta
+
+    from semmem.metadata import tag
+    from semmem.store.fence import Fence
+    from tests.support.files import decoded_with
+
+    emb = HashingEmbedder()
+    root = tmp_path / "db"
+    store = Store(str(root), dim=emb.dim, model_id=emb.model_id, index_threshold=200,
+                  fence=Fence(skew=0.05, budget=0.3), version_retention=timedelta(0))
+    store.upkeep.fold_rows = 0  # every pass folds the tail in: the vectors reach the index
+    await store.open()
+    m = Memory(store, emb)
+    try:
+        others = 210 if indexed else 5
+        await m.import_("p", [{"text": f"fact {i} about thing{i}", "metadata": {"user": "bob"}}
+                              for i in range(others)])
+        if indexed:
+            assert (await store.maintain("p")) is not None
+        for text in SECRETS:
+            await m.remember("p", text, metadata={"user": "mallory", "kind": "secret"})
+        assert (await store.maintain("p", purge=False)) is not None
+        vectors = emb.embed_batch(SECRETS)
+        secret_tag = tag("user", "mallory")
+        for text, vector in zip(SECRETS, vectors, strict=True):  # the positive controls
+            assert decoded_with(root, text=text) and decoded_with(root, vector=vector)
+        assert decoded_with(root, text=secret_tag)
+        if indexed:
+            assert (await store.read_view("p")).indexed
+        hwm = (await store.read_view("p")).hwm
+        gone = await m.forget_matching("p", Filter.parse({"metadata": {"user": "mallory"}}))
+        assert gone == [others + 1, others + 2, others + 3]
+        assert (await m.search("p", "secret quartz nebula", 50, filter=Filter.parse(
+            {"metadata": {"user": "mallory"}})))["count"] == 0
+        assert len(await m.list("p")) == others
+        assert (await m.remember("p", "a later fact"))["n"] == hwm + 1  # numbers not reused
+        for _ in range(2):  # the purge and its follow-up, as the server's purger runs them
+            await store.maintain("p", retention=timedelta(0))
+        for text, vector in zip(SECRETS, vectors, strict=True):
+            assert decoded_with(root, text=text) == []
+            assert decoded_with(root, vector=vector) == []
+        assert decoded_with(root, text=secret_tag) == []
+        assert decoded_with(root, text="fact 1 about thing1")  # the others stay
+    finally:
+        await m.close()
+
+
+async def test_delete_by_filter_needs_a_filter(memory: Memory) -> None:
+    await memory.remember("p", "Alice likes tea")
+    with pytest.raises(InvalidArguments, match="needs a filter"):
+        await memory.forget_matching("p", Filter.parse({}))
+    assert len(await memory.list("p")) == 1

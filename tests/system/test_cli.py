@@ -151,3 +151,25 @@ def test_cli_check_finds_a_number_held_twice_and_repair_renumbers_it(tmp_path: P
     assert code == 0 and report["ok"] and report["renumbered"] == {"2": 3}
     code, out, _ = _run(tmp_path, "list", "-p", "alice")
     assert out == "1. Prefers metric units\n2. Has a cat named Tom\n3. Lives in Lyon\n"
+
+
+def test_cli_metadata_filters_and_forget_matching(tmp_path: Path) -> None:
+    code, out, _ = _run(tmp_path, "remember", "-p", "a", "Alice likes tea", "--meta", "user=alice",
+                        "--meta", "run=2")
+    assert code == 0 and json.loads(out)["n"] == 1
+    _run(tmp_path, "remember", "-p", "a", "Bob likes tea", "--meta", "user=bob")
+    code, out, _ = _run(tmp_path, "search", "tea", "-p", "a", "--meta", "run=2.0")
+    found = json.loads(out)
+    assert code == 0 and [e["n"] for e in found["items"]] == [1]
+    assert found["items"][0]["metadata"] == {"user": "alice", "run": 2}
+    code, out, _ = _run(tmp_path, "list", "-p", "a", "--meta", "user=bob",
+                        "--updated-after", "2020-01-01T00:00:00Z")
+    assert code == 0 and out.splitlines() == ["2. Bob likes tea"]
+    code, out, err = _run(tmp_path, "remember", "-p", "a", "x", "--meta", "no-equals")
+    assert code != 0 and "key=value" in err + out
+    code, out, _ = _run(tmp_path, "forget-matching", "-p", "a", "--meta", "user=alice")
+    assert code == 0 and json.loads(out)["forgotten"] == [1]
+    code, out, _ = _run(tmp_path, "list", "-p", "a")
+    assert out.splitlines() == ["2. Bob likes tea"]
+    code, out, err = _run(tmp_path, "forget-matching", "-p", "a")
+    assert code != 0 and "needs a filter" in err + out
