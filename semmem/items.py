@@ -13,12 +13,13 @@ import numpy.typing as npt
 
 from semmem.contract import MAX_TEXT_CHARS
 from semmem.errors import InvalidArguments
+from semmem.metadata import METADATA, clean_metadata
 
 # Embeddings, one float32 row per text or item (L2-normalised where a model made them).
 Vectors = npt.NDArray[np.float32]
 
 MAX_NOTE_CHARS = 500
-RECORD_FIELDS = ("note", "status", "surfacing", "mergedInto", "slug", "expiresAt")
+RECORD_FIELDS = ("note", "status", "surfacing", "mergedInto", "slug", "expiresAt", METADATA)
 EXPIRES = "expiresAt"  # a fact's own end (ISO 8601): see semmem/lifecycle/retention.py
 _SPACE = re.compile(r"\s+")
 
@@ -100,7 +101,8 @@ def clean_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
 
     Raises:
         InvalidArguments: an unknown field, a non-string note/status/surfacing/slug, a note
-            over 500 characters, or an ``expiresAt`` that is not ISO 8601.
+            over 500 characters, an ``expiresAt`` that is not ISO 8601, or metadata that
+            breaks ``semmem.metadata``'s rules (``{}`` clears it, as ``None`` does).
     """
     out: dict[str, Any] = {}
     for key, value in attrs.items():
@@ -112,6 +114,9 @@ def clean_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
             continue
         if key == EXPIRES:
             out[key] = _expiry(value)
+            continue
+        if key == METADATA:
+            out[key] = clean_metadata(value)
             continue
         if not isinstance(value, str):
             raise InvalidArguments(f"{key} must be a string")
@@ -185,6 +190,12 @@ class Item:
         if str(self.attrs.get("surfacing", "")).strip().casefold() == "hold":
             return False
         return "mergedInto" not in self.attrs
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """The fact's metadata (empty when it has none)."""
+        found = self.attrs.get(METADATA)
+        return found if isinstance(found, dict) else {}
 
     @property
     def updated_at(self) -> str:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from semmem import results, rules, tracing
+from semmem import filtering, results, rules, tracing
 from semmem.consolidation import similar_groups
 from semmem.contract import (
     MAX_RECALL_BYTES,
@@ -32,6 +32,7 @@ from semmem.importing import ImportReport, import_records
 from semmem.items import EXPIRES, Item, clean_attrs, clean_text, future_expiry, trim
 from semmem.lifecycle import inspection, upkeep
 from semmem.lifecycle.retention import Retention
+from semmem.metadata import METADATA
 from semmem.observing import QuietObserver, WriteObserver
 from semmem.ranking.ranker import Ranker, Scored
 from semmem.ranking.similar import (
@@ -44,6 +45,7 @@ from semmem.ranking.similar import (
 )
 from semmem.results import Recall
 from semmem.rules import Operation
+from semmem.scoping import Filter
 from semmem.stats import PartitionStats, partition_stats
 from semmem.store.rows import HINT_COLUMNS, RECALL_COLUMNS, Lookup, Mutation, Plan, op_key
 from semmem.store.views import IndexedView, PartitionSnapshot, ReadView, WriteView
@@ -171,20 +173,24 @@ class Memory:
     async def remember(
         self, partition: str, text: str, *, op: Operation | None = None,
         attrs: dict[str, Any] | None = None, expires_at: str | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Store a new fact, or point at the existing one with the same text.
+        """Store a new fact (with ``metadata``, ``semmem.metadata``), or point at the
+        existing one with the same text (its metadata left as it is).
 
         Returns:
             ``{"status": "stored", "n", "count"}`` plus ``"existing": true`` for a duplicate,
             or ``"similar": [{"n", "text", "score"}]`` for a new fact that probably restates or
             supersedes others (at most three, best first; absent when none).
         Raises:
-            InvalidArguments: text empty, blank or over 2,000 characters; an expiry passed.
+            InvalidArguments: text empty, blank or over 2,000 characters; an expiry passed;
+                bad metadata.
             IdempotencyMismatch, DeadlineExceeded, Unavailable.
         """
         op = op and op.keyed(self.store.secret)  # records keep a keyed fingerprint
         text = clean_text(text)
-        asked = {**(attrs or {}), **({EXPIRES: expires_at} if expires_at is not None else {})}
+        asked = {**(attrs or {}), **({EXPIRES: expires_at} if expires_at is not None else {}),
+                 **({METADATA: metadata} if metadata is not None else {})}
         fields = {k: v for k, v in clean_attrs(asked).items() if v is not None}
         future_expiry(fields)
         with self.store.coming(partition):  # its group waits for it (the rest of the turn)
@@ -199,8 +205,10 @@ class Memory:
     async def update(
         self, partition: str, n: int, text: str | None = None, *, cursor: str | None = None,
         op: Operation | None = None, attrs: dict[str, Any] | None = None, owner: bool = True,
+        metadata: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Replace item ``n``'s text (and/or owner record fields) keeping its number.
+        """Replace item ``n``'s text (and/or owner record fields, and/or its ``metadata``,
+        replaced whole: ``{}`` clears it) keeping its number.
 
         ``owner=False`` (the model's tools): owner-curated records are refused.
 
@@ -211,7 +219,9 @@ class Memory:
         """
         op = op and op.keyed(self.store.secret)
         new_text = clean_text(text) if text is not None else None
-        changes = clean_attrs(attrs or {})  # an owner may end a fact now: a past expiry
+        # an owner may end a fact now: a past expiry
+        changes = clean_attrs({**(attrs or {}),
+                               **({METADATA: metadata} if metadata is not None else {})})
         cursor_seq = parse_cursor(partition, cursor) if cursor else None
         vector, hints = None, rules.Hints()
         if new_text is not None:
@@ -233,6 +243,11 @@ class Memory:
         result = await self._write(partition, rules.expire(numbers, alive), None, dropped=True,
                                    numbers=numbers)
         return list(result["expired"])
+
+    async def forget_matching(self, partition: str, filter: Filter) -> builtins.list[int]:
+        """Forget every live fact ``filter`` covers, through the forget path; returns their
+        numbers (``semmem.filtering.forget_matching``). Owners only: no tool reaches it."""
+        return await filtering.forget_matching(self, partition, filter)
 
     async def _hints(self, partition: str, vector: np.ndarray) -> rules.Hints:
         """The facts a written text may restate, to be scored again at the decided version: the
@@ -340,8 +355,10 @@ class Memory:
             view, qvec, recall_candidates(max_bytes, self.index_candidates), RECALL_COLUMNS)
         return results.relevant(self.ranker, found, qvec, text or "", max_bytes, cursor, hidden)
 
-    async def search(self, partition: str, query: str, limit: int = 10) -> dict[str, Any]:
-        """The ``limit`` items most similar to ``query``, with scores (no relevance floor).
+    async def search(self, partition: str, query: str, limit: int = 10, *,
+                     filter: Filter | None = None) -> dict[str, Any]:
+        """The ``limit`` items most similar to ``query``, with scores (no relevance floor),
+        among the facts ``filter`` covers (``semmem.filtering``).
 
         Returns:
             ``{"items": [{"n", "text", "score", "updatedAt", record fields…}], "count"}``.
@@ -351,6 +368,9 @@ class Memory:
         if isinstance(limit, bool) or not isinstance(limit, int) \
                 or not 1 <= limit <= MAX_SEARCH_LIMIT:
             raise InvalidArguments(f"limit must be an integer from 1 to {MAX_SEARCH_LIMIT}")
+        if filter is not None and not filter.empty:
+            return await filtering.search(self, await self._read_view(partition), query, limit,
+                                          filter)
         view, hidden = await self.retention.split(await self._read_view(partition))
         if view.count == len(hidden):
             return {"items": [], "count": 0}
@@ -401,11 +421,12 @@ class Memory:
 
     async def list(
         self, partition: str, *, offset: int = 0, limit: int | None = None,
-        newest_first: bool = False,
+        newest_first: bool = False, filter: Filter | None = None,
     ) -> list[Item]:
-        """Live items in number order (or newest first), paged."""
+        """Live items (those ``filter`` covers) in number order (or newest first), paged."""
         snap = await self.snapshot(partition)
-        items = list(reversed(snap.items)) if newest_first else list(snap.items)
+        items = filtering.listed(list(snap.items), filter)
+        items = list(reversed(items)) if newest_first else items
         end = None if limit is None else offset + limit
         return items[offset:end]
 

@@ -97,5 +97,7 @@ def search_entries(ranker: Ranker, items: ItemSet, qvec: np.ndarray, query: str,
             "updatedAt": iso(s.item.updated),
         }
         entry.update({k: s.item.attrs[k] for k in RECORD_FIELDS[:4] if k in s.item.attrs})
+        if s.item.metadata:
+            entry["metadata"] = s.item.metadata
         out.append(entry)
     return out

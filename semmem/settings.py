@@ -73,6 +73,10 @@ class Settings(BaseSettings):
         False, description="the remember tool takes an optional expires_at (changes the "
         "declared tools)"
     )
+    tool_metadata: bool = Field(
+        False, description="remember and update take optional metadata and search a filter "
+        "(changes the declared tools)"
+    )
 
     # model and ranking
     model: Path = Field(default_factory=default_model_dir, description="model folder")

@@ -13,6 +13,16 @@ from semmem.cli.backup import backup_app
 from semmem.cli.model import model_app
 from semmem.cli.options import DataOpt, ModelOpt, PartitionOpt, errors, run, settings, show
 from semmem.cli.retention import retention_app
+from semmem.cli.scoped import (
+    CreatedAfterOpt,
+    CreatedBeforeOpt,
+    MetaOpt,
+    UpdatedAfterOpt,
+    UpdatedBeforeOpt,
+    filter_of,
+    forget_matching,
+    metadata,
+)
 from semmem.errors import InvalidArguments
 from semmem.memory import Memory
 
@@ -26,6 +36,7 @@ app = typer.Typer(
 app.add_typer(model_app, name="model")
 app.add_typer(backup_app, name="backup")
 app.add_typer(retention_app, name="retention")
+app.command("forget-matching")(forget_matching)
 
 
 @app.command()
@@ -80,7 +91,8 @@ def declare(
         chosen = Settings()
         typer.echo(render_declaration(path=path, max_bytes=max_bytes, json_only=json_only,
                                       accepted=chosen.read_consistency_ms > 0,
-                                      expiry=chosen.tool_expiry))
+                                      expiry=chosen.tool_expiry,
+                                      metadata=chosen.tool_metadata))
 
 
 @app.command()
@@ -88,10 +100,13 @@ def remember(
     text: str, partition: PartitionOpt,
     expires: Annotated[str | None, typer.Option(
         "--expires", help="when the fact ends (ISO 8601, e.g. 2026-09-10T18:00:00Z)")] = None,
-    data: DataOpt = None, model: ModelOpt = None,
+    meta: MetaOpt = None, data: DataOpt = None, model: ModelOpt = None,
 ) -> None:
     """Store a fact; prints its number."""
-    show(run(data, model, lambda m: m.remember(partition, text, expires_at=expires)))
+    with errors():
+        labels = metadata(meta)
+    show(run(data, model, lambda m: m.remember(partition, text, expires_at=expires,
+                                               metadata=labels)))
 
 
 @app.command()
@@ -116,11 +131,16 @@ def search(
     query: str,
     partition: PartitionOpt,
     limit: Annotated[int, typer.Option()] = 10,
+    meta: MetaOpt = None, updated_after: UpdatedAfterOpt = None,
+    updated_before: UpdatedBeforeOpt = None, created_after: CreatedAfterOpt = None,
+    created_before: CreatedBeforeOpt = None,
     data: DataOpt = None,
     model: ModelOpt = None,
 ) -> None:
-    """The items most similar to QUERY, with scores."""
-    show(run(data, model, lambda m: m.search(partition, query, limit)))
+    """The items most similar to QUERY, with scores (among those the filter options cover)."""
+    with errors():
+        flt = filter_of(meta, updated_after, updated_before, created_after, created_before)
+    show(run(data, model, lambda m: m.search(partition, query, limit, filter=flt)))
 
 
 @app.command()
@@ -133,14 +153,19 @@ def update(
     surfacing: Annotated[str | None, typer.Option(help="'hold' stops recall ('' clears)")] = None,
     expires: Annotated[str | None, typer.Option(
         "--expires", help="when the fact ends, ISO 8601 ('' clears)")] = None,
+    meta: Annotated[list[str] | None, typer.Option(
+        "--meta", help="key=value, replacing the metadata (repeat; --meta '' clears)")] = None,
     data: DataOpt = None,
     model: ModelOpt = None,
 ) -> None:
     """Replace item N's text and/or its record fields, keeping its number."""
-    attrs = {
+    attrs: dict[str, Any] = {
         k: (v or None) for k, v in {"note": note, "status": status, "surfacing": surfacing,
                                     "expiresAt": expires}.items() if v is not None
     }
+    if meta is not None:
+        with errors():
+            attrs["metadata"] = metadata([p for p in meta if p]) or {}
     if text is None and not attrs:
         with errors():
             raise InvalidArguments("give a new text or a record field to change")
@@ -173,12 +198,17 @@ def list_items(
     offset: Annotated[int, typer.Option()] = 0,
     limit: Annotated[int | None, typer.Option()] = None,
     newest: Annotated[bool, typer.Option(help="newest first")] = False,
+    meta: MetaOpt = None, updated_after: UpdatedAfterOpt = None,
+    updated_before: UpdatedBeforeOpt = None, created_after: CreatedAfterOpt = None,
+    created_before: CreatedBeforeOpt = None,
     data: DataOpt = None,
     model: ModelOpt = None,
 ) -> None:
-    """List items as recall renders them."""
+    """List items as recall renders them (those the filter options cover)."""
+    with errors():
+        flt = filter_of(meta, updated_after, updated_before, created_after, created_before)
     items = run(data, model, lambda m: m.list(partition, offset=offset, limit=limit,
-                                               newest_first=newest))
+                                               newest_first=newest, filter=flt))
     from semmem.ranking.packing import render_line
 
     for item in items:

@@ -121,7 +121,8 @@ class Service:
         self.runtime = runtime
         self.max_bytes = max_bytes
         self.specs = specs(max_bytes, accepted=runtime.accepted,
-                           expiry=runtime.settings.tool_expiry)
+                           expiry=runtime.settings.tool_expiry,
+                           metadata=runtime.settings.tool_metadata)
         self.tools = Dispatcher(self.specs, runtime.metrics, accepted=runtime.accepted)
         self.sessions = Sessions()
 

@@ -58,11 +58,12 @@ def recall_spec(default_max_bytes: int) -> ToolSpec:
 
 
 def specs(default_max_bytes: int, *, accepted: bool = False,
-          expiry: bool = False) -> dict[str, ToolSpec]:
+          expiry: bool = False, metadata: bool = False) -> dict[str, ToolSpec]:
     """Every MCP tool by name: ``recall`` first, then the contract's tools, described for a
     server whose writes answer ``accepted`` (reads may lag) or ``stored`` (``expiry``:
-    ``remember`` takes ``expires_at``)."""
-    ordered = (recall_spec(default_max_bytes), *tools_for(accepted=accepted, expiry=expiry))
+    ``remember`` takes ``expires_at``; ``metadata``: the writes' metadata, search's filter)."""
+    ordered = (recall_spec(default_max_bytes),
+               *tools_for(accepted=accepted, expiry=expiry, metadata=metadata))
     return {spec.name: spec for spec in ordered}
 
 

@@ -152,18 +152,20 @@ def _has_ref(value: object) -> bool:
     return False
 
 
-def tools_declaration(*, accepted: bool = False, expiry: bool = False) -> list[dict[str, Any]]:
+def tools_declaration(*, accepted: bool = False, expiry: bool = False,
+                      metadata: bool = False) -> list[dict[str, Any]]:
     """The tools array of the declaration, checked (``accepted``: for a server whose reads may
     lag its writes, ``SEMMEM_READ_CONSISTENCY_MS`` above zero; ``expiry``: ``remember`` takes
-    ``expires_at``, ``SEMMEM_TOOL_EXPIRY``)."""
-    tools = [spec.declaration() for spec in tools_for(accepted=accepted, expiry=expiry)]
+    ``expires_at``, ``SEMMEM_TOOL_EXPIRY``; ``metadata``: ``SEMMEM_TOOL_METADATA``)."""
+    tools = [spec.declaration()
+             for spec in tools_for(accepted=accepted, expiry=expiry, metadata=metadata)]
     check_tools(tools)
     return tools
 
 
 def render_declaration(*, path: str = "/memory", max_bytes: int = 8192,
                        json_only: bool = False, accepted: bool = False,
-                       expiry: bool = False) -> str:
+                       expiry: bool = False, metadata: bool = False) -> str:
     """The ``httpMemory({...})`` declaration (TypeScript) with its tools array as JSON.
 
     Raises:
@@ -171,7 +173,7 @@ def render_declaration(*, path: str = "/memory", max_bytes: int = 8192,
     """
     check_path(path)
     check_max_bytes(max_bytes)
-    tools = tools_declaration(accepted=accepted, expiry=expiry)
+    tools = tools_declaration(accepted=accepted, expiry=expiry, metadata=metadata)
     tools_json = json.dumps(tools, indent=2, ensure_ascii=False)
     if json_only:
         return tools_json

@@ -22,6 +22,7 @@ from semmem.contract import (
 )
 from semmem.errors import InvalidArguments
 from semmem.items import NON_BLANK_PATTERN, TEXT_PATTERN
+from semmem.metadata import KEY_PATTERN, MAX_KEYS, MAX_VALUE_CHARS
 
 Access = Literal["read", "write"]
 
@@ -240,13 +241,66 @@ def _with_expiry(spec: ToolSpec) -> ToolSpec:
     return replace(spec, description=spec.description + _EXPIRY_HINT, input=schema)
 
 
-def tools_for(*, accepted: bool, expiry: bool = False) -> tuple[ToolSpec, ...]:
+# Metadata on the write tools and a filter on search, when the owner turns them on
+# (SEMMEM_TOOL_METADATA): off by default, so the declared tools stay as they are. The
+# partition is never among them: it comes from the envelope alone.
+_META_VALUES: dict[str, Any] = {
+    "type": "object",
+    "maxProperties": MAX_KEYS,
+    "propertyNames": {"pattern": KEY_PATTERN},
+    "additionalProperties": {"anyOf": [{"type": "string", "maxLength": MAX_VALUE_CHARS},
+                                       {"type": "number"}, {"type": "boolean"}]},
+}
+_METADATA: dict[str, Any] = {
+    **_META_VALUES,
+    "description": (
+        "Optional labels that scope the fact, such as {\"user\": \"alice\", \"topic\": "
+        "\"travel\"}: at most 16 keys, each value a string, number or boolean. On update "
+        "they replace the fact's labels ({} clears them); leave them out to keep them."
+    ),
+}
+_RANGE: dict[str, Any] = {
+    "type": "object",
+    "minProperties": 1,
+    "properties": {b: {"type": "string", "format": "date-time", "maxLength": 64}
+                   for b in ("gte", "gt", "lte", "lt")},
+    "additionalProperties": False,
+}
+_FILTER: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "metadata": {**_META_VALUES,
+                     "description": "Only facts whose labels have all these values."},
+        "updated": {**_RANGE, "description": "Only facts last changed within these bounds "
+                    "(ISO 8601 date-times)."},
+        "ts": {**_RANGE, "description": "Only facts first saved within these bounds."},
+    },
+    "additionalProperties": False,
+    "description": "Optional: search only the facts that match all of these.",
+}
+
+
+def _with_metadata(spec: ToolSpec) -> ToolSpec:
+    """``remember``/``update`` taking ``metadata`` and ``search`` a ``filter``."""
+    extra = {"remember": ("metadata", _METADATA), "update": ("metadata", _METADATA),
+             "search": ("filter", _FILTER)}.get(spec.name)
+    if extra is None:
+        return spec
+    schema = {**spec.input, "properties": {**spec.input["properties"], extra[0]: extra[1]}}
+    return replace(spec, input=schema)
+
+
+def tools_for(*, accepted: bool, expiry: bool = False,
+              metadata: bool = False) -> tuple[ToolSpec, ...]:
     """The tools with descriptions for a server whose writes answer ``accepted`` (reads may
     lag: a read-consistency interval above zero) or ``stored``; with ``expiry``, ``remember``
-    takes an optional ``expires_at`` (the owner's setting ``SEMMEM_TOOL_EXPIRY``)."""
+    takes an optional ``expires_at`` (the owner's setting ``SEMMEM_TOOL_EXPIRY``); with
+    ``metadata``, the writes take ``metadata`` and search a ``filter``
+    (``SEMMEM_TOOL_METADATA``)."""
     specs = tuple(replace(spec, description=spec.description.format(
         written=_WRITTEN[accepted], similar=_SIMILAR)) for spec in _TEMPLATES)
-    return tuple(_with_expiry(spec) for spec in specs) if expiry else specs
+    specs = tuple(_with_expiry(spec) for spec in specs) if expiry else specs
+    return tuple(_with_metadata(spec) for spec in specs) if metadata else specs
 
 
 # What the tools answer, as JSON Schemas (the OpenAPI document shows them; the fuzzing tests

@@ -19,6 +19,7 @@ from semmem.protocol.fitting import fit_recall, fit_search
 from semmem.protocol.jsonio import dumps
 from semmem.protocol.tools import ToolSpec
 from semmem.rules import Operation
+from semmem.scoping import Filter
 from semmem.serving.metrics import Metrics
 
 if TYPE_CHECKING:
@@ -61,20 +62,23 @@ async def _recall(memory: Memory, call: ToolCall, spec: ToolSpec,
 async def _search(memory: Memory, call: ToolCall, spec: ToolSpec,
                   args: dict[str, Any]) -> dict[str, Any]:
     found = await memory.search(call.partition, args["query"],
-                                args.get("limit", spec.default("limit")))
+                                args.get("limit", spec.default("limit")),
+                                filter=Filter.parse(args.get("filter")))
     return fit_search(found)
 
 
 async def _remember(memory: Memory, call: ToolCall, spec: ToolSpec,
                     args: dict[str, Any]) -> dict[str, Any]:
     return await memory.remember(call.partition, args["text"], op=call.operation(args),
-                                 expires_at=args.get("expires_at"))
+                                 expires_at=args.get("expires_at"),
+                                 metadata=args.get("metadata"))
 
 
 async def _update(memory: Memory, call: ToolCall, spec: ToolSpec,
                   args: dict[str, Any]) -> dict[str, Any]:
     return await memory.update(call.partition, args["n"], args["text"], cursor=call.cursor,
-                               op=call.operation(args), owner=False)
+                               op=call.operation(args), owner=False,
+                               metadata=args.get("metadata"))
 
 
 async def _forget(memory: Memory, call: ToolCall, spec: ToolSpec,

@@ -70,7 +70,8 @@ class Runtime:
         self.metrics = Metrics()
         # The contract's tools, as the provider endpoint serves them (listed by name).
         served = {s.name: s for s in tools_for(accepted=self.accepted,
-                                               expiry=settings.tool_expiry)}
+                                               expiry=settings.tool_expiry,
+                                               metadata=settings.tool_metadata)}
         self.tools = Dispatcher({name: served[name] for name in sorted(served)},
                                 self.metrics, accepted=self.accepted)
         self.memory: Memory | None = None

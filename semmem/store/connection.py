@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -16,7 +17,7 @@ from semmem.errors import Unavailable
 from semmem.store.conflicts import is_commit_conflict
 from semmem.store.registry import Registry
 from semmem.store.rows import table_name
-from semmem.store.schema import NEW_TABLE_OPTIONS, head_row, migrate_v1
+from semmem.store.schema import NEW_TABLE_OPTIONS, head_row, migrate_v1, migrate_v2
 from semmem.store.upkeep import Upkeep
 
 
@@ -35,6 +36,9 @@ class Connection:
         # without a bound they grow with the number of partitions ever touched.
         self.cache_bytes = cache_bytes
         self._db: lancedb.AsyncConnection | None = None
+        # Told of a table this process migrated (its name): what is held of it was read at a
+        # version of the older layout, which a commit must not build on.
+        self.migrated: Callable[[str], None] = lambda name: None
         self._registry: Registry | None = None
         self._tables: OrderedDict[str, Any] = OrderedDict()
         self._creating: dict[str, asyncio.Lock] = {}
@@ -107,15 +111,21 @@ class Connection:
     async def writable(self, partition: str) -> Any:
         """The handle of an existing partition table, migrated to the current schema first if
         it is older. Only writes migrate: a read must never write (a schema-1 table reads as
-        it is; its missing ``dkey`` column is only needed by a write's lookups). ``None``
-        when the partition has no table."""
+        it is; its missing ``dkey`` column is only needed by a write's lookups, a missing
+        ``tags`` column by a filtered search, which then finds no metadata: no write of code
+        that knows metadata has touched the table). ``None`` when the partition has no table."""
         tbl = await self.table(partition, create=False)
         name = table_name(partition)
         if tbl is None or name in self._current:
             return tbl
-        if "dkey" not in (await tbl.schema()).names:
+        names = (await tbl.schema()).names
+        if "dkey" not in names:
             await asyncio.to_thread(migrate_v1, await tbl.uri(), self.upkeep.storage_options)
+        if "tags" not in names:
+            await asyncio.to_thread(migrate_v2, await tbl.uri(), self.upkeep.storage_options)
+        if "dkey" not in names or "tags" not in names:
             await tbl.checkout_latest()
+            self.migrated(name)
         self._current.add(name)
         return tbl
 

@@ -9,6 +9,8 @@ A partition table holds three kinds of row, keyed by ``key``:
 - item rows (``key = "i:<n>"``): live items and the tombstones of forgotten ones (no text);
   ``attrs`` holds the owner's record fields and, under ``CREATED``, the write sequence that
   created the item (kept out of ``Item.attrs``; rows written before it was recorded lack it);
+  ``tags`` holds a hash of each of the item's metadata pairs (``semmem.metadata``), derived
+  from ``attrs`` where rows are built, for filters and their ``LABEL_LIST`` index;
 - op rows (``key = "o:<sha256(operationId)>"``): idempotency records.
 """
 
@@ -24,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from semmem.items import Item, now_ms
+from semmem.metadata import tags_of_attrs
 from semmem.store.conflicts import retry_conflicts
 from semmem.store.files import open_dataset
 from semmem.store.rows import (
@@ -39,7 +42,8 @@ from semmem.store.rows import (
 )
 from semmem.store.views import Head, OpRecord, Tombstone
 
-SCHEMA_VERSION = 2  # 2: ``dkey`` (duplicate-detection key) on item rows
+# 2: ``dkey`` (duplicate-detection key) on item rows; 3: ``tags`` (metadata pairs, hashed)
+SCHEMA_VERSION = 3
 LIVE_ITEMS = f"kind = {KIND_ITEM} AND forgotten = false"
 HEAD_COLUMNS = ["key", "kind", "n", "text", "seq", "model", "attrs"]  # what ``decode`` reads
 
@@ -80,7 +84,7 @@ NEW_TABLE_OPTIONS = {"new_table_data_storage_version": FILE_FORMAT}
 
 
 def partition_schema(dim: int) -> pa.Schema:
-    """Arrow schema of a partition table (``SCHEMA_VERSION`` 2)."""
+    """Arrow schema of a partition table (``SCHEMA_VERSION`` 3)."""
     return pa.schema(
         [
             pa.field("key", pa.string(), nullable=False),
@@ -99,6 +103,7 @@ def partition_schema(dim: int) -> pa.Schema:
             pa.field("op_result", pa.string()),
             pa.field("op_expires", pa.int64()),
             pa.field("dkey", pa.string()),  # v2, last so a migrated v1 table has the same order
+            pa.field("tags", pa.list_(pa.string())),  # v3, after dkey for the same reason
         ],
         metadata={"semmem.schema_version": str(SCHEMA_VERSION)},
     )
@@ -191,7 +196,7 @@ class Rows:
     """Rows gathered column by column, so vectors go to Arrow as one array, not as lists."""
 
     _NAMES = ("key", "kind", "n", "text", "ts", "updated", "revision", "seq", "model",
-              "forgotten", "attrs", "op_fp", "op_result", "op_expires", "dkey")
+              "forgotten", "attrs", "op_fp", "op_result", "op_expires", "dkey", "tags")
 
     def __init__(self) -> None:
         self.cols: dict[str, list[Any]] = {name: [] for name in self._NAMES}
@@ -199,7 +204,10 @@ class Rows:
 
     def add(self, *, vector: np.ndarray | None = None, forgotten: bool = False,
             **values: Any) -> None:
-        """Append one row; columns not named are null."""
+        """Append one row; columns not named are null, and an item row's ``tags`` are its
+        metadata's (derived here, so every writer of rows keeps them true)."""
+        if values.get("kind") == KIND_ITEM and "tags" not in values:
+            values["tags"] = tags_of_attrs(values.get("attrs"))
         for name in self._NAMES:
             self.cols[name].append(forgotten if name == "forgotten" else values.get(name))
         self.vectors.append(vector)
@@ -237,5 +245,24 @@ def migrate_v1(uri: str, storage_options: dict[str, str]) -> None:
         if "dkey" not in ds.schema.names:  # another process may have done it meanwhile
             ds.add_columns(lance.batch_udf(output_schema=pa.schema(
                 [pa.field("dkey", pa.string())]))(add), read_columns=["text", "kind"])
+
+    retry_conflicts(migrate)
+
+
+def migrate_v2(uri: str, storage_options: dict[str, str]) -> None:
+    """Schema 2 → 3: add the ``tags`` column, derived from each item's ``attrs``."""
+
+    def add(batch: pa.RecordBatch) -> pa.RecordBatch:
+        found = [tags_of_attrs(a) if k == KIND_ITEM else None
+                 for a, k in zip(batch.column("attrs").to_pylist(),
+                                 batch.column("kind").to_pylist(), strict=True)]
+        return pa.RecordBatch.from_arrays([pa.array(found, pa.list_(pa.string()))],
+                                          names=["tags"])
+
+    def migrate() -> None:
+        ds = open_dataset(uri, storage_options)
+        if "tags" not in ds.schema.names:  # another process may have done it meanwhile
+            ds.add_columns(lance.batch_udf(output_schema=pa.schema(
+                [pa.field("tags", pa.list_(pa.string()))]))(add), read_columns=["attrs", "kind"])
 
     retry_conflicts(migrate)

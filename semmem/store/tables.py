@@ -102,6 +102,7 @@ class Store:
         self.snapshots = Snapshots(dim, model_id, self.storage_options, cache_size, cache_items,
                                    index_threshold, cache_bytes, tail_rows, write_loads)
         self.snapshots.check_latest = read_consistency == timedelta(0)
+        self.conn.migrated = self.snapshots.drop
         self.quota = quota or Quota()
         self.snapshots.count_bytes = self.quota.counts_bytes
         self._views = self.snapshots.cache

@@ -1,5 +1,5 @@
-"""The owners' admin API (admin tokens only): list partitions, read/list/export/edit items, delete,
-start and list backups, retention policies.
+"""The owners' admin API (admin tokens only): list partitions, read/list (filtered)/export/edit
+items, forget the items a filter covers, delete, start and list backups, retention policies.
 
 Partitions travel as a query parameter, never as a path segment, so any partition string
 (slashes, quotes, unicode) names exactly itself.
@@ -19,6 +19,7 @@ from semmem.items import RECORD_FIELDS
 from semmem.lifecycle import policies
 from semmem.memory import Memory
 from semmem.protocol.jsonio import dumps, loads
+from semmem.scoping import Filter
 from semmem.serving.guard import nameable, served
 from semmem.serving.runtime import Runtime
 from semmem.web.bodies import read_body
@@ -32,8 +33,11 @@ MAX_PAGE = 1000
 
 
 def require_admin(request: Request) -> None:
-    """Admin tokens only; checked before any parameter is looked at."""
+    """Admin tokens only; checked before any parameter is looked at. A repeated parameter
+    is refused: the framework would take its last value and drop the others unseen."""
     runtime(request).auth.check_admin(request.headers.get("authorization"))
+    if len(request.query_params.multi_items()) != len(request.query_params):
+        raise InvalidInput("a query parameter is given more than once")
 
 
 async def _partition(request: Request, partition: Annotated[str, Query(
@@ -85,17 +89,58 @@ async def list_partitions(request: Request, rt: RuntimeDep, offset: OffsetQ = 0,
     return await _guarded(request, rt, work)
 
 
+# No declared length: the request head's 16 KiB bounds it, and the metadata rules the rest.
+FilterQ = Annotated[str | None, Query(
+    description='a filter as JSON: {"metadata": {…}, "updated": {"gte": …}, '
+    '"ts": {…}} (docs/records.md)')]
+
+
+def _filter(raw: str | None) -> Filter | None:
+    """The ``filter`` query parameter (JSON) as a ``Filter``; a bad one is a bad parameter
+    (400 ``invalid_request``, as every admin parameter)."""
+    if raw is None:
+        return None
+    try:
+        return Filter.parse(loads(raw.encode("utf-8")))
+    except SemmemError as exc:
+        raise InvalidInput(f"filter: {exc.message}", exc.details) from exc
+
+
 @router.get("/items")
 async def list_items(request: Request, rt: RuntimeDep, partition: PartitionQ,
-                     offset: OffsetQ = 0, limit: LimitQ = 100) -> Response:
-    """A partition's live items in number order, one page at a time."""
+                     offset: OffsetQ = 0, limit: LimitQ = 100,
+                     filter: FilterQ = None) -> Response:
+    """A partition's live items in number order (those ``filter`` covers), a page at a time."""
 
     async def work(memory: Memory) -> Response:
-        stats = await memory.stats(partition)
-        items = await memory.list(partition, offset=offset, limit=limit)
-        nxt = offset + limit if offset + limit < stats["count"] else None
-        return _json({"items": [it.public() for it in items], "count": stats["count"],
-                      "next": nxt})
+        flt = _filter(filter)
+        if flt is None or flt.empty:
+            count = (await memory.stats(partition))["count"]
+            items = await memory.list(partition, offset=offset, limit=limit)
+        else:
+            matching = await memory.list(partition, filter=flt)
+            count, items = len(matching), matching[offset:offset + limit]
+        nxt = offset + limit if offset + limit < count else None
+        return _json({"items": [it.public() for it in items], "count": count, "next": nxt})
+
+    return await _guarded(request, rt, work)
+
+
+@router.delete("/items")
+async def delete_items(request: Request, rt: RuntimeDep, partition: PartitionQ,
+                       filter: Annotated[str, Query(description="a filter as JSON")]
+                       ) -> Response:
+    """Forget every live item ``filter`` (JSON, required and not empty) covers, through the
+    forget path: their numbers are never reused, their texts leave every file within the
+    forget window."""
+
+    async def work(memory: Memory) -> Response:
+        flt = _filter(filter)
+        if flt is None or flt.empty:
+            raise InvalidInput("filter must select something; to delete every item, delete "
+                               "the partition")
+        gone = await memory.forget_matching(partition, flt)
+        return _json({"status": "stored", "forgotten": gone, "count": len(gone)})
 
     return await _guarded(request, rt, work)
 

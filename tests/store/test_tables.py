@@ -439,3 +439,22 @@ async def test_schema_one_table_is_migrated_and_still_detects_duplicates(tmp_pat
     report = await fresh.import_("p", [{"text": "BOB runs on mondays"}, {"text": "new one"}])
     assert (report.imported, report.duplicates) == (1, 1)
     assert [it.n for it in await fresh.list("p")] == [1, 2, 3, 4]
+
+
+async def test_schema_one_table_read_then_written_with_a_new_text(tmp_path: Path) -> None:
+    """A snapshot read before the first write migrates the table is not committed on: the
+    write used to fail (503, the old layout's tail has no ``dkey``)."""
+    import lance
+
+    mem = await open_memory(tmp_path, HashingEmbedder())
+    await mem.remember("p", "Alice likes tea")
+    await mem.close()
+    uri = str(tmp_path / f"{table_name('p')}.lance")
+    lance.dataset(uri).drop_columns(["dkey", "tags"])  # what a schema-1 store holds
+    fresh = await open_memory(tmp_path, HashingEmbedder())
+    try:
+        assert "1. Alice likes tea" in (await fresh.recall("p", "tea", 100)).text
+        assert (await fresh.remember("p", "Bob likes coffee"))["n"] == 2
+        assert [it.n for it in await fresh.list("p")] == [1, 2]
+    finally:
+        await fresh.close()

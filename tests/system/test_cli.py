@@ -190,3 +190,25 @@ def test_cli_check_repair_purges_the_text_whose_forget_won(tmp_path: Path) -> No
     assert asked() > forgotten_at  # and so did the repair
     _, out, _ = _run(tmp_path, "list", "-p", "alice")
     assert out == "2. Has a cat named Tom\n"
+
+
+def test_cli_metadata_filters_and_forget_matching(tmp_path: Path) -> None:
+    code, out, _ = _run(tmp_path, "remember", "-p", "a", "Alice likes tea", "--meta", "user=alice",
+                        "--meta", "run=2")
+    assert code == 0 and json.loads(out)["n"] == 1
+    _run(tmp_path, "remember", "-p", "a", "Bob likes tea", "--meta", "user=bob")
+    code, out, _ = _run(tmp_path, "search", "tea", "-p", "a", "--meta", "run=2.0")
+    found = json.loads(out)
+    assert code == 0 and [e["n"] for e in found["items"]] == [1]
+    assert found["items"][0]["metadata"] == {"user": "alice", "run": 2}
+    code, out, _ = _run(tmp_path, "list", "-p", "a", "--meta", "user=bob",
+                        "--updated-after", "2020-01-01T00:00:00Z")
+    assert code == 0 and out.splitlines() == ["2. Bob likes tea"]
+    code, out, err = _run(tmp_path, "remember", "-p", "a", "x", "--meta", "no-equals")
+    assert code != 0 and "key=value" in err + out
+    code, out, _ = _run(tmp_path, "forget-matching", "-p", "a", "--meta", "user=alice")
+    assert code == 0 and json.loads(out)["forgotten"] == [1]
+    code, out, _ = _run(tmp_path, "list", "-p", "a")
+    assert out.splitlines() == ["2. Bob likes tea"]
+    code, out, err = _run(tmp_path, "forget-matching", "-p", "a")
+    assert code != 0 and "needs a filter" in err + out

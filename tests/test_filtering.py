@@ -1,0 +1,219 @@
+"""Reads under a filter: a filtered search or listing is a brute-force filter over the export."""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from semmem.embedding.fakes import HashingEmbedder
+from semmem.errors import InvalidArguments
+from semmem.items import iso, parse_iso
+from semmem.memory import Memory
+from semmem.scoping import Filter
+from semmem.store import Store
+from tests.support.memory import open_memory
+
+DAY = 86_400_000
+T0 = parse_iso("2026-01-01T00:00:00Z")
+WORDS = ["tea", "coffee", "jazz", "rain", "boats", "maps"]
+
+meta_values = st.fixed_dictionaries({}, optional={
+    "user": st.sampled_from(["alice", "bob"]),
+    "run": st.sampled_from([1, 2, 2.0]),
+    "flag": st.booleans(),
+})
+records = st.lists(st.tuples(st.sampled_from(WORDS), meta_values, st.integers(0, 9),
+                             st.integers(0, 9)), min_size=1, max_size=30)
+ranges = st.one_of(st.none(), st.tuples(st.integers(0, 9), st.integers(0, 9)))
+
+
+def _range(days: tuple[int, int] | None) -> dict[str, str] | None:
+    if days is None:
+        return None
+    lo, hi = sorted(days)
+    return {"gte": iso(T0 + lo * DAY), "lt": iso(T0 + hi * DAY)}
+
+
+def _brute(exported: list[dict[str, Any]], raw: dict[str, Any]) -> set[int]:
+    """The numbers an export's records say the filter covers, computed from the wire form."""
+    out = set()
+    for rec in exported:
+        meta = rec.get("metadata", {})
+        # equal as JSON values: 2 = 2.0, but true is no number
+        ok = all(k in meta and isinstance(meta[k], bool) == isinstance(v, bool) and meta[k] == v
+                 for k, v in raw.get("metadata", {}).items())
+        for name in ("updated", "ts"):
+            if raw.get(name):
+                at = parse_iso(rec[name])
+                ok = ok and parse_iso(raw[name]["gte"]) <= at < parse_iso(raw[name]["lt"])
+        if ok:
+            out.add(rec["n"])
+    return out
+
+
+async def _check(memory: Memory, rows: list[Any], meta: dict[str, Any],
+                 upd: tuple[int, int] | None, ts: tuple[int, int] | None) -> None:
+    await memory.import_("p", [
+        {"text": f"fact {i} about {word}", "metadata": m or None,
+         "ts": iso(T0 + t * DAY), "updated": iso(T0 + max(t, u) * DAY)}
+        for i, (word, m, t, u) in enumerate(rows)])
+    exported = [rec async for rec in memory.export("p")]
+    raw: dict[str, Any] = {"metadata": meta}
+    for name, days in (("updated", upd), ("ts", ts)):
+        if days is not None:
+            raw[name] = _range(days)
+    flt = Filter.parse(raw)
+    want = _brute(exported, raw)
+    got = await memory.search("p", "fact about tea", 50, filter=flt)
+    assert {e["n"] for e in got["items"]} == want
+    assert got["count"] == len(want)
+    plain = await memory.search("p", "fact about tea", 50)  # the order an unfiltered one gives
+    assert [e["n"] for e in got["items"]] == [e["n"] for e in plain["items"] if e["n"] in want]
+    assert {it.n for it in await memory.list("p", filter=flt)} == want
+
+
+@settings(max_examples=40, deadline=None)
+@given(records, meta_values, ranges, ranges)
+def test_filtered_search_equals_a_brute_force_filter_over_the_export(
+        rows: list[Any], meta: dict[str, Any], upd: tuple[int, int] | None,
+        ts: tuple[int, int] | None) -> None:
+    async def run() -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            memory = await open_memory(Path(tmp), HashingEmbedder())
+            try:
+                await _check(memory, rows, meta, upd, ts)
+            finally:
+                await memory.close()
+
+    asyncio.run(run())
+
+
+async def test_filtered_search_of_an_indexed_partition_is_the_brute_force_filter(
+        tmp_path: Path) -> None:
+    embedder = HashingEmbedder()
+    store = Store(str(tmp_path / "db"), dim=embedder.dim, model_id=embedder.model_id,
+                  index_threshold=50)
+    await store.open()
+    memory = Memory(store, embedder, index_candidates=40)
+    try:
+        await memory.import_("p", [
+            {"text": f"fact {i} about topic{i % 7} and word{i}",
+             "metadata": {"user": ["alice", "bob", "carol"][i % 3], "run": i % 2},
+             "ts": iso(T0 + (i % 10) * DAY), "updated": iso(T0 + (i % 10) * DAY)}
+            for i in range(120)])
+        await memory.maintain("p")
+        assert (await memory.store.read_view("p")).indexed
+        exported = [rec async for rec in memory.export("p")]
+        for raw in ({"metadata": {"user": "alice"}},
+                    {"metadata": {"user": "bob", "run": 1}},
+                    {"metadata": {"user": "carol"}, "updated": _range((2, 5))},
+                    {"ts": _range((0, 3))},
+                    {"metadata": {"user": "nobody"}}):
+            want = _brute(exported, raw)
+            got = await memory.search("p", "fact about topic3", 50, filter=Filter.parse(raw))
+            assert got["count"] == len(want)
+            assert len(want) <= 50 and {e["n"] for e in got["items"]} == want
+        # a fact written after the index was built is found through its filter too
+        n = (await memory.remember("p", "zebra quartz", metadata={"user": "dora"}))["n"]
+        got = await memory.search("p", "zebra", 5, filter=Filter.parse(
+            {"metadata": {"user": "dora"}}))
+        assert [e["n"] for e in got["items"]] == [n] and got["count"] == 1
+        assert got["items"][0]["metadata"] == {"user": "dora"}
+    finally:
+        await memory.close()
+
+
+@pytest.mark.parametrize(("raw", "says"), [
+    ({"owner": "x"}, "unknown filter field"),
+    ({"metadata": {"a": [1]}}, "flat"),
+    ({"updated": {"after": "2026-01-01"}}, "gte, gt, lte or lt"),
+    ({"updated": {"gte": "yesterday"}}, "ISO 8601"),
+    ("metadata", "must be an object"),
+])
+def test_filter_parse_refuses_what_it_cannot_read(raw: Any, says: str) -> None:
+    with pytest.raises(InvalidArguments, match=says):
+        Filter.parse(raw)
+
+
+def test_filter_bounds_are_inclusive_inside() -> None:
+    flt = Filter.parse({"updated": {"gt": "2026-01-01T00:00:00Z", "lt": "2026-01-02T00:00:00Z"}})
+    assert flt.updated.lo == T0 + 1 and flt.updated.hi == T0 + DAY - 1
+    assert flt.public() == {"updated": {"gte": iso(T0 + 1), "lte": iso(T0 + DAY - 1)}}
+    assert Filter.parse({}).empty and Filter.parse(None).empty
+    assert "alice" not in Filter.parse({"metadata": {"user": "alice' OR 1=1"}}).where()
+
+
+def test_a_scope_and_a_call_filter_combine_and_may_not_contradict() -> None:
+    scope = Filter.parse({"metadata": {"user": "alice"}})
+    both = scope.both(Filter.parse({"metadata": {"run": 1}, "ts": _range((1, 3))}))
+    assert both.metadata == {"user": "alice", "run": 1} and both.ts.lo == T0 + DAY
+    assert scope.both(Filter.parse({"metadata": {"user": "alice"}})).metadata == {"user": "alice"}
+    with pytest.raises(InvalidArguments, match="fixed by this binding"):
+        scope.both(Filter.parse({"metadata": {"user": "bob"}}))
+
+
+# ----- delete by filter ---------------------------------------------------------------------
+SECRETS = [f"mallory's secret {i} is MARKER{i} quartz nebula" for i in range(3)]
+
+
+@pytest.mark.parametrize("indexed", [False, True], ids=["small", "indexed"])
+async def test_delete_by_filter_leaves_no_text_vector_or_tag_in_any_decoded_file(
+        tmp_path: Path, indexed: bool) -> None:
+    from datetime import timedelta
+
+    from semmem.metadata import tag
+    from semmem.store.fence import Fence
+    from tests.support.files import decoded_with
+
+    emb = HashingEmbedder()
+    root = tmp_path / "db"
+    store = Store(str(root), dim=emb.dim, model_id=emb.model_id, index_threshold=200,
+                  fence=Fence(skew=0.05, budget=0.3), version_retention=timedelta(0))
+    store.upkeep.fold_rows = 0  # every pass folds the tail in: the vectors reach the index
+    await store.open()
+    m = Memory(store, emb)
+    try:
+        others = 210 if indexed else 5
+        await m.import_("p", [{"text": f"fact {i} about thing{i}", "metadata": {"user": "bob"}}
+                              for i in range(others)])
+        if indexed:
+            assert (await store.maintain("p")) is not None
+        for text in SECRETS:
+            await m.remember("p", text, metadata={"user": "mallory", "kind": "secret"})
+        assert (await store.maintain("p", purge=False)) is not None
+        vectors = emb.embed_batch(SECRETS)
+        secret_tag = tag("user", "mallory")
+        for text, vector in zip(SECRETS, vectors, strict=True):  # the positive controls
+            assert decoded_with(root, text=text) and decoded_with(root, vector=vector)
+        assert decoded_with(root, text=secret_tag)
+        if indexed:
+            assert (await store.read_view("p")).indexed
+        hwm = (await store.read_view("p")).hwm
+        gone = await m.forget_matching("p", Filter.parse({"metadata": {"user": "mallory"}}))
+        assert gone == [others + 1, others + 2, others + 3]
+        assert (await m.search("p", "secret quartz nebula", 50, filter=Filter.parse(
+            {"metadata": {"user": "mallory"}})))["count"] == 0
+        assert len(await m.list("p")) == others
+        assert (await m.remember("p", "a later fact"))["n"] == hwm + 1  # numbers not reused
+        for _ in range(2):  # the purge and its follow-up, as the server's purger runs them
+            await store.maintain("p", retention=timedelta(0))
+        for text, vector in zip(SECRETS, vectors, strict=True):
+            assert decoded_with(root, text=text) == []
+            assert decoded_with(root, vector=vector) == []
+        assert decoded_with(root, text=secret_tag) == []
+        assert decoded_with(root, text="fact 1 about thing1")  # the others stay
+    finally:
+        await m.close()
+
+
+async def test_delete_by_filter_needs_a_filter(memory: Memory) -> None:
+    await memory.remember("p", "Alice likes tea")
+    with pytest.raises(InvalidArguments, match="needs a filter"):
+        await memory.forget_matching("p", Filter.parse({}))
+    assert len(await memory.list("p")) == 1
