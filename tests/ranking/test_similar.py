@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import numpy as np
 import pytest
 
 from semmem.items import Item
-from semmem.ranking.similar import cutoff, groups, nearest, standing_out
+from semmem.ranking.similar import Rows, cutoff, groups, nearest, standing_out
 from semmem.store.views import ItemSet
 
 
@@ -79,3 +81,25 @@ def test_groups_of_many_facts_find_every_planted_pair() -> None:
     found = groups(_set(base.tolist()), 0.9)
     pairs = {frozenset(near.item.n - 1 for near in g.members) for g in found}
     assert pairs == {frozenset(p) for p in planted.items()}
+
+
+async def test_rows_asked_together_are_each_texts_own_row_and_one_product() -> None:
+    """Texts asking in one turn of the loop get their own cosines (as one product per text
+    gives them) from one product over the set; a text asking alone, or later, gets its own."""
+    rng = np.random.default_rng(5)
+    items = _set(rng.normal(size=(300, 16)).tolist())
+    asked = rng.normal(size=(6, 16)).astype(np.float32)
+    rows = Rows()
+    together = await asyncio.gather(*(rows.of(items, v) for v in asked))
+    assert rows.products == 1
+    for v, row in zip(asked, together, strict=True):
+        assert np.allclose(row, items.vectors @ v, atol=1e-5)
+        (got, least), (want, least_alone) = (standing_out(items, v, 0.1, scores=row),
+                                             standing_out(items, v, 0.1))
+        assert [x.item.n for x in got] == [x.item.n for x in want]
+        assert least == pytest.approx(least_alone, abs=1e-5)
+    alone = await rows.of(items, asked[0])
+    assert rows.products == 2 and np.array_equal(alone, items.vectors @ asked[0])
+    other = _set(rng.normal(size=(40, 16)).tolist())  # another set in the same turn: its own
+    a, b = await asyncio.gather(rows.of(items, asked[1]), rows.of(other, asked[1]))
+    assert a.shape == (300,) and b.shape == (40,) and rows.products == 4
