@@ -29,8 +29,8 @@ def still_live(item: Item, now: int) -> bool:
 async def policies(store: Store, default_ms: int | None) -> Callable[[str], Live]:
     """Each partition's test under its effective max age: its override in ``store`` (read
     once, now), else ``default_ms`` (the deployment's ``SEMMEM_RETENTION``)."""
-    overrides = await store.retention()
-    default_ms = in_force(default_ms, await store.applied_retention())
+    overrides, applied = await store.retention_policies()
+    default_ms = in_force(default_ms, applied)
 
     def of(partition: str) -> Live:
         name = table_name(partition)

@@ -179,8 +179,7 @@ class Retention:
         """
         if time.monotonic() - self._read_at >= self.refresh_s:
             try:
-                self._overrides = await self.store.retention()
-                self._applied = await self.store.applied_retention()
+                self._overrides, self._applied = await self.store.retention_policies()
             except Exception as exc:  # the engine's errors are not a typed tree
                 if self._read_at == float("-inf"):
                     raise Unavailable(f"cannot read the retention policies: {exc}") from exc

@@ -154,18 +154,15 @@ class Registry:
         """Each table's retention override: a max age in milliseconds, or ``None`` for keep
         forever (a table without one inherits the deployment's default). Read again only once
         the registry's version moved."""
-        return (await self._retention())[0]
-
-    async def applied_default(self) -> tuple[bool, int | None]:
-        """Whether a deployment default was recorded as applied by a sweep, and its max age
-        in ms (``None``: forever); read with the overrides."""
-        return (await self._retention())[1]
+        return (await self.policies())[0]
 
     async def set_applied_default(self, max_age_ms: int | None) -> None:
         """Record ``max_age_ms`` as the deployment default the store's facts were swept under."""
         await self.put(APPLIED, {"maxAgeMs": max_age_ms})
 
-    async def _retention(self) -> tuple[dict[str, int | None], tuple[bool, int | None]]:
+    async def policies(self) -> tuple[dict[str, int | None], tuple[bool, int | None]]:
+        """The overrides, and whether a deployment default was recorded as applied by a sweep
+        with its max age in ms (``None``: forever): one read."""
         reg = self._followed or await self._table(create=False)
         if reg is None:
             return {}, (False, None)

@@ -201,10 +201,11 @@ class Store:
         """Retention overrides by partition table name (max age in ms; ``None``: forever)."""
         return await self.conn.registry.retention()
 
-    async def applied_retention(self) -> tuple[bool, int | None]:
-        """Whether a deployment default was recorded as applied by a full sweep, and its max
-        age in ms (``None``: forever)."""
-        return await self.conn.registry.applied_default()
+    async def retention_policies(self) -> tuple[dict[str, int | None], tuple[bool, int | None]]:
+        """The retention overrides (as ``retention``) and whether a deployment default was
+        recorded as applied by a full sweep, with its max age in ms (``None``: forever), in
+        one read of the registry."""
+        return await self.conn.registry.policies()
 
     async def set_applied_retention(self, max_age_ms: int | None) -> None:
         """Record the deployment default a full sweep just applied."""
