@@ -1,5 +1,5 @@
-"""Reads under a filter (``semmem.scoping.Filter``): search and listings over the facts it
-covers; and the owner's delete by filter.
+"""Reads under a filter (``semmem.scoping.Filter``): search, recall and listings over the
+facts it covers; a binding's scope over its writes; and the owner's delete by filter.
 
 A snapshot is ranked as it is, with the facts the filter leaves out added to those retention
 hides (so ranking's structures per snapshot are shared with unfiltered reads, and a filtered
@@ -13,8 +13,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from semmem import results, rules
+from semmem.contract import make_cursor
 from semmem.errors import InvalidArguments
 from semmem.items import Item
+from semmem.results import Recall
+from semmem.rules import Alive
 from semmem.scoping import Filter
 from semmem.store.rows import RECALL_COLUMNS
 from semmem.store.views import Candidates, IndexedView, PartitionSnapshot, ReadView
@@ -62,6 +65,43 @@ async def search(memory: Memory, view: ReadView, query: str, limit: int,
     qvec = await memory._embed(query)
     return {"items": results.search_entries(memory.ranker, view, qvec, query, limit, hidden),
             "count": view.count - len(hidden)}
+
+
+async def recall(memory: Memory, partition: str, text: str | None, max_bytes: int,
+                 flt: Filter) -> Recall:
+    """``Memory.recall`` over the facts ``flt`` covers (a binding's scope), ranked as an
+    unfiltered recall ranks them."""
+    from semmem.memory import recall_candidates
+
+    retention = memory.retention
+    view = await memory._read_view(partition)
+    cursor = make_cursor(partition, view.seq)
+    if isinstance(view, IndexedView):
+        from semmem.store.filtered import nearest_where  # the engine: loaded here
+
+        if text is None or not text.strip():  # newest first: from the live snapshot
+            return results.recent(await memory.list(partition, filter=flt), max_bytes, cursor)
+        qvec = await memory._embed(text)
+        found = await nearest_where(memory.store, view, qvec,
+                                    recall_candidates(max_bytes, memory.index_candidates),
+                                    flt.where(), RECALL_COLUMNS)
+        found = kept(retention.keep(found, await retention.max_age(partition)), flt)
+        return results.relevant(memory.ranker, found, qvec, text, max_bytes, cursor)
+    hidden = await retention.hidden(view) | left_out(view, flt)
+    if view.count == len(hidden):
+        return Recall([], [], cursor, [])
+    if text is None or not text.strip():
+        return results.recent(view.items, max_bytes, cursor, hidden)
+    qvec = await memory._embed(text)
+    return results.relevant(memory.ranker, view, qvec, text, max_bytes, cursor, hidden)
+
+
+def scoped(alive: Alive, scope: Filter | None) -> Alive:
+    """``alive`` narrowed to the facts ``scope`` covers: a scoped binding's writes find
+    duplicates, list similar facts and edit only among them (others are not found)."""
+    if scope is None or scope.empty:
+        return alive
+    return lambda item: alive(item) and scope.matches(item)
 
 
 def listed(items: list[Item], flt: Filter | None) -> list[Item]:

@@ -173,10 +173,11 @@ class Memory:
     async def remember(
         self, partition: str, text: str, *, op: Operation | None = None,
         attrs: dict[str, Any] | None = None, expires_at: str | None = None,
-        metadata: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None, scope: Filter | None = None,
     ) -> dict[str, Any]:
         """Store a new fact (with ``metadata``, ``semmem.metadata``), or point at the
-        existing one with the same text (its metadata left as it is).
+        existing one with the same text (its metadata left as it is); ``scope``: a binding's,
+        stamped on the fact, duplicates and similar facts found only within it.
 
         Returns:
             ``{"status": "stored", "n", "count"}`` plus ``"existing": true`` for a duplicate,
@@ -189,6 +190,7 @@ class Memory:
         """
         op = op and op.keyed(self.store.secret)  # records keep a keyed fingerprint
         text = clean_text(text)
+        metadata = scope.stamp(metadata) if scope is not None else metadata
         asked = {**(attrs or {}), **({EXPIRES: expires_at} if expires_at is not None else {}),
                  **({METADATA: metadata} if metadata is not None else {})}
         fields = {k: v for k, v in clean_attrs(asked).items() if v is not None}
@@ -196,7 +198,8 @@ class Memory:
         with self.store.coming(partition):  # its group waits for it (the rest of the turn)
             vector = await self._embed(text)
             hints = await self._hints(partition, vector)
-        alive = self.retention.alive(await self.retention.max_age(partition))
+        alive = filtering.scoped(self.retention.alive(await self.retention.max_age(partition)),
+                                 scope)
         plan = rules.remember(text, vector, fields, op, self.idempotency_ttl_ms, hints, alive)
         return await self.retention.counted(partition, await self._write(
             partition, plan, op, numbers=hints.candidates, texts=[text]),
@@ -205,12 +208,13 @@ class Memory:
     async def update(
         self, partition: str, n: int, text: str | None = None, *, cursor: str | None = None,
         op: Operation | None = None, attrs: dict[str, Any] | None = None, owner: bool = True,
-        metadata: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None, scope: Filter | None = None,
     ) -> dict[str, Any]:
         """Replace item ``n``'s text (and/or owner record fields, and/or its ``metadata``,
         replaced whole: ``{}`` clears it) keeping its number.
 
-        ``owner=False`` (the model's tools): owner-curated records are refused.
+        ``owner=False`` (the model's tools): owner-curated records are refused. ``scope``: a
+        binding's; a fact outside it is not found, new metadata keeps it.
 
         Raises:
             NotFound: ``n`` does not exist (or was forgotten before the cursor).
@@ -219,6 +223,8 @@ class Memory:
         """
         op = op and op.keyed(self.store.secret)
         new_text = clean_text(text) if text is not None else None
+        metadata = scope.stamp(metadata) if scope is not None and metadata is not None \
+            else metadata
         # an owner may end a fact now: a past expiry
         changes = clean_attrs({**(attrs or {}),
                                **({METADATA: metadata} if metadata is not None else {})})
@@ -228,7 +234,8 @@ class Memory:
             with self.store.coming(partition):
                 vector = await self._embed(new_text)
                 hints = await self._hints(partition, vector)
-        alive = self.retention.alive(await self.retention.max_age(partition))
+        alive = filtering.scoped(self.retention.alive(await self.retention.max_age(partition)),
+                                 scope)
         plan = rules.update(n, new_text, vector, changes, cursor_seq, op, self.idempotency_ttl_ms,
                             owner, hints, alive)
         # a replaced text must leave the disk like a forgotten one: purge as after a forget
@@ -286,7 +293,7 @@ class Memory:
 
     async def forget(
         self, partition: str, n: int, *, cursor: str | None = None, op: Operation | None = None,
-        owner: bool = True,
+        owner: bool = True, scope: Filter | None = None,
     ) -> dict[str, Any]:
         """Forget item ``n``: gone from recall now, from every file within the forget window.
 
@@ -297,7 +304,8 @@ class Memory:
         """
         op = op and op.keyed(self.store.secret)
         cursor_seq = parse_cursor(partition, cursor) if cursor else None
-        plan = rules.forget(n, cursor_seq, op, self.idempotency_ttl_ms, owner)
+        plan = rules.forget(n, cursor_seq, op, self.idempotency_ttl_ms, owner,
+                            filtering.scoped(lambda item: True, scope))
         return await self._write(partition, plan, op, dropped=True, numbers=[n])
 
     async def import_(
@@ -319,8 +327,10 @@ class Memory:
         return existed
 
     # ----- reads -------------------------------------------------------------------------------
-    async def recall(self, partition: str, text: str | None, max_bytes: int) -> Recall:
-        """The facts relevant to ``text``, rendered within ``max_bytes``; no side effects.
+    async def recall(self, partition: str, text: str | None, max_bytes: int, *,
+                     filter: Filter | None = None) -> Recall:
+        """The facts relevant to ``text`` (among those ``filter`` covers: a binding's scope),
+        rendered within ``max_bytes``; no side effects.
 
         Blank or ``None`` text recalls the most recently updated facts, newest first.
 
@@ -330,6 +340,8 @@ class Memory:
         if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) \
                 or not 1 <= max_bytes <= MAX_RECALL_BYTES:
             raise InvalidInput(f"maxBytes must be an integer from 1 to {MAX_RECALL_BYTES}")
+        if filter is not None and not filter.empty:
+            return await filtering.recall(self, partition, text, max_bytes, filter)
         blank = text is None or not text.strip()
         # The query embedding (the bulk of a recall) runs while the view is read.
         embedding = None if blank else asyncio.ensure_future(self._embed(text or ""))

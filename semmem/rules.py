@@ -365,14 +365,17 @@ def merge(n: int, into: int) -> Plan:
 
 
 def forget(n: int, cursor_seq: int | None, op: Operation | None, ttl_ms: int,
-           owner: bool = True) -> Plan:
-    """Replace item ``n`` by a tombstone; its number is never reused."""
+           owner: bool = True, alive: Alive = _always) -> Plan:
+    """Replace item ``n`` by a tombstone; its number is never reused. An item ``alive``
+    refuses (out of a binding's scope) is not found."""
 
     def plan(view: WriteView) -> Decision:
         replayed = replay(view, op)
         if replayed is not None:
             return replayed
         item = check_target(view, n, cursor_seq)
+        if not alive(item):
+            raise NotFound(f"item {n} does not exist", {"n": n})
         check_editable(item, owner)
         row = ItemRow(n, None, None, item.ts, now_ms(), item.revision + 1, forgotten=True,
                       created=item.born)

@@ -119,6 +119,21 @@ class Filter:
             raise InvalidArguments(f"a filter has at most {MAX_KEYS} metadata keys")
         return Filter(meta, self.updated.both(other.updated), self.ts.both(other.ts))
 
+    def stamp(self, metadata: dict[str, Any] | None) -> dict[str, Any] | None:
+        """``metadata`` with this scope's pairs set: what a scoped binding writes.
+
+        Raises:
+            InvalidArguments: ``metadata`` gives a scoped key another value.
+        """
+        if not self.metadata:
+            return metadata
+        given = clean_metadata(metadata) or {}
+        clash = [k for k, v in self.metadata.items()
+                 if k in given and canonical(given[k]) != canonical(v)]
+        if clash:
+            raise InvalidArguments(f"metadata.{clash[0]} is fixed by this binding's scope")
+        return clean_metadata({**given, **self.metadata})
+
     def matches(self, item: Item) -> bool:
         """Whether ``item`` is covered (metadata compared as stored: ``1`` = ``1.0`` ≠ ``true``)."""
         if not (self.updated.holds(item.updated) and self.ts.holds(item.ts)):

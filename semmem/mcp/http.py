@@ -54,7 +54,7 @@ def caller_of(ctx: ServerRequestContext[Any]) -> Caller:
     session = request.headers.get(SESSION_HEADER)
     if not session:
         return caller
-    return Caller(caller.partition, caller.writable, session, caller.principal)
+    return Caller(caller.partition, caller.writable, session, caller.principal, caller.scope)
 
 
 class McpEndpoint:
@@ -125,7 +125,8 @@ class McpEndpoint:
             # The SDK then serves a session only to the credential that opened it.
             token = bearer_of(header) or b""
             principal = hashlib.sha256(token).hexdigest()
-            caller = Caller(binding.partition, binding.writable, principal=principal)
+            caller = Caller(binding.partition, binding.writable, principal=principal,
+                            scope=None if binding.scope.empty else binding.scope)
             scope["user"] = AuthenticatedUser(AccessToken(token="", client_id=principal,
                                                           scopes=[]))
         scope[BINDING_KEY] = caller

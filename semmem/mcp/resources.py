@@ -1,7 +1,8 @@
 """The partition's facts as MCP resources: ``semmem://items/<n>``, listed a page at a time.
 
 Listing goes in number order (numbers are stable, so a page boundary does not shift when facts
-are added); the list cursor is the number the next page starts after.
+are added); the list cursor is the number the next page starts after. A scoped token's
+pages hold only the facts its scope covers (a page may then be short).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from semmem.errors import InvalidInput, NotFound
 from semmem.items import Item, one_line
 from semmem.memory import Memory
 from semmem.protocol.untrusted import ascii_int
+from semmem.scoping import Filter
 
 PAGE = 100
 SCHEME = "semmem://items/"
@@ -31,7 +33,8 @@ def _resource(item: Item) -> types.Resource:
 
 
 async def list_page(memory: Memory, partition: str, cursor: str | None,
-                    page: int = PAGE) -> types.ListResourcesResult:
+                    page: int = PAGE, *, scope: Filter | None = None
+                    ) -> types.ListResourcesResult:
     """One page of the partition's facts, after the number in ``cursor``.
 
     Raises:
@@ -45,12 +48,13 @@ async def list_page(memory: Memory, partition: str, cursor: str | None,
         after = number
     chunk, following = await browsing.page(memory, partition, after, page)
     return types.ListResourcesResult(
-        resources=[_resource(it) for it in chunk],
+        resources=[_resource(it) for it in chunk if scope is None or scope.matches(it)],
         next_cursor=None if following is None else f"n{following}",
     )
 
 
-async def read(memory: Memory, partition: str, uri: str) -> types.ReadResourceResult:
+async def read(memory: Memory, partition: str, uri: str,
+               scope: Filter | None = None) -> types.ReadResourceResult:
     """The text of one fact.
 
     Raises:
@@ -61,7 +65,7 @@ async def read(memory: Memory, partition: str, uri: str) -> types.ReadResourceRe
     if n is None:
         raise InvalidInput(f"resources are {SCHEME}<n>, n a fact's number")
     item = await browsing.item(memory, partition, n)
-    if item is None:
+    if item is None or (scope is not None and not scope.matches(item)):
         raise NotFound(f"item {n} does not exist in this memory", {"n": n})
     return types.ReadResourceResult(contents=[
         types.TextResourceContents(uri=uri, mime_type="text/plain", text=item.text),

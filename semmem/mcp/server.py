@@ -114,7 +114,8 @@ def build_server(service: Service, caller_of: CallerOf) -> Server[Any]:
         caller = caller_of(ctx)
         async with _answered("resources/list"), service.guarded("resources") as memory:
             return await resources.list_page(memory, caller.partition,
-                                             params.cursor if params else None)
+                                             params.cursor if params else None,
+                                             scope=caller.scope)
 
     async def list_templates(ctx: ServerRequestContext[Any],
                              params: types.PaginatedRequestParams | None
@@ -125,7 +126,7 @@ def build_server(service: Service, caller_of: CallerOf) -> Server[Any]:
                             params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         caller = caller_of(ctx)
         async with _answered("resources/read"), service.guarded("resources") as memory:
-            return await resources.read(memory, caller.partition, params.uri)
+            return await resources.read(memory, caller.partition, params.uri, caller.scope)
 
     return Server(
         "semmem", version=__version__, title="semmem memory", instructions=INSTRUCTIONS,

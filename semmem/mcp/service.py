@@ -33,6 +33,7 @@ from semmem.memory import Memory
 from semmem.protocol.fitting import fit_recall
 from semmem.protocol.jsonio import dumps
 from semmem.protocol.untrusted import ascii_int
+from semmem.scoping import Filter
 from semmem.serving.dispatch import Dispatcher, ToolCall, records
 from semmem.serving.guard import served
 from semmem.serving.runtime import Runtime
@@ -53,6 +54,7 @@ class Caller:
     writable: bool
     session: str | None = None
     principal: str = ""  # whose sessions these are: a digest of the bearer token
+    scope: Filter | None = None  # the token's scope: the facts its calls reach
 
 
 class Sessions:
@@ -182,7 +184,8 @@ class Service:
                            "cannot be checked against it; call recall again, then edit")
         call = ToolCall(name, arguments, caller.partition, caller.writable,
                         operation_id=None if caller.session is None else operation_id,
-                        cursor=self.sessions.cursor(caller), cursor_sent=False)
+                        cursor=self.sessions.cursor(caller), cursor_sent=False,
+                        scope=caller.scope)
         result = await self.tools.call(memory, call)
         if name != "recall":
             return _result(result)
@@ -220,7 +223,8 @@ class Service:
             args["max_bytes"] = number
         args = self.specs["recall"].validate(args)
         recall = fit_recall(await memory.recall(caller.partition, args["text"],
-                                                args.get("max_bytes", self.max_bytes)))
+                                                args.get("max_bytes", self.max_bytes),
+                                                filter=caller.scope))
         self.sessions.recalled(caller, recall.cursor)
         text = recall.text
         body = ("Facts remembered from earlier conversations, numbered (refer to a fact by its "

@@ -4,11 +4,14 @@ constant time.
 A token line may bind the token to one partition for the MCP endpoint, after the token and
 whitespace: ``<token> partition=<name> [access=read|read-write]``. A line with the token alone
 is a provider token, as before; a bound token is accepted on ``/mcp`` only, where the binding
-(not the caller) names the partition.
+(not the caller) names the partition. Either may carry a scope, ``scope.<key>=<value>`` (a
+string; repeat for more keys): every call with the token sees and edits only the facts whose
+metadata has those values, and writes them on its new facts (``semmem.scoping.Filter.stamp``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import logging
@@ -22,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from semmem.contract import MAX_PARTITION_BYTES
-from semmem.errors import Forbidden, InvalidInput, Unauthorized
+from semmem.errors import Forbidden, InvalidInput, SemmemError, Unauthorized
+from semmem.scoping import Filter
 
 log = logging.getLogger("semmem.web")
 
@@ -36,29 +40,44 @@ class Binding:
 
     partition: str
     writable: bool
+    scope: Filter = dataclasses.field(default_factory=Filter)
 
 
-Entry = tuple[str, Binding | None]
+Entry = tuple[str, Binding | None, Filter]
 _BINDING_FORM = ("after the token, expected 'partition=<name>' and optionally "
-                 "'access=read|read-write'")
+                 "'access=read|read-write', and/or 'scope.<key>=<value>' fields")
+SCOPE_PREFIX = "scope."
+
+
+def _scope(pairs: dict[str, str], where: str) -> Filter:
+    try:
+        return Filter.parse({"metadata": pairs}) if pairs else Filter()
+    except SemmemError as exc:
+        raise InvalidInput(f"{where}: scope: {exc.message}") from None
 
 
 def _entry(text: str, where: str) -> Entry:
     token, *fields = text.split()
-    if not fields:
-        return token, None
     values: dict[str, str] = {}
+    scope: dict[str, str] = {}
     for field in fields:
         key, sep, value = field.partition("=")
+        if key.startswith(SCOPE_PREFIX) and sep and value \
+                and key[len(SCOPE_PREFIX):] not in scope:
+            scope[key[len(SCOPE_PREFIX):]] = value
+            continue
         if not sep or not value or key not in ("partition", "access") or key in values:
             raise InvalidInput(f"{where}: {_BINDING_FORM}")  # never echo the line: it has a token
         values[key] = value
+    if not values:
+        return token, None, _scope(scope, where)
     access = values.get("access", "read-write")
     if "partition" not in values or access not in ("read", "read-write"):
         raise InvalidInput(f"{where}: {_BINDING_FORM}")
     if len(values["partition"].encode("utf-8")) > MAX_PARTITION_BYTES:
         raise InvalidInput(f"{where}: the partition is over {MAX_PARTITION_BYTES} bytes")
-    return token, Binding(values["partition"], access == "read-write")
+    filt = _scope(scope, where)
+    return token, Binding(values["partition"], access == "read-write", filt), filt
 
 
 def _parse(inline: str | None, lines: Iterable[str]) -> tuple[Entry, ...]:
@@ -66,7 +85,8 @@ def _parse(inline: str | None, lines: Iterable[str]) -> tuple[Entry, ...]:
     texts.extend((f"line {i + 1}", line) for i, line in enumerate(lines)
                  if not line.lstrip().startswith("#"))
     entries = [_entry(t.strip(), where) for where, t in texts if t.strip()]
-    return tuple(dict(entries).items())  # a token listed twice: its last line wins
+    last = {token: (token, binding, scope) for token, binding, scope in entries}
+    return tuple(last.values())  # a token listed twice: its last line wins
 
 
 def load_entries(inline: str | None, file: Path | None) -> tuple[Entry, ...]:
@@ -121,7 +141,7 @@ def warn_if_shared(file: Path) -> None:
 
 def load_tokens(inline: str | None, file: Path | None) -> tuple[str, ...]:
     """Every configured token, bound or not (see ``load_entries``)."""
-    return tuple(token for token, _ in load_entries(inline, file))
+    return tuple(token for token, _, _ in load_entries(inline, file))
 
 
 def generate_token() -> str:
@@ -167,6 +187,7 @@ class Tokens:
         self._signature: tuple[int, int, int] | None = None
         self._digests: tuple[bytes, ...] = ()
         self._bound: tuple[tuple[bytes, Binding], ...] = ()
+        self._scoped: tuple[tuple[bytes, Filter], ...] = ()
         if self._file is None:
             self._set(_parse(inline, ()))
         else:
@@ -181,10 +202,12 @@ class Tokens:
         return cls(inline=inline, file=file, recheck_s=recheck_s)
 
     def _set(self, entries: tuple[Entry, ...]) -> None:
-        unbound = [t for t, binding in entries if binding is None]
+        unbound = [t for t, binding, _ in entries if binding is None]
         self._digests = tuple(_digest(t.encode("utf-8")) for t in (*self._fixed, *unbound))
         self._bound = tuple((_digest(t.encode("utf-8")), binding)
-                            for t, binding in entries if binding is not None)
+                            for t, binding, _ in entries if binding is not None)
+        self._scoped = tuple((_digest(t.encode("utf-8")), scope)
+                             for t, _, scope in entries if not scope.empty)
 
     def _stat(self) -> tuple[int, int, int] | None:
         assert self._file is not None
@@ -233,6 +256,20 @@ class Tokens:
             found |= hmac.compare_digest(digest, token)
         return found
 
+
+    def scope(self, header: str | None) -> Filter | None:
+        """The scope of the token the header carries, if it has one (constant time over every
+        scoped token)."""
+        self.refresh()
+        given = bearer_of(header)
+        if given is None:
+            return None
+        digest = _digest(given)
+        found: Filter | None = None
+        for token, scope in self._scoped:
+            if hmac.compare_digest(digest, token):
+                found = scope  # no early exit: every token is compared
+        return found
 
     def binding(self, header: str | None) -> Binding | None:
         """The binding of the bound token the header carries (constant time over all of them)."""

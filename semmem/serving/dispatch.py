@@ -40,6 +40,7 @@ class ToolCall:
     # Whether the caller sent ``cursor`` (HTTP), so it is part of the call's identity, or the
     # server keeps it for the caller (an MCP session), so a re-sent request still replays.
     cursor_sent: bool = True
+    scope: Filter | None = None  # the token's scope (configuration): what the call may reach
 
     def operation(self, arguments: dict[str, Any]) -> Operation | None:
         """The call's identity for idempotency, if it has an operation id."""
@@ -55,7 +56,8 @@ Handler = Callable[["Memory", ToolCall, ToolSpec, dict[str, Any]], Awaitable[dic
 async def _recall(memory: Memory, call: ToolCall, spec: ToolSpec,
                   args: dict[str, Any]) -> dict[str, Any]:
     recall = await memory.recall(call.partition, args.get("text"),
-                                 args.get("max_bytes", spec.default("max_bytes")))
+                                 args.get("max_bytes", spec.default("max_bytes")),
+                                 filter=call.scope)
     return fit_recall(recall).wire()
 
 
@@ -63,7 +65,7 @@ async def _search(memory: Memory, call: ToolCall, spec: ToolSpec,
                   args: dict[str, Any]) -> dict[str, Any]:
     found = await memory.search(call.partition, args["query"],
                                 args.get("limit", spec.default("limit")),
-                                filter=Filter.parse(args.get("filter")))
+                                filter=within(call.scope, Filter.parse(args.get("filter"))))
     return fit_search(found)
 
 
@@ -71,20 +73,25 @@ async def _remember(memory: Memory, call: ToolCall, spec: ToolSpec,
                     args: dict[str, Any]) -> dict[str, Any]:
     return await memory.remember(call.partition, args["text"], op=call.operation(args),
                                  expires_at=args.get("expires_at"),
-                                 metadata=args.get("metadata"))
+                                 metadata=args.get("metadata"), scope=call.scope)
 
 
 async def _update(memory: Memory, call: ToolCall, spec: ToolSpec,
                   args: dict[str, Any]) -> dict[str, Any]:
     return await memory.update(call.partition, args["n"], args["text"], cursor=call.cursor,
                                op=call.operation(args), owner=False,
-                               metadata=args.get("metadata"))
+                               metadata=args.get("metadata"), scope=call.scope)
 
 
 async def _forget(memory: Memory, call: ToolCall, spec: ToolSpec,
                   args: dict[str, Any]) -> dict[str, Any]:
     return await memory.forget(call.partition, args["n"], cursor=call.cursor,
-                               op=call.operation(args), owner=False)
+                               op=call.operation(args), owner=False, scope=call.scope)
+
+
+def within(scope: Filter | None, flt: Filter) -> Filter:
+    """A call's own filter narrowed to its token's scope (never widened past it)."""
+    return flt if scope is None else scope.both(flt)
 
 
 def records(result: dict[str, Any]) -> int:

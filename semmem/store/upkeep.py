@@ -27,6 +27,7 @@ from semmem.store.files import (
     remove_data_files,
     stale_data_files,
 )
+from semmem.store.filter_indexes import filter_columns, index_kind
 from semmem.store.rows import KIND_HEAD, KIND_OP
 from semmem.store.uploads import abort_unfinished
 
@@ -458,7 +459,7 @@ class Upkeep:
                     while len(self._merged) > FILE_CACHE_TABLES:
                         del self._merged[next(iter(self._merged))]
                 return "merged"
-            missing = [c for c in SCALAR_INDEXED if f"{c}_idx" not in have]
+            missing = [c for c in (*SCALAR_INDEXED, *filter_columns(ds)) if f"{c}_idx" not in have]
             if missing:  # a table indexed before a column's B-tree was added
                 retry_conflicts(lambda: self._scalar_indexes(uri, missing))
             loose = unindexed_rows(ds, indices)
@@ -477,7 +478,9 @@ class Upkeep:
     def _create_indexes(self, uri: str, keep: set[str]) -> None:
         """Create (or replace) the B-trees of ``SCALAR_INDEXED`` not named in ``keep``, and
         the vector index."""
-        self._scalar_indexes(uri, [c for c in SCALAR_INDEXED if f"{c}_idx" not in keep])
+        d = self._open(uri)
+        self._scalar_indexes(uri, [c for c in (*SCALAR_INDEXED, *filter_columns(d))
+                                   if f"{c}_idx" not in keep])
         d = self._open(uri)
         # IVF, 5 % of the lists probed, keeps recall@10 ≥ 0.95 at a million rows
         # (docs/benchmarks.md). Rows without a vector are left out.
@@ -487,7 +490,7 @@ class Upkeep:
     def _scalar_indexes(self, uri: str, columns: list[str]) -> None:
         d = self._open(uri)
         for column in columns:
-            d.create_scalar_index(column, "BTREE", name=f"{column}_idx", replace=True)
+            d.create_scalar_index(column, index_kind(column), name=f"{column}_idx", replace=True)
 
     def _merge_indices(self, uri: str, segments: int) -> None:
         """Merge every segment of every index into one (only live rows are read into it);

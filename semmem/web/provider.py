@@ -21,6 +21,7 @@ from semmem.memory import Memory
 from semmem.protocol.envelope import RecallRequest, ToolRequest, operation_id_of, parse_envelope
 from semmem.protocol.fitting import fit_recall
 from semmem.protocol.jsonio import dumps, loads
+from semmem.scoping import Filter
 from semmem.serving.dispatch import ToolCall, records
 from semmem.serving.guard import served
 from semmem.serving.runtime import Runtime
@@ -43,10 +44,11 @@ def _check_media_type(request: Request) -> None:
                                "the body must be UTF-8 JSON")
 
 
-async def _tool(rt: Runtime, memory: Memory, req: ToolRequest) -> tuple[bytes, int]:
+async def _tool(rt: Runtime, memory: Memory, req: ToolRequest,
+                scope: Filter | None) -> tuple[bytes, int]:
     result = await rt.tools.call(memory, ToolCall(
         req.tool, req.arguments, req.partition, req.writable, operation_id=req.operation_id,
-        cursor=req.cursor, deadline_ms=req.deadline_ms))
+        cursor=req.cursor, deadline_ms=req.deadline_ms, scope=scope))
     # sort_keys: a replay decodes the stored result, so bytes must not depend on dict order.
     body = dumps({"result": result}, sort_keys=True)
     if len(body) > MAX_RESPONSE:
@@ -91,12 +93,15 @@ async def _handle(rt: Runtime, request: Request, span: tracing.Span) -> Response
                     f"deadlineAt is more than {DEADLINE_HORIZON_MS // 3_600_000} hours ahead",
                     {"deadlineAt": decoded.get("deadlineAt"),
                      "horizonSeconds": DEADLINE_HORIZON_MS // 1000})
+            # a token's scope (its configuration, never the body) bounds what the call reaches
+            scope = rt.auth.tokens.scope(request.headers.get("authorization"))
             if isinstance(req, RecallRequest):
-                recall = await call.memory.recall(req.partition, req.input.text, req.max_bytes)
+                recall = await call.memory.recall(req.partition, req.input.text, req.max_bytes,
+                                                  filter=scope)
                 wire = fit_recall(recall).wire()
                 body, count = dumps(wire), len(wire["sources"])
             else:
-                body, count = await _tool(rt, call.memory, req)
+                body, count = await _tool(rt, call.memory, req, scope)
         tracing.answered(span, count, len(body))
         return Response(body, 200, media_type=MEDIA_TYPE)
     except SemmemError as exc:

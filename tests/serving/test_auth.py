@@ -15,7 +15,7 @@ def test_load_entries_reads_bindings_and_plain_tokens(tmp_path: Path) -> None:
     file = tmp_path / "tokens"
     file.write_text("# comment\nplain\n  alice-tok   partition=alice\n"
                     "bob-ro partition=bob access=read\nbob-rw partition=bob access=read-write\n")
-    entries = dict(load_entries("inline-1, inline-2 partition=x", file))
+    entries = {t: b for t, b, _ in load_entries("inline-1, inline-2 partition=x", file)}
     assert entries == {
         "inline-1": None, "inline-2": Binding("x", True), "plain": None,
         "alice-tok": Binding("alice", True), "bob-ro": Binding("bob", False),

@@ -34,6 +34,7 @@ from semmem_client._errors import (
 )
 from semmem_client._retry import Retry
 from semmem_client._wire import (
+    Forgotten,
     Found,
     Item,
     ItemsPage,
@@ -48,7 +49,7 @@ from semmem_client._wire import (
 __version__ = "0.1.0"
 __all__ = [
     "AsyncClient", "AsyncTurn", "Client", "ClientClosed", "Conflict", "DeadlineExceeded",
-    "Forbidden", "Found", "IdempotencyMismatch", "InternalError", "InvalidArguments",
+    "Forbidden", "Forgotten", "Found", "IdempotencyMismatch", "InternalError", "InvalidArguments",
     "InvalidRequest", "Item", "ItemsPage", "NotFound", "Overloaded", "PartitionsPage",
     "ProtocolError", "QuotaExceeded", "RateLimited", "Recall", "RequestTimeout", "Retry",
     "SearchResult", "SemmemError", "Similar", "Source", "TooLarge", "TransportError", "Turn",

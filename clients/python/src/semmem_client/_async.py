@@ -11,12 +11,14 @@ from typing import Any, cast
 import httpx
 
 from semmem_client._base import DEFAULT_MAX_BYTES, DEFAULT_PAGE, Base, Call, TurnBase, edit_args
+from semmem_client._base import remember_args as _remember_args
 from semmem_client._base import search_args as _search_args
 from semmem_client._errors import SemmemError
 from semmem_client._retry import Attempts, Retry
 from semmem_client._tools import ToolDefinition, tool_definitions
 from semmem_client._wire import (
     Access,
+    Forgotten,
     Item,
     ItemsPage,
     PartitionsPage,
@@ -48,28 +50,33 @@ class AsyncClient(Base):
                                                                operation_id, timeout)))
 
     async def search(self, partition: str, query: str, limit: int = 10, *,
-                     cursor: str | None = None, operation_id: str | None = None,
-                     timeout: float | None = None) -> SearchResult:
-        """The facts closest to ``query`` with numbers and scores (``items``, ``count``)."""
+                     filter: dict[str, Any] | None = None, cursor: str | None = None,
+                     operation_id: str | None = None, timeout: float | None = None
+                     ) -> SearchResult:
+        """The facts closest to ``query`` with numbers and scores (``items``, ``count``), among
+        those ``filter`` covers (see ``Client.search``)."""
         return cast(SearchResult, await self.tool(partition, "search",
-                                                  _search_args(query, limit), cursor,
+                                                  _search_args(query, limit, filter), cursor,
                                                   operation_id=operation_id, timeout=timeout))
 
-    async def remember(self, partition: str, text: str, *, cursor: str | None = None,
+    async def remember(self, partition: str, text: str, *,
+                       metadata: dict[str, Any] | None = None, cursor: str | None = None,
                        operation_id: str | None = None, timeout: float | None = None
                        ) -> WriteResult:
-        """Store a fact; the result has its number ``n`` and maybe ``similar`` facts."""
-        return cast(WriteResult, await self.tool(partition, "remember", {"text": text},
-                                                 cursor, operation_id=operation_id,
-                                                 timeout=timeout))
+        """Store a fact (with ``metadata``); the result has its number ``n`` and maybe
+        ``similar`` facts."""
+        return cast(WriteResult, await self.tool(partition, "remember",
+                                                 _remember_args(text, metadata), cursor,
+                                                 operation_id=operation_id, timeout=timeout))
 
     async def update(self, partition: str, n: int, text: str, cursor: str | None = None, *,
-                     operation_id: str | None = None, timeout: float | None = None
-                     ) -> WriteResult:
-        """Replace fact ``n``'s text; ``Conflict`` if it changed after ``cursor``'s recall."""
-        return cast(WriteResult, await self.tool(partition, "update", edit_args(n, text),
-                                                 cursor, operation_id=operation_id,
-                                                 timeout=timeout))
+                     metadata: dict[str, Any] | None = None, operation_id: str | None = None,
+                     timeout: float | None = None) -> WriteResult:
+        """Replace fact ``n``'s text (and ``metadata`` whole, when given); ``Conflict`` if it
+        changed after ``cursor``'s recall."""
+        return cast(WriteResult, await self.tool(partition, "update",
+                                                 edit_args(n, text, metadata), cursor,
+                                                 operation_id=operation_id, timeout=timeout))
 
     async def forget(self, partition: str, n: int, cursor: str | None = None, *,
                      operation_id: str | None = None, timeout: float | None = None
@@ -104,19 +111,29 @@ class AsyncClient(Base):
         return cast("Item | None", await self._send(self._get_call(partition, n, timeout)))
 
     async def list(self, partition: str, offset: int = 0, limit: int = DEFAULT_PAGE, *,
-                   timeout: float | None = None) -> ItemsPage:
-        """One page of the live facts in number order; ``next`` is the next page's offset."""
+                   filter: dict[str, Any] | None = None, timeout: float | None = None
+                   ) -> ItemsPage:
+        """One page of the live facts (those ``filter`` covers) in number order; ``next`` is
+        the next page's offset."""
         return cast(ItemsPage, await self._send(self._list_call(partition, offset, limit,
-                                                                timeout)))
+                                                                timeout, filter)))
 
-    async def items(self, partition: str, page: int = DEFAULT_PAGE) -> AsyncIterator[Item]:
-        """Every live fact in number order, ``page`` at a time."""
+    async def items(self, partition: str, page: int = DEFAULT_PAGE, *,
+                    filter: dict[str, Any] | None = None) -> AsyncIterator[Item]:
+        """Every live fact (that ``filter`` covers) in number order, ``page`` at a time."""
         offset: int | None = 0
         while offset is not None:
-            got = await self.list(partition, offset, page)
+            got = await self.list(partition, offset, page, filter=filter)
             for item in got["items"]:
                 yield item
             offset = got["next"]
+
+    async def forget_matching(self, partition: str, filter: dict[str, Any], *,
+                              timeout: float | None = None) -> Forgotten:
+        """Forget every live fact ``filter`` (not empty) covers (see
+        ``Client.forget_matching``)."""
+        return cast(Forgotten, await self._send(self._forget_matching_call(partition, filter,
+                                                                           timeout)))
 
     async def export(self, partition: str, *, timeout: float | None = None
                      ) -> builtins.list[Item]:
@@ -185,17 +202,23 @@ class AsyncTurn(TurnBase):
         super().__init__(partition, recall)
         self.client = client
 
-    async def search(self, query: str, limit: int = 10) -> SearchResult:
+    async def search(self, query: str, limit: int = 10, *,
+                     filter: dict[str, Any] | None = None) -> SearchResult:
         """``AsyncClient.search`` in this turn."""
-        return await self.client.search(self.partition, query, limit, cursor=self.cursor)
+        return await self.client.search(self.partition, query, limit, filter=filter,
+                                        cursor=self.cursor)
 
-    async def remember(self, text: str) -> WriteResult:
+    async def remember(self, text: str, *,
+                       metadata: dict[str, Any] | None = None) -> WriteResult:
         """``AsyncClient.remember`` in this turn."""
-        return await self.client.remember(self.partition, text, cursor=self.cursor)
+        return await self.client.remember(self.partition, text, metadata=metadata,
+                                          cursor=self.cursor)
 
-    async def update(self, n: int, text: str) -> WriteResult:
+    async def update(self, n: int, text: str, *,
+                     metadata: dict[str, Any] | None = None) -> WriteResult:
         """``AsyncClient.update`` under this turn's cursor."""
-        return await self.client.update(self.partition, n, text, self.cursor)
+        return await self.client.update(self.partition, n, text, self.cursor,
+                                        metadata=metadata)
 
     async def forget(self, n: int) -> WriteResult:
         """``AsyncClient.forget`` under this turn's cursor."""

@@ -141,10 +141,19 @@ class Base:
 
         return self._admin_call("GET", "/item", {"partition": partition, "n": n}, timeout, read)
 
-    def _list_call(self, partition: str, offset: int, limit: int,
-                   timeout: float | None) -> Call:
-        return self._admin_call("GET", "/items", {"partition": partition, "offset": offset,
-                                                  "limit": limit}, timeout)
+    def _list_call(self, partition: str, offset: int, limit: int, timeout: float | None,
+                   filter: dict[str, Any] | None = None) -> Call:
+        params = {"partition": partition, "offset": offset, "limit": limit,
+                  **filter_param(filter)}
+        return self._admin_call("GET", "/items", params, timeout)
+
+    def _forget_matching_call(self, partition: str, filter: dict[str, Any],
+                              timeout: float | None) -> Call:
+        if not filter:
+            raise ValueError("forget_matching needs a filter; to delete every fact, use "
+                             "delete_partition")
+        return self._admin_call("DELETE", "/items", {"partition": partition,
+                                                     **filter_param(filter)}, timeout)
 
     def _export_call(self, partition: str, timeout: float | None) -> Call:
         return self._admin_call("GET", "/export", {"partition": partition}, timeout,
@@ -174,14 +183,27 @@ def check_deadline(seconds: float) -> float:
     return seconds
 
 
-def search_args(query: str, limit: int) -> dict[str, Any]:
-    """The arguments of ``search``."""
-    return {"query": query, "limit": limit}
+def filter_param(filter: dict[str, Any] | None) -> dict[str, str]:
+    """The admin API's ``filter`` query parameter (JSON), if there is a filter."""
+    return {} if filter is None else {"filter": json.dumps(filter, ensure_ascii=False)}
 
 
-def edit_args(n: int, text: str | None = None) -> dict[str, Any]:
+def search_args(query: str, limit: int, filter: dict[str, Any] | None = None
+                ) -> dict[str, Any]:
+    """The arguments of ``search`` (``filter`` needs a server with ``SEMMEM_TOOL_METADATA``)."""
+    return {"query": query, "limit": limit, **({} if filter is None else {"filter": filter})}
+
+
+def remember_args(text: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The arguments of ``remember``."""
+    return {"text": text, **({} if metadata is None else {"metadata": metadata})}
+
+
+def edit_args(n: int, text: str | None = None, metadata: dict[str, Any] | None = None
+              ) -> dict[str, Any]:
     """The arguments of ``update`` (with text) and ``forget``."""
-    return {"n": n} if text is None else {"n": n, "text": text}
+    args: dict[str, Any] = {"n": n} if text is None else {"n": n, "text": text}
+    return args if metadata is None else {**args, "metadata": metadata}
 
 
 class TurnBase:

@@ -11,12 +11,14 @@ from typing import Any, cast
 import httpx
 
 from semmem_client._base import DEFAULT_MAX_BYTES, DEFAULT_PAGE, Base, Call, TurnBase, edit_args
+from semmem_client._base import remember_args as _remember_args
 from semmem_client._base import search_args as _search_args
 from semmem_client._errors import SemmemError
 from semmem_client._retry import Attempts, Retry
 from semmem_client._tools import ToolDefinition, tool_definitions
 from semmem_client._wire import (
     Access,
+    Forgotten,
     Item,
     ItemsPage,
     PartitionsPage,
@@ -54,23 +56,31 @@ class Client(Base):
         return cast(Recall, self._send(self._recall_call(partition, text, max_bytes,
                                                          operation_id, timeout)))
 
-    def search(self, partition: str, query: str, limit: int = 10, *, cursor: str | None = None,
+    def search(self, partition: str, query: str, limit: int = 10, *,
+               filter: dict[str, Any] | None = None, cursor: str | None = None,
                operation_id: str | None = None, timeout: float | None = None) -> SearchResult:
-        """The facts closest to ``query`` with numbers and scores (``items``, ``count``)."""
-        return cast(SearchResult, self.tool(partition, "search", _search_args(query, limit),
-                                            cursor, operation_id=operation_id, timeout=timeout))
+        """The facts closest to ``query`` with numbers and scores (``items``, ``count``), among
+        those ``filter`` covers (a server with ``SEMMEM_TOOL_METADATA``)."""
+        return cast(SearchResult, self.tool(partition, "search",
+                                            _search_args(query, limit, filter), cursor,
+                                            operation_id=operation_id, timeout=timeout))
 
-    def remember(self, partition: str, text: str, *, cursor: str | None = None,
-                 operation_id: str | None = None, timeout: float | None = None) -> WriteResult:
-        """Store a fact; the result has its number ``n`` and maybe ``similar`` facts."""
-        return cast(WriteResult, self.tool(partition, "remember", {"text": text}, cursor,
+    def remember(self, partition: str, text: str, *, metadata: dict[str, Any] | None = None,
+                 cursor: str | None = None, operation_id: str | None = None,
+                 timeout: float | None = None) -> WriteResult:
+        """Store a fact (with ``metadata``: ``SEMMEM_TOOL_METADATA``); the result has its
+        number ``n`` and maybe ``similar`` facts."""
+        return cast(WriteResult, self.tool(partition, "remember",
+                                           _remember_args(text, metadata), cursor,
                                            operation_id=operation_id, timeout=timeout))
 
     def update(self, partition: str, n: int, text: str, cursor: str | None = None, *,
-               operation_id: str | None = None, timeout: float | None = None) -> WriteResult:
-        """Replace fact ``n``'s text; ``Conflict`` if it changed after ``cursor``'s recall."""
-        return cast(WriteResult, self.tool(partition, "update", edit_args(n, text), cursor,
-                                           operation_id=operation_id, timeout=timeout))
+               metadata: dict[str, Any] | None = None, operation_id: str | None = None,
+               timeout: float | None = None) -> WriteResult:
+        """Replace fact ``n``'s text (and its ``metadata`` whole, when given; ``{}`` clears
+        it); ``Conflict`` if it changed after ``cursor``'s recall."""
+        return cast(WriteResult, self.tool(partition, "update", edit_args(n, text, metadata),
+                                           cursor, operation_id=operation_id, timeout=timeout))
 
     def forget(self, partition: str, n: int, cursor: str | None = None, *,
                operation_id: str | None = None, timeout: float | None = None) -> WriteResult:
@@ -101,18 +111,27 @@ class Client(Base):
         return cast("Item | None", self._send(self._get_call(partition, n, timeout)))
 
     def list(self, partition: str, offset: int = 0, limit: int = DEFAULT_PAGE, *,
-             timeout: float | None = None) -> ItemsPage:
-        """One page of the live facts in number order (``limit`` 1–1,000); ``next`` is the
-        next page's offset, ``None`` on the last."""
-        return cast(ItemsPage, self._send(self._list_call(partition, offset, limit, timeout)))
+             filter: dict[str, Any] | None = None, timeout: float | None = None) -> ItemsPage:
+        """One page of the live facts (those ``filter`` covers) in number order (``limit``
+        1–1,000); ``next`` is the next page's offset, ``None`` on the last."""
+        return cast(ItemsPage, self._send(self._list_call(partition, offset, limit, timeout,
+                                                          filter)))
 
-    def items(self, partition: str, page: int = DEFAULT_PAGE) -> Iterator[Item]:
-        """Every live fact in number order, ``page`` at a time."""
+    def items(self, partition: str, page: int = DEFAULT_PAGE, *,
+              filter: dict[str, Any] | None = None) -> Iterator[Item]:
+        """Every live fact (that ``filter`` covers) in number order, ``page`` at a time."""
         offset: int | None = 0
         while offset is not None:
-            got = self.list(partition, offset, page)
+            got = self.list(partition, offset, page, filter=filter)
             yield from got["items"]
             offset = got["next"]
+
+    def forget_matching(self, partition: str, filter: dict[str, Any], *,
+                        timeout: float | None = None) -> Forgotten:
+        """Forget every live fact ``filter`` (not empty) covers, through the forget path:
+        numbers never reused, texts off every file within the forget window."""
+        return cast(Forgotten, self._send(self._forget_matching_call(partition, filter,
+                                                                     timeout)))
 
     def export(self, partition: str, *, timeout: float | None = None) -> builtins.list[Item]:
         """Every live fact with its record fields, as ``semmem export`` writes them."""
@@ -180,17 +199,20 @@ class Turn(TurnBase):
         super().__init__(partition, recall)
         self.client = client
 
-    def search(self, query: str, limit: int = 10) -> SearchResult:
+    def search(self, query: str, limit: int = 10, *,
+               filter: dict[str, Any] | None = None) -> SearchResult:
         """``Client.search`` in this turn."""
-        return self.client.search(self.partition, query, limit, cursor=self.cursor)
+        return self.client.search(self.partition, query, limit, filter=filter,
+                                  cursor=self.cursor)
 
-    def remember(self, text: str) -> WriteResult:
+    def remember(self, text: str, *, metadata: dict[str, Any] | None = None) -> WriteResult:
         """``Client.remember`` in this turn."""
-        return self.client.remember(self.partition, text, cursor=self.cursor)
+        return self.client.remember(self.partition, text, metadata=metadata, cursor=self.cursor)
 
-    def update(self, n: int, text: str) -> WriteResult:
+    def update(self, n: int, text: str, *,
+               metadata: dict[str, Any] | None = None) -> WriteResult:
         """``Client.update`` under this turn's cursor."""
-        return self.client.update(self.partition, n, text, self.cursor)
+        return self.client.update(self.partition, n, text, self.cursor, metadata=metadata)
 
     def forget(self, n: int) -> WriteResult:
         """``Client.forget`` under this turn's cursor."""

@@ -53,6 +53,7 @@ class Found(TypedDict):
     text: str
     score: float
     updatedAt: str
+    metadata: NotRequired[dict[str, Any]]
 
 
 class SearchResult(TypedDict):
@@ -66,7 +67,7 @@ class SearchResult(TypedDict):
 class Item(TypedDict):
     """A live fact as owners see it (admin API): ISO 8601 ``ts``/``updated``, and the record
     fields it has (``note``, ``status``, ``surfacing``, ``mergedInto``, ``slug``,
-    ``expiresAt``)."""
+    ``expiresAt``, ``metadata``)."""
 
     n: int
     text: str
@@ -79,6 +80,7 @@ class Item(TypedDict):
     mergedInto: NotRequired[Any]
     slug: NotRequired[str]
     expiresAt: NotRequired[str]
+    metadata: NotRequired[dict[str, Any]]
 
 
 class ItemsPage(TypedDict):
@@ -88,6 +90,14 @@ class ItemsPage(TypedDict):
     items: list[Item]
     count: int
     next: int | None
+
+
+class Forgotten(TypedDict):
+    """What ``forget_matching`` answers: the numbers forgotten and how many."""
+
+    status: Literal["stored"]
+    forgotten: list[int]
+    count: int
 
 
 class PartitionsPage(TypedDict):

@@ -1,0 +1,25 @@
+"""The scalar indexes a filter reads (``semmem.scoping.Filter.where``): a ``LABEL_LIST`` on the
+metadata ``tags`` (``array_has_all``) and a B-tree on ``ts``, built with a partition's other
+indexes (``updated`` already has its B-tree: blank-input recall reads it).
+
+A table written only by code older than metadata has no ``tags`` column: nothing is built on
+it until a write migrates it (the next pass then adds the index).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# column → index kind; each index is named ``<column>_idx`` like the write views' B-trees
+FILTER_INDEXED = {"tags": "LABEL_LIST", "ts": "BTREE"}
+
+
+def filter_columns(ds: Any) -> tuple[str, ...]:
+    """The filtered columns the table has (``tags`` only once it was migrated)."""
+    names = set(ds.schema.names)
+    return tuple(c for c in FILTER_INDEXED if c in names)
+
+
+def index_kind(column: str) -> str:
+    """The kind of scalar index built on ``column``."""
+    return FILTER_INDEXED.get(column, "BTREE")
