@@ -4,7 +4,7 @@ covers; and the owner's delete by filter.
 A snapshot is ranked as it is, with the facts the filter leaves out added to those retention
 hides (so ranking's structures per snapshot are shared with unfiltered reads, and a filtered
 search orders its facts exactly as an unfiltered one would); an indexed partition's nearest
-items are searched among those the filter selects (``store/filtered.py``), and checked again
+items are searched among those the filter selects (``store/reads/filtered.py``), and checked again
 here. Unfiltered reads never come here: they cost what they cost before.
 """
 
@@ -41,7 +41,10 @@ async def search(memory: Memory, view: ReadView, query: str, limit: int,
     """``Memory.search`` over the facts ``flt`` covers (``count``: how many it covers)."""
     retention = memory.retention
     if isinstance(view, IndexedView):
-        from semmem.store.filtered import count_where, nearest_where  # the engine: loaded here
+        from semmem.store.reads.filtered import (  # the engine: loaded here
+            count_where,
+            nearest_where,
+        )
 
         view = await retention.live(view)
         assert isinstance(view, IndexedView)

@@ -52,7 +52,7 @@ from semmem.store.views import IndexedView, PartitionSnapshot, ReadView, WriteVi
 
 if TYPE_CHECKING:  # the store's engine loads only where a store is opened
     from semmem.store.tables import Store
-    from semmem.store.upkeep import MaintenanceReport
+    from semmem.store.upkeep.compaction import MaintenanceReport
 
 __all__ = ["ImportReport", "Memory", "Operation", "PartitionStats", "QuietObserver", "Recall",
            "WriteObserver"]

@@ -58,8 +58,8 @@ def load_ranking(settings: Settings) -> RankingConfig:
 
 def make_store(settings: Settings, embedder: ModelIdentity) -> Store:
     """A store for ``settings.data``, not yet opened (this loads the storage engine)."""
-    from semmem.store.fence import Fence
-    from semmem.store.quota import Quota
+    from semmem.store.commit.fence import Fence
+    from semmem.store.commit.quota import Quota
     from semmem.store.tables import Store
 
     return Store(

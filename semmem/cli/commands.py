@@ -354,7 +354,7 @@ def check(
     number, tombstones without text, every referenced file present. Exits 1 if any is broken
     (after --repair: if any is still broken)."""
     from semmem.lifecycle.upkeep import purge
-    from semmem.store.check import check_partition
+    from semmem.store.upkeep.check import check_partition
 
     async def go(m: Memory) -> list[dict[str, Any]]:
         names = [partition] if partition is not None else await m.partitions()

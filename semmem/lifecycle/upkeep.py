@@ -12,7 +12,7 @@ from semmem.importing import reembed
 
 if TYPE_CHECKING:
     from semmem.memory import Memory
-    from semmem.store.upkeep import MaintenanceReport
+    from semmem.store.upkeep.compaction import MaintenanceReport
 
 
 async def maintain(memory: Memory, partition: str | None = None, *,
