@@ -10,9 +10,9 @@ from semmem.embedding.choice import open_model
 from semmem.embedding.embedder import CachedEmbedder, Embedder
 from semmem.lifecycle.retention import Retention
 from semmem.lifecycle.sweep import sweep
-from semmem.maintenance import Maintenance
 from semmem.memory import Memory
 from semmem.ranking.ranker import Ranker, RankingConfig
+from semmem.scheduling.schedule import Maintenance
 from semmem.settings import Settings
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from semmem.items import iso, now_ms
 from semmem.lifecycle.retention import Retention
 from semmem.lifecycle.sweep import sweep
 from semmem.memory import Memory
-from semmem.observing import QuietObserver
+from semmem.scheduling.observing import QuietObserver
 from semmem.store import Store
 from semmem.store.commit.fence import Fence
 from semmem.store.rows import dkey_of
