@@ -31,7 +31,7 @@ from semmem.lifecycle.backup import create_backup, verify_backup
 from semmem.lifecycle.backup_restore import restore_backup
 from semmem.memory import Memory
 from semmem.store import Store
-from semmem.store.objects import Objects
+from semmem.store.copies.objects import Objects
 from tests.support.web import send, tool
 
 DIM, MODEL = 384, "hashing-384"

@@ -19,8 +19,8 @@ from benchmarks.factgen import QUERIES, facts
 from semmem.embedding.embedder import CachedEmbedder
 from semmem.embedding.files import default_model_dir
 from semmem.embedding.reference import SentenceTransformerEmbedder
-from semmem.maintenance import Maintainer
 from semmem.memory import Memory, QuietObserver
+from semmem.scheduling.maintainer import Maintainer
 from semmem.store import Store
 
 

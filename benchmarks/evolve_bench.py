@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.factgen import facts
 from semmem.items import Item
 from semmem.ranking.ranker import Ranker
-from semmem.store.evolve import evolve
+from semmem.store.reads.evolve import evolve
 from semmem.store.views import Head, PartitionSnapshot, Tombstone
 from semmem.wiring import limit_blas_threads
 

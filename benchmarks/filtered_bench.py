@@ -29,7 +29,7 @@ from semmem.items import Item, iso
 from semmem.memory import Memory
 from semmem.scoping import Filter
 from semmem.store import Store
-from semmem.store.dump import Dump, write_partition
+from semmem.store.copies.dump import Dump, write_partition
 from semmem.store.views import Head
 
 DIM = 384

@@ -7,9 +7,9 @@ core and the store read their limits from this one place.
 from __future__ import annotations
 
 import hashlib
+import re
 
 from semmem.errors import InvalidInput
-from semmem.protocol.untrusted import ascii_int
 
 MAX_RECALL_BYTES = 16_384  # maxBytes of a recall: 1 to this
 MAX_SOURCES = 100  # sources of one recall
@@ -27,6 +27,18 @@ TITLE_CHARS = 80  # a source's title: the first characters of its item
 # A request's deadlineAt may be at most this far ahead: idempotency records are kept until the
 # deadline, so an unbounded one would keep a record (and a forgotten text's fingerprint) forever.
 DEADLINE_HORIZON_MS = 24 * 3600 * 1000
+_ASCII_DIGITS = re.compile(r"[0-9]+")
+
+
+def ascii_int(text: str | None, *, max_digits: int = 18) -> int | None:
+    """The non-negative integer ``text`` spells in ASCII digits (surrounding blanks allowed),
+    else ``None``; at most ``max_digits`` digits, so a huge number costs nothing."""
+    if text is None:
+        return None
+    text = text.strip(" \t")
+    if not 0 < len(text) <= max_digits or not _ASCII_DIGITS.fullmatch(text):
+        return None
+    return int(text)
 
 
 def sha256_hex(text: str) -> str:

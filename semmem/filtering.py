@@ -4,7 +4,7 @@ facts it covers; a binding's scope over its writes; and the owner's delete by fi
 A snapshot is ranked as it is, with the facts the filter leaves out added to those retention
 hides (so ranking's structures per snapshot are shared with unfiltered reads, and a filtered
 search orders its facts exactly as an unfiltered one would); an indexed partition's nearest
-items are searched among those the filter selects (``store/filtered.py``), and checked again
+items are searched among those the filter selects (``store/reads/filtered.py``), and checked again
 here. Unfiltered reads never come here: they cost what they cost before.
 """
 
@@ -44,7 +44,10 @@ async def search(memory: Memory, view: ReadView, query: str, limit: int,
     """``Memory.search`` over the facts ``flt`` covers (``count``: how many it covers)."""
     retention = memory.retention
     if isinstance(view, IndexedView):
-        from semmem.store.filtered import count_where, nearest_where  # the engine: loaded here
+        from semmem.store.reads.filtered import (  # the engine: loaded here
+            count_where,
+            nearest_where,
+        )
 
         view = await retention.live(view)
         assert isinstance(view, IndexedView)
@@ -77,7 +80,7 @@ async def recall(memory: Memory, partition: str, text: str | None, max_bytes: in
     view = await memory._read_view(partition)
     cursor = make_cursor(partition, view.seq)
     if isinstance(view, IndexedView):
-        from semmem.store.filtered import nearest_where  # the engine: loaded here
+        from semmem.store.reads.filtered import nearest_where  # the engine: loaded here
 
         if text is None or not text.strip():  # newest first: from the live snapshot
             return results.recent(await memory.list(partition, filter=flt), max_bytes, cursor)

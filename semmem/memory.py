@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from semmem import filtering, results, rules, tracing
-from semmem.consolidation import similar_groups
 from semmem.contract import (
     MAX_RECALL_BYTES,
     MAX_SEARCH_LIMIT,
@@ -30,10 +29,11 @@ from semmem.embedding.queue import ModelQueue
 from semmem.errors import InvalidArguments, InvalidInput
 from semmem.importing import ImportReport, import_records
 from semmem.items import EXPIRES, Item, clean_attrs, clean_text, future_expiry, trim
-from semmem.lifecycle import inspection, upkeep
+from semmem.lifecycle import inspection, passes
+from semmem.lifecycle.consolidation import similar_groups
 from semmem.lifecycle.retention import Retention
+from semmem.lifecycle.stats import PartitionStats, partition_stats
 from semmem.metadata import METADATA
-from semmem.observing import QuietObserver, WriteObserver
 from semmem.ranking.ranker import Ranker, Scored
 from semmem.ranking.similar import (
     MAX_SIMILAR,
@@ -45,14 +45,14 @@ from semmem.ranking.similar import (
 )
 from semmem.results import Recall
 from semmem.rules import Operation
+from semmem.scheduling.observing import QuietObserver, WriteObserver
 from semmem.scoping import Filter
-from semmem.stats import PartitionStats, partition_stats
 from semmem.store.rows import HINT_COLUMNS, RECALL_COLUMNS, Lookup, Mutation, Plan, op_key
 from semmem.store.views import IndexedView, PartitionSnapshot, ReadView, WriteView
 
 if TYPE_CHECKING:  # the store's engine loads only where a store is opened
     from semmem.store.tables import Store
-    from semmem.store.upkeep import MaintenanceReport
+    from semmem.store.upkeep.compaction import MaintenanceReport
 
 __all__ = ["ImportReport", "Memory", "Operation", "PartitionStats", "QuietObserver", "Recall",
            "WriteObserver"]
@@ -449,7 +449,7 @@ class Memory:
 
     async def stats(self, partition: str) -> PartitionStats:
         """Counters of one partition (the expired left out), its text bytes and the quotas
-        (see ``semmem.stats``)."""
+        (see ``semmem.lifecycle.stats``)."""
         return await partition_stats(self.store, self.observer, await self.read_view(partition))
 
     async def similar(self, partition: str, threshold: float | None = None) -> builtins.list[Group]:
@@ -464,15 +464,16 @@ class Memory:
         """When the partition last changed (its newest item or tombstone), if ever."""
         return await inspection.last_update(self, partition)
 
-    # ----- owners' upkeep (semmem.lifecycle.upkeep) -------------------------------------------
+    # ----- owners' upkeep (semmem.lifecycle.passes) -------------------------------------------
     async def maintain(self, partition: str | None = None, *,
                        retention: timedelta | None = None
                        ) -> builtins.list[MaintenanceReport]:
         """Compact, prune and purge one partition, or every partition and the registry."""
-        return await upkeep.maintain(self, partition, retention=retention)
+        return await passes.maintain(self.store, partition, retention=retention)
 
     async def reindex(self, partition: str | None = None, *, batch_size: int = 256,
                       progress: Callable[[int, int], None] | None = None) -> int:
         """Re-embed every item with this memory's model (an offline migration); see
-        ``semmem.lifecycle.upkeep.reindex``."""
-        return await upkeep.reindex(self, partition, batch_size=batch_size, progress=progress)
+        ``semmem.lifecycle.passes.reindex``."""
+        return await passes.reindex(self.store, self.model, partition, batch_size=batch_size,
+                                    progress=progress)

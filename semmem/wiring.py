@@ -10,9 +10,9 @@ from semmem.embedding.choice import open_model
 from semmem.embedding.embedder import CachedEmbedder, Embedder
 from semmem.lifecycle.retention import Retention
 from semmem.lifecycle.sweep import sweep
-from semmem.maintenance import Maintenance
 from semmem.memory import Memory
 from semmem.ranking.ranker import Ranker, RankingConfig
+from semmem.scheduling.schedule import Maintenance
 from semmem.settings import Settings
 
 if TYPE_CHECKING:
@@ -58,8 +58,8 @@ def load_ranking(settings: Settings) -> RankingConfig:
 
 def make_store(settings: Settings, embedder: ModelIdentity) -> Store:
     """A store for ``settings.data``, not yet opened (this loads the storage engine)."""
-    from semmem.store.fence import Fence
-    from semmem.store.quota import Quota
+    from semmem.store.commit.fence import Fence
+    from semmem.store.commit.quota import Quota
     from semmem.store.tables import Store
 
     return Store(

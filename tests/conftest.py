@@ -45,7 +45,7 @@ def store_invariants(request: pytest.FixtureRequest) -> Iterator[None]:
         return
     root: Path = request.getfixturevalue("tmp_path")
     yield
-    from semmem.store.check import check_table
+    from semmem.store.upkeep.check import check_table
 
     broken = {}
     for table in root.rglob("p_*.lance"):

@@ -168,7 +168,7 @@ async def test_delete_by_filter_leaves_no_text_vector_or_tag_in_any_decoded_file
     from datetime import timedelta
 
     from semmem.metadata import tag
-    from semmem.store.fence import Fence
+    from semmem.store.commit.fence import Fence
     from tests.support.files import decoded_with
 
     emb = HashingEmbedder()

@@ -19,7 +19,7 @@ from semmem.errors import InvalidInput
 
 if TYPE_CHECKING:
     from semmem.settings import Settings
-    from semmem.store.objects import Objects
+    from semmem.store.copies.objects import Objects
     from semmem.store.tables import Store
 
 T = TypeVar("T")
@@ -35,7 +35,7 @@ class _Model:
 
 
 def _target(chosen: Settings, uri: str) -> Objects:
-    from semmem.store.objects import Objects
+    from semmem.store.copies.objects import Objects
 
     return Objects(uri, chosen.storage_options)
 
@@ -43,7 +43,7 @@ def _target(chosen: Settings, uri: str) -> Objects:
 async def _open(chosen: Settings, uri: str, model: _Model | None = None) -> Store:
     """The store at ``uri``: an existing one with its own model (``model`` None), or a new
     one with ``model``."""
-    from semmem.store.dump import is_empty
+    from semmem.store.copies.dump import is_empty
     from semmem.wiring import make_store
 
     here = chosen.model_copy(update={"data": uri})
@@ -123,7 +123,7 @@ def restore(
     """Restore a backup into a new store (no embedding); prints what it wrote and withheld."""
     from semmem.lifecycle.backup import load_manifest
     from semmem.lifecycle.backup_restore import restore_backup
-    from semmem.store.dump import is_empty
+    from semmem.store.copies.dump import is_empty
 
     async def go(chosen: Settings) -> dict[str, Any]:
         target = _target(chosen, at)

@@ -353,8 +353,8 @@ def check(
     """Check partitions' invariants: one head, one row per key, the high-water mark above every
     number, tombstones without text, every referenced file present. Exits 1 if any is broken
     (after --repair: if any is still broken)."""
-    from semmem.lifecycle.upkeep import purge
-    from semmem.store.check import check_partition
+    from semmem.lifecycle.passes import purge
+    from semmem.store.upkeep.check import check_partition
 
     async def go(m: Memory) -> list[dict[str, Any]]:
         names = [partition] if partition is not None else await m.partitions()
@@ -367,7 +367,7 @@ def check(
                 if found.forgotten:
                     typer.echo(f"purging the texts whose forget won in {name!r} (about "
                                f"{m.store.version_retention.total_seconds():.0f} s)", err=True)
-                    await purge(m, name)
+                    await purge(m.store, name)
                 else:
                     await m.maintain(name)
                 again = await check_partition(m.store, name)

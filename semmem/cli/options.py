@@ -57,7 +57,7 @@ def run(data: str | None, model: Path | None, fn: Callable[[Memory], Awaitable[T
         check_model: bool = True) -> T:
     """Open the memory, run ``fn`` on it, close it; domain errors exit with one line."""
     from semmem.store.modes import owner_only
-    from semmem.store.scratch import private_temp
+    from semmem.store.upkeep.scratch import private_temp
     from semmem.wiring import open_memory
 
     async def go() -> T:
@@ -69,7 +69,7 @@ def run(data: str | None, model: Path | None, fn: Callable[[Memory], Awaitable[T
 
     with errors():
         chosen = settings(data, model)
-        # Files for their owner only; an index build's spill files: see store/scratch.py
+        # Files for their owner only; an index build's spill files: see store/upkeep/scratch.py
         with owner_only(chosen.data, default_dir=chosen.default_data), \
                 private_temp(chosen.data):
             return asyncio.run(go())

@@ -32,8 +32,8 @@ from semmem.lifecycle.backup_format import (
     valid_id,
 )
 from semmem.lifecycle.liveness import Live, policies
-from semmem.store.dump import Dump, created_at, latest_version, read_head, read_partition
-from semmem.store.objects import Objects
+from semmem.store.copies.dump import Dump, created_at, latest_version, read_head, read_partition
+from semmem.store.copies.objects import Objects
 from semmem.store.rows import table_name
 from semmem.store.views import Tombstone
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from semmem.errors import InvalidInput
 from semmem.items import Item
-from semmem.store.dump import Dump
+from semmem.store.copies.dump import Dump
 from semmem.store.views import Head, Tombstone
 
 MAGIC = b"semmem-partition/1\n"

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from semmem.items import now_ms
 
 if TYPE_CHECKING:  # the storage engine loads with the first backup, not with the app
-    from semmem.store.objects import Objects
+    from semmem.store.copies.objects import Objects
     from semmem.store.tables import Store
 
 KEPT = 20  # finished jobs remembered

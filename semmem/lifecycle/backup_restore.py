@@ -31,8 +31,8 @@ from semmem.lifecycle.backup import live_only, load_manifest, override_of, read_
 from semmem.lifecycle.backup_format import decode
 from semmem.lifecycle.liveness import Live, policies
 from semmem.lifecycle.retention import is_live
-from semmem.store.dump import Dump, created_at, write_partition
-from semmem.store.objects import Objects
+from semmem.store.copies.dump import Dump, created_at, write_partition
+from semmem.store.copies.objects import Objects
 from semmem.store.views import Head, PartitionSnapshot, Tombstone
 
 if TYPE_CHECKING:

@@ -1,5 +1,5 @@
 """Inspection: a partition's last change, as owners see it (expired facts left out, as every
-read leaves them out); its counters are ``semmem.stats``."""
+read leaves them out); its counters are ``semmem.lifecycle.stats``."""
 
 from __future__ import annotations
 

@@ -51,7 +51,7 @@ async def preview(memory: Memory, value: str, partition: str | None = None) -> d
         if (await retention.policy(name)).inherits]
     rows = []
     for name in names:
-        view = await retention.live(await memory.store.read_view(name))
+        view = await memory.read_view(name)
         rows.append({"partition": name, "count": view.count,
                      "expire": len(await retention.expired(view, max_age))})
     return {"policy": format_duration(max_age), "expire": sum(r["expire"] for r in rows),

@@ -35,7 +35,7 @@ from semmem.serving.runtime import Runtime
 from semmem.settings import Settings
 from semmem.store import quiet_engine_logs
 from semmem.store.modes import owner_only
-from semmem.store.scratch import private_temp
+from semmem.store.upkeep.scratch import private_temp
 
 log = logging.getLogger("semmem.mcp")
 
@@ -186,7 +186,7 @@ def run_stdio(settings: Settings, *, partition: str | None = None, writable: boo
     tracer = otel.setup(console=sys.stderr)  # None unless OTEL_* configure tracing
     try:
         with owner_only(settings.data, default_dir=settings.default_data), \
-                private_temp(settings.data):  # the engine's spill files: see store/scratch.py
+                private_temp(settings.data):  # the engine's spill files: store/upkeep/scratch.py
             asyncio.run(serve_stdio(settings, partition=partition or default_partition(settings),
                                     writable=writable, embedder=embedder))
     finally:

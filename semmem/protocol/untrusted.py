@@ -3,27 +3,18 @@ characters escaped before a string reaches a log line.
 
 ``str.isdigit`` is true for ``"²"`` and ``"٣"``, and ``int()`` then either raises or reads a
 digit the caller's host never meant; a ``%0A`` in a path or an operation id would start a new,
-forged log line. Every caller string that is parsed as a number or logged goes through here.
+forged log line. Every caller string that is parsed as a number (``contract.ascii_int``, named
+here too) or logged goes through here.
 """
 
 from __future__ import annotations
 
 import re
 
-_ASCII_DIGITS = re.compile(r"[0-9]+")
+from semmem.contract import ascii_int as ascii_int  # its home: the contract's parsing
+
 # C0 and C1 controls, DEL, and the Unicode line and paragraph separators.
 _CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-
-
-def ascii_int(text: str | None, *, max_digits: int = 18) -> int | None:
-    """The non-negative integer ``text`` spells in ASCII digits (surrounding blanks allowed),
-    else ``None``; at most ``max_digits`` digits, so a huge number costs nothing."""
-    if text is None:
-        return None
-    text = text.strip(" \t")
-    if not 0 < len(text) <= max_digits or not _ASCII_DIGITS.fullmatch(text):
-        return None
-    return int(text)
 
 
 def escaped(text: str, keep: str = "") -> str:

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from semmem.store.persistent import Layered
+from semmem.store.reads.persistent import Layered
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 _VOWELS = frozenset("aeiouy")

@@ -11,7 +11,7 @@ import numpy.typing as npt
 from semmem.items import Item, Vectors
 from semmem.ranking.cues import mentions_time
 from semmem.ranking.lexical import Bm25Index
-from semmem.store.persistent import Grown, grown
+from semmem.store.reads.persistent import Grown, grown
 from semmem.store.views import ItemSet
 
 

@@ -14,9 +14,9 @@ from contextlib import asynccontextmanager
 
 from semmem.embedding.embedder import Embedder
 from semmem.errors import NotReady, Overloaded, RateLimited, SemmemError, Unavailable
-from semmem.maintenance import Maintenance
 from semmem.memory import Memory
 from semmem.protocol.tools import tools_for
+from semmem.scheduling.schedule import Maintenance
 from semmem.serving.auth import ProviderAuth, Tokens, bearer_of
 from semmem.serving.dispatch import Dispatcher
 from semmem.serving.metrics import Metrics

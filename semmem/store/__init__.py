@@ -8,18 +8,15 @@
                    (numpy only)
     schema.py      the partition table's Arrow layout, a commit's rows, migrations
     views.py       the frozen views the store hands out (numpy only)
-    reading.py     Arrow rows → views
-    writes.py      the compare-and-swap write loop
-    conflicts.py   lost race (start again) or real error
-    fence.py       the write fence: confirmations, the retention floor, version gaps
-    check.py       ``semmem check``: a table's invariants and their repair
-    upkeep.py      compaction, cleanup, orphan sweep, index build and merge (by table URI)
-    uploads.py     unfinished S3 multipart uploads: listed and aborted
-    scratch.py     the engine's private temp folder per process
     files.py       a table's files on its filesystem, and opening its dataset
-    dump.py        a partition read whole at one version, a new one written whole (backups)
-    objects.py     named objects in a directory or under an S3 prefix (backup targets)
-    cache.py       the read views cache
+    modes.py       files for their owner only; the default data directory's link check
+    commit/        the write path: writes (group commit, the CAS loop), tail (the commit),
+                   fence, conflicts, quota
+    reads/         the read path: snapshots, evolve, persistent, reading, recency, keyed,
+                   filtered, cache
+    upkeep/        the engine's upkeep: compaction (compaction, cleanup, orphan sweep, index
+                   build and merge), check (``semmem check``), uploads, scratch
+    copies/        whole partitions out and in (dump) and where they go (objects): backups
 
 Names are exported lazily, so ``semmem.store.rows`` and ``semmem.store.views`` load without
 the engine; entry points call ``quiet_engine_logs`` before anything loads it.
@@ -34,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from semmem.store.rows import ItemRow, Lookup, Mutation, op_key, table_name
     from semmem.store.tables import Store
-    from semmem.store.upkeep import MaintenanceReport
+    from semmem.store.upkeep.compaction import MaintenanceReport
     from semmem.store.views import (
         Candidates,
         IndexedView,
@@ -47,7 +44,7 @@ if TYPE_CHECKING:
     )
 
 _HOMES = {
-    "Store": "tables", "MaintenanceReport": "upkeep",
+    "Store": "tables", "MaintenanceReport": "upkeep.compaction",
     "ItemRow": "rows", "Lookup": "rows", "Mutation": "rows", "op_key": "rows",
     "table_name": "rows",
     "Candidates": "views", "IndexedView": "views", "ItemSet": "views", "OpRecord": "views",

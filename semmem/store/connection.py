@@ -14,11 +14,11 @@ import lancedb
 import pyarrow as pa
 
 from semmem.errors import Unavailable
-from semmem.store.conflicts import is_commit_conflict
+from semmem.store.commit.conflicts import is_commit_conflict
 from semmem.store.registry import Registry
 from semmem.store.rows import table_name
 from semmem.store.schema import NEW_TABLE_OPTIONS, head_row, migrate_v1, migrate_v2
-from semmem.store.upkeep import Upkeep
+from semmem.store.upkeep.compaction import Upkeep
 
 
 class Connection:

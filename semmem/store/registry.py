@@ -15,8 +15,8 @@ import lancedb
 import pyarrow as pa
 
 from semmem.items import now_ms
-from semmem.store.conflicts import backoff, is_commit_conflict
-from semmem.store.upkeep import Upkeep
+from semmem.store.commit.conflicts import backoff, is_commit_conflict
+from semmem.store.upkeep.compaction import Upkeep
 
 REGISTRY_TABLE = "_semmem"
 REGISTRY_SCHEMA = pa.schema(

@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from semmem.items import Item, now_ms
 from semmem.metadata import tags_of_attrs
-from semmem.store.conflicts import retry_conflicts
+from semmem.store.commit.conflicts import retry_conflicts
 from semmem.store.files import open_dataset
 from semmem.store.rows import (
     CREATED,

@@ -1,10 +1,10 @@
 """``Store``: partitions of numbered items in LanceDB, one table per partition.
 
-Every write is one Lance ``Update`` that replaces the head's fragment (``store/tail.py``), with
-Lance's own conflict retries turned off: two writers that read the same head conflict at
-commit, one wins, the other re-reads and tries again. That makes numbering, duplicate
-detection, cursor checks and the idempotency record atomic with the write, across threads,
-processes and replicas on object storage, with no lock service.
+Every write is one Lance ``Update`` that replaces the head's fragment
+(``store/commit/tail.py``), with Lance's own conflict retries turned off: two writers that read
+the same head conflict at commit, one wins, the other re-reads and tries again. That makes
+numbering, duplicate detection, cursor checks and the idempotency record atomic with the write,
+across threads, processes and replicas on object storage, with no lock service.
 """
 
 from __future__ import annotations
@@ -24,14 +24,17 @@ from semmem import tracing
 from semmem.contract import check_partition
 from semmem.errors import DeadlineExceeded, ModelMismatch, SemmemError, Unavailable
 from semmem.items import now_ms
-from semmem.store.conflicts import moved_on
+from semmem.store.commit.conflicts import moved_on
+from semmem.store.commit.fence import Fence
+from semmem.store.commit.quota import Quota
+from semmem.store.commit.tail import head_rows
+from semmem.store.commit.writes import Writer, after
 from semmem.store.connection import Connection
-from semmem.store.fence import Fence
 from semmem.store.files import open_dataset, remote
-from semmem.store.keyed import items_numbered, numbers_after
-from semmem.store.quota import Quota
-from semmem.store.reading import candidates, decode
-from semmem.store.recency import recent_items
+from semmem.store.reads.keyed import items_numbered, numbers_after
+from semmem.store.reads.reading import candidates, decode
+from semmem.store.reads.recency import recent_items
+from semmem.store.reads.snapshots import WRITE_LOADS, Snapshots, live_text_bytes
 from semmem.store.rows import (
     ITEM_COLUMNS,
     KIND_HEAD,
@@ -47,11 +50,8 @@ from semmem.store.schema import (
     SCHEMA_VERSION,
     partition_schema,
 )
-from semmem.store.snapshots import WRITE_LOADS, Snapshots, live_text_bytes
-from semmem.store.tail import head_rows
-from semmem.store.upkeep import INDEX_THRESHOLD, MaintenanceReport, Upkeep, index_probes
+from semmem.store.upkeep.compaction import INDEX_THRESHOLD, MaintenanceReport, Upkeep, index_probes
 from semmem.store.views import Candidates, Head, IndexedView, PartitionSnapshot, ReadView, WriteView
-from semmem.store.writes import Writer, after
 
 V = TypeVar("V")
 log = logging.getLogger("semmem.store")
@@ -92,7 +92,7 @@ class Store:
         self.secret = b""  # the store's (read at ``open``): keys idempotency fingerprints
         self._asked: tuple[int, dict[str, int]] | None = None  # purge requests, by version
         # Below the floor a cleanup could remove a version a fenced commit must be checked
-        # against (``store/fence.py``): retention is raised to it.
+        # against (``store/commit/fence.py``): retention is raised to it.
         self.upkeep = Upkeep(self.storage_options, self.fence.retention(version_retention),
                              orphan_age, index_threshold, fence=self.fence)
         self.schema = partition_schema(dim)
@@ -495,8 +495,8 @@ class Store:
 
     async def suspect(self, partition: str) -> None:
         """Check a partition a commit may have reached blind, and repair what it finds (see
-        ``store/check.py``); never raises (the write that asked reports itself uncertain)."""
-        from semmem.store.check import check_partition  # a rare path
+        ``store/upkeep/check.py``); never raises (the write that asked reports itself uncertain)."""
+        from semmem.store.upkeep.check import check_partition  # a rare path
 
         try:
             found = await check_partition(self, partition, repair=True)

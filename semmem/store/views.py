@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from semmem.items import EXPIRES, Item, Vectors, dedupe_key
-from semmem.store.persistent import ItemRows, key_rank
+from semmem.store.reads.persistent import ItemRows, key_rank
 
 T = TypeVar("T")
 # A set's items in row order: a list, or chunks shared between snapshots (``evolve``).

@@ -27,7 +27,7 @@ from semmem.web.errors import MEDIA_TYPE, error_response
 from semmem.web.requests import runtime
 
 if TYPE_CHECKING:
-    from semmem.store.objects import Objects
+    from semmem.store.copies.objects import Objects
 
 MAX_PAGE = 1000
 
@@ -245,7 +245,7 @@ async def delete_partition(request: Request, rt: RuntimeDep, partition: Partitio
 
 
 def _backup_target(rt: Runtime) -> Objects:
-    from semmem.store.objects import Objects
+    from semmem.store.copies.objects import Objects
 
     if not rt.settings.backup_to:
         raise InvalidInput("no backup target is configured (set SEMMEM_BACKUP_TO)")

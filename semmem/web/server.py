@@ -14,7 +14,7 @@ from semmem.serving.auth import check_lengths, generate_token, load_tokens
 from semmem.settings import Settings
 from semmem.store import quiet_engine_logs
 from semmem.store.modes import check_default_dir, local_path, owner_only
-from semmem.store.scratch import private_temp
+from semmem.store.upkeep.scratch import private_temp
 from semmem.web.net import is_loopback
 
 GENERATED_TOKEN_FILE = "generated-token"  # in the store directory, or the working directory

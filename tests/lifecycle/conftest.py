@@ -10,7 +10,7 @@ import pytest
 from semmem.embedding.fakes import HashingEmbedder
 from semmem.memory import Memory
 from semmem.store import Store
-from semmem.store.objects import Objects
+from semmem.store.copies.objects import Objects
 from tests.support.memory import open_memory
 
 

@@ -26,7 +26,7 @@ from semmem.lifecycle.backup_format import decode, object_name
 from semmem.lifecycle.backup_restore import restore_backup
 from semmem.memory import Memory
 from semmem.store import Store
-from semmem.store.objects import Objects
+from semmem.store.copies.objects import Objects
 from tests.support.files import decoded_with, files_with
 from tests.support.server import ServerProcess
 from tests.support.web import send, tool

@@ -20,7 +20,7 @@ from semmem.cli.commands import app
 from semmem.embedding.fakes import HashingEmbedder
 from semmem.lifecycle.backup import list_backups
 from semmem.memory import Memory
-from semmem.store.objects import Objects
+from semmem.store.copies.objects import Objects
 from tests.support.memory import open_memory
 from tests.support.server import REPO
 

@@ -16,7 +16,7 @@ from semmem.lifecycle.backup import create_backup
 from semmem.lifecycle.backup_restore import restore_backup
 from semmem.memory import Memory
 from semmem.store import Store
-from semmem.store.objects import Objects
+from semmem.store.copies.objects import Objects
 from tests.support.files import decoded_with
 
 FORGOTTEN = "forgotten since the backup: locker code 5521"

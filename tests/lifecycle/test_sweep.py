@@ -16,9 +16,9 @@ from semmem.items import iso, now_ms
 from semmem.lifecycle.retention import Retention
 from semmem.lifecycle.sweep import sweep
 from semmem.memory import Memory
-from semmem.observing import QuietObserver
+from semmem.scheduling.observing import QuietObserver
 from semmem.store import Store
-from semmem.store.fence import Fence
+from semmem.store.commit.fence import Fence
 from semmem.store.rows import dkey_of
 from tests.support.files import decoded_with
 from tests.support.memory import remember_expired

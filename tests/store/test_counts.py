@@ -21,9 +21,9 @@ from semmem.items import EXPIRES
 from semmem.lifecycle.retention import Retention
 from semmem.memory import Memory
 from semmem.store import Store
-from semmem.store.check import check_partition, check_table
 from semmem.store.rows import HEAD_KEY, table_name
 from semmem.store.schema import LIVE_ITEMS
+from semmem.store.upkeep.check import check_partition, check_table
 from semmem.store.views import IndexedView
 
 WORDS = ["apple", "river", "stone", "cloud", "lamp", "violin", "orbit", "maple"]

@@ -18,7 +18,7 @@ import pytest
 from semmem.embedding.fakes import HashingEmbedder
 from semmem.memory import Memory
 from semmem.store import Store
-from semmem.store.fence import Fence
+from semmem.store.commit.fence import Fence
 from semmem.store.rows import dkey_of
 from tests.support.files import decoded_with
 

@@ -21,7 +21,7 @@ from semmem.errors import ModelMismatch
 from semmem.items import now_ms
 from semmem.memory import Memory
 from semmem.store import ItemRow, Mutation, Store, WriteView, table_name
-from semmem.store.upkeep import FRAGMENT_ROWS, head_fragment
+from semmem.store.upkeep.compaction import FRAGMENT_ROWS, head_fragment
 from tests.support.files import files_with
 from tests.support.memory import open_memory
 from tests.support.processes import results_of

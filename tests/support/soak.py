@@ -298,7 +298,7 @@ class Soak:
 
     def check(self) -> None:
         """``semmem check`` on every partition table: a violation per broken invariant."""
-        from semmem.store.check import check_table
+        from semmem.store.upkeep.check import check_table
 
         for table in self.server.data.glob("p_*.lance"):
             for problem in check_table(str(table)):
@@ -336,7 +336,7 @@ class Soak:
 
 
 def _versions(table: Path) -> set[int]:
-    from semmem.store.fence import listed_versions
+    from semmem.store.commit.fence import listed_versions
 
     return listed_versions(str(table), {})
 

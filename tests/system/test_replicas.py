@@ -13,8 +13,8 @@ import pytest
 
 from semmem.embedding.fakes import HashingEmbedder
 from semmem.store import Store, table_name
-from semmem.store.check import check_partition
-from semmem.store.fence import listed_versions
+from semmem.store.commit.fence import listed_versions
+from semmem.store.upkeep.check import check_partition
 from tests.support.files import decoded_with
 from tests.support.server import ServerProcess
 from tests.support.web import remember, send, tool

@@ -118,7 +118,7 @@ def test_writes_through_two_replicas_survive_store_faults(
 
     import asyncio
 
-    from semmem.store.check import check_partition
+    from semmem.store.upkeep.check import check_partition
 
     async def stored() -> tuple[dict[str, dict[int, str]], list[str]]:
         memory = await Memory.open(f"s3://{BUCKET}/store", HashingEmbedder(),

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from semmem.lifecycle.backup import verify_backup
-from semmem.store.objects import Objects
+from semmem.store.copies.objects import Objects
 from tests.support.server import ADMIN, AUTH, ServerProcess
 from tests.support.web import Client, assert_error, remember
 

@@ -18,9 +18,9 @@ from lance.optimize import Compaction
 from semmem.embedding.fakes import HashingEmbedder
 from semmem.memory import Memory
 from semmem.store import Store, table_name
+from semmem.store.commit.tail import Layout, commit, layout_of, tail_limit
 from semmem.store.rows import KIND_HEAD
 from semmem.store.schema import partition_schema
-from semmem.store.tail import Layout, commit, layout_of, tail_limit
 from tests.support.memory import open_memory
 
 DIM = 64

@@ -16,7 +16,7 @@ from semmem.memory import Memory
 from semmem.store import Store
 from tests.support.memory import open_memory
 
-LONG_PAIRS = Path(__file__).parent / "data" / "similar_long_pairs.jsonl"
+LONG_PAIRS = Path(__file__).parents[1] / "data" / "similar_long_pairs.jsonl"
 LYON = ["Lives in Lyon with two cats", "Has two cats and lives in Lyon, France",
         "Prefers metric units", "Moved from Lyon to Berlin last month", "Allergic to peanuts"]
 

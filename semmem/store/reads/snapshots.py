@@ -1,7 +1,7 @@
 """Keeping each partition's snapshot current without rebuilding it.
 
 A snapshot is built once from the whole table, with each row's address (its ``Layout``, what a
-write commits against: ``store/tail.py``); after that it moves forward: this process's own
+write commits against: ``store/commit/tail.py``); after that it moves forward: this process's own
 commits are applied to it directly (their rows and addresses are known), and versions made
 elsewhere (another process or replica, compaction, cleanup) are read as a delta — the fragments
 the two manifests differ in; of their rows, those with a newer write sequence are the change,
@@ -25,13 +25,13 @@ import pyarrow.compute as pc
 from lance.fragment import Session  # type: ignore[attr-defined]
 
 from semmem.items import EXPIRES
-from semmem.store.cache import ViewCache
-from semmem.store.evolve import evolve
+from semmem.store.commit.tail import Layout, forward, layout_of, tail_limit
 from semmem.store.files import open_dataset
-from semmem.store.reading import decode
+from semmem.store.reads.cache import ViewCache
+from semmem.store.reads.evolve import evolve
+from semmem.store.reads.reading import decode
 from semmem.store.rows import Lookup, table_name
 from semmem.store.schema import LIVE_ITEMS, Batch, partition_schema, split_attrs
-from semmem.store.tail import Layout, forward, layout_of, tail_limit
 from semmem.store.views import Head, IndexedView, PartitionSnapshot, WriteView, expiring
 
 log = logging.getLogger("semmem.store")
@@ -74,7 +74,7 @@ class Snapshots:
         # brought forward, with the event set when it is (a read of it waits, not rereads).
         self._following: dict[str, tuple[int, asyncio.AbstractEventLoop, asyncio.Event]] = {}
         # Per partition: a version confirmed the latest and when (monotonic), by a listing or
-        # this process's own commit (shared with the writer: ``store/fence.py``).
+        # this process's own commit (shared with the writer: ``store/commit/fence.py``).
         self.confirmed: dict[str, tuple[int, float]] = {}
         self.rebuilds = 0  # full reads of a partition (for tests and benchmarks)
         self.forwards = 0  # snapshots brought forward by a delta read

@@ -2,9 +2,9 @@
 
 Writes to one partition queue behind the commit in flight and go together in the next one:
 each decides in turn on one write view (a later one sees what the earlier ones decided), and
-their rows commit as one rolling-tail update (``store/tail.py``) against the version the view
+their rows commit as one rolling-tail update (``store/commit/tail.py``) against the version the view
 was read at, with no retries of Lance's own. A write decides on the latest version this process
-holds, and commits on it only while it is *fenced* (``store/fence.py``): confirmed the latest
+holds, and commits on it only while it is *fenced* (``store/commit/fence.py``): confirmed the latest
 recently — by this process's own commit or a listing — or confirmed again just before the
 commit; a lost race (another process or replica committed first) plans the whole group again on
 the latest version. A group that commits nothing (replays, refusals) is answered only once that
@@ -29,12 +29,12 @@ import pyarrow as pa
 from semmem import tracing
 from semmem.errors import DeadlineExceeded, ModelMismatch, SemmemError, Unavailable
 from semmem.items import now_ms
-from semmem.store.conflicts import backoff, is_commit_conflict, moved_on
-from semmem.store.fence import Fence, Stale, gaps, listed_versions
-from semmem.store.quota import Quota
+from semmem.store.commit.conflicts import backoff, is_commit_conflict, moved_on
+from semmem.store.commit.fence import Fence, Stale, gaps, listed_versions
+from semmem.store.commit.quota import Quota
+from semmem.store.commit.tail import Layout, commit, tail_limit
 from semmem.store.rows import Lookup, Mutation, Plan, table_name
 from semmem.store.schema import Batch
-from semmem.store.tail import Layout, commit, tail_limit
 from semmem.store.views import WriteView, expiring, text_bytes
 
 log = logging.getLogger("semmem.store")
@@ -377,7 +377,7 @@ def _in_time(group: list[Pending], uncertain: bool = False) -> list[Pending]:
 class _Gate:
     """What a write checks once its files are written, right before it commits: no deadline
     has passed, and its read version is confirmed the latest recently enough (the fence,
-    ``store/fence.py``; an old confirmation is renewed by listing the versions)."""
+    ``store/commit/fence.py``; an old confirmation is renewed by listing the versions)."""
 
     def __init__(self, fence: Fence, ds: Any, confirmed: float | None,
                  pending: list[Pending]) -> None:

@@ -17,8 +17,8 @@ from typing import Any
 from lance.optimize import Compaction, CompactionOptions
 
 from semmem.items import now_ms
-from semmem.store.conflicts import is_commit_conflict, retry_conflicts
-from semmem.store.fence import Fence, age_s, gaps, listed_versions
+from semmem.store.commit.conflicts import is_commit_conflict, retry_conflicts
+from semmem.store.commit.fence import Fence, age_s, gaps, listed_versions
 from semmem.store.files import (
     data_files,
     file_name,
@@ -27,9 +27,9 @@ from semmem.store.files import (
     remove_data_files,
     stale_data_files,
 )
-from semmem.store.filter_indexes import filter_columns, index_kind
 from semmem.store.rows import KIND_HEAD, KIND_OP
-from semmem.store.uploads import abort_unfinished
+from semmem.store.upkeep.filter_indexes import filter_columns, index_kind
+from semmem.store.upkeep.uploads import abort_unfinished
 
 log = logging.getLogger("semmem.store")
 
@@ -262,7 +262,7 @@ class Upkeep:
     def _fenced(self, uri: str, ds: Any) -> bool:
         """Whether a commit on ``ds``'s version made now is fenced though time passed since it
         was read: every version above it is still there and young enough that no cleanup can
-        remove it within the fence's budget (``store/fence.py``)."""
+        remove it within the fence's budget (``store/commit/fence.py``)."""
         versions = {int(v["version"]): v for v in listed(self._open(uri))}
         above = [v for n, v in versions.items() if n > ds.version]
         if gaps(set(versions), ds.version, max(versions) + 1):
@@ -415,7 +415,7 @@ class Upkeep:
 
     def abort_uploads(self, uri: str, older_than: timedelta) -> int:
         """Abort the table's unfinished multipart uploads on S3 older than ``older_than``
-        (they hold rows a killed upload sent: ``store/uploads.py``); best effort."""
+        (they hold rows a killed upload sent: ``store/upkeep/uploads.py``); best effort."""
         try:
             aborted = abort_unfinished(uri, self.storage_options, older_than)
         except Exception:

@@ -12,7 +12,7 @@ from pathlib import Path
 from tests.support.server import REPO
 
 SHOW = (
-    "import json, os, sys, tempfile; from semmem.store.scratch import private_temp\n"
+    "import json, os, sys, tempfile; from semmem.store.upkeep.scratch import private_temp\n"
     "with private_temp(sys.argv[1]) as mine:\n"
     "    seen = {'mine': str(mine), 'tmpdir': os.environ['TMPDIR'],\n"
     "            'gettempdir': tempfile.gettempdir(), 'mode': oct(mine.stat().st_mode & 0o777)}\n"

@@ -18,9 +18,9 @@ import pyarrow.fs as pafs
 
 from semmem.errors import InvalidInput, Unavailable
 from semmem.items import Item, Vectors, now_ms
-from semmem.store.conflicts import moved_on
+from semmem.store.commit.conflicts import moved_on
 from semmem.store.files import filesystem, open_dataset
-from semmem.store.reading import decode
+from semmem.store.reads.reading import decode
 from semmem.store.rows import (
     CREATED,
     HEAD_KEY,

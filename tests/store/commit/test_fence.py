@@ -15,8 +15,8 @@ import pytest
 from semmem.embedding.fakes import HashingEmbedder
 from semmem.memory import Memory
 from semmem.store import Store, table_name
-from semmem.store.check import check_partition
-from semmem.store.fence import Fence, gaps, listed_versions, version_of
+from semmem.store.commit.fence import Fence, gaps, listed_versions, version_of
+from semmem.store.upkeep.check import check_partition
 from tests.support.files import decoded_with
 
 # A small fence, so a cleanup may remove versions within a second: the shipped one is the same

@@ -285,7 +285,7 @@ async def test_a_corrupt_partition_backs_off_and_logs_once_per_interval(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """Maintenance of a partition whose manifests are garbage fails: it is retried after 1 s,
     2 s, 4 s … (not every delay), with one traceback and then one line per retry."""
-    from semmem.maintenance import Maintainer, backoff_s
+    from semmem.scheduling.maintainer import Maintainer, backoff_s
 
     embedder = HashingEmbedder()
     store = Store(str(tmp_path / "db"), dim=embedder.dim, model_id=embedder.model_id)
@@ -297,7 +297,7 @@ async def test_a_corrupt_partition_backs_off_and_logs_once_per_interval(
     for path in (table / "_versions").iterdir():  # every manifest unreadable
         path.write_bytes(b"not a manifest")
     maintainer = Maintainer(store, delay_s=0.05, compact_every=1)
-    caplog.set_level(logging.INFO, logger="semmem.maintenance")
+    caplog.set_level(logging.INFO, logger="semmem.scheduling.schedule")
     maintainer.start()  # the server's own loop
     try:
         maintainer.touched("broken", forgot=False)
@@ -320,7 +320,7 @@ async def test_a_corrupt_partition_backs_off_and_logs_once_per_interval(
 async def test_the_retention_sweep_runs_at_start_then_every_interval(tmp_path: Path) -> None:
     """``Maintenance`` runs the sweep of every partition once at start and then every
     interval, and a partition asked for soon on its own, once however often it is asked."""
-    from semmem.maintenance import Maintenance
+    from semmem.scheduling.schedule import Maintenance
 
     emb = HashingEmbedder()
     store = Store(str(tmp_path / "db"), dim=emb.dim, model_id=emb.model_id)

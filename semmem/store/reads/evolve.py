@@ -4,7 +4,7 @@ a rebuild: after this process's own commit (its rows are known) or after another
 
 New numbers above every live one are appended (the common case: remember); items changed in
 place keep their row; a forgotten item's row is cut. What the new snapshot holds is shared
-with the old one wherever it did not change (``store/persistent.py``): the item chunks not
+with the old one wherever it did not change (``store/reads/persistent.py``): the item chunks not
 touched, the vector and number buffers (appended to in place by the newest snapshot), the
 dedupe-key index, the top layers of the tombstones and records. A write costs what it
 changes, except the vectors of a text edit or a forget: one copy of the matrix (in numpy),
@@ -21,7 +21,15 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from semmem.items import Item, Vectors
-from semmem.store.persistent import Grown, ItemRows, KeyIndex, KeyMap, Layered, NumberMap, grown
+from semmem.store.reads.persistent import (
+    Grown,
+    ItemRows,
+    KeyIndex,
+    KeyMap,
+    Layered,
+    NumberMap,
+    grown,
+)
 from semmem.store.views import Head, OpRecord, PartitionSnapshot, Tombstone, text_bytes
 
 # What a snapshot's lineage shares, kept among its derived structures.

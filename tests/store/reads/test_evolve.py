@@ -11,7 +11,7 @@ from semmem.embedding.fakes import HashingEmbedder
 from semmem.items import Item
 from semmem.memory import Memory
 from semmem.ranking.ranker import Ranker
-from semmem.store.evolve import evolve
+from semmem.store.reads.evolve import evolve
 from semmem.store.views import Head, PartitionSnapshot, Tombstone
 
 WORDS = ["tea", "green", "sister", "Porto", "camping", "dog", "garden", "piano"]

@@ -138,11 +138,11 @@ def commit(ds: Any, layout: Layout, rows: pa.Table, schema: pa.Schema, limit: in
     decided on (items above it are new).
 
     ``gate`` runs once the files are written, right before the commit (the deadline and the
-    write fence: ``store/fence.py``); what it raises stops the commit. ``discard`` deletes the
-    data files of a commit that did not happen (stopped, or lost its race): they copy the
-    tail's live rows, and a text forgotten later must not wait for the orphan sweep to leave
-    the disk; ``leftover`` is given them when the commit failed otherwise (its outcome unknown:
-    they are deleted only if no version references them). ``durable``: a local store, whose
+    write fence: ``store/commit/fence.py``); what it raises stops the commit. ``discard``
+    deletes the data files of a commit that did not happen (stopped, or lost its race): they
+    copy the tail's live rows, and a text forgotten later must not wait for the orphan sweep to
+    leave the disk; ``leftover`` is given them when the commit failed otherwise (its outcome
+    unknown: they are deleted only if no version references them). ``durable``: a local store, whose
     files are synced before the commit and the manifest after it.
 
     Raises:

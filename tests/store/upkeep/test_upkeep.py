@@ -72,8 +72,8 @@ async def test_a_full_disk_refuses_writes_cleanly_and_maintenance_frees_space_af
     from semmem.errors import Unavailable
     from semmem.memory import Memory
     from semmem.store import Store, table_name
-    from semmem.store.check import check_partition
-    from semmem.store.fence import Fence, listed_versions
+    from semmem.store.commit.fence import Fence, listed_versions
+    from semmem.store.upkeep.check import check_partition
 
     emb = HashingEmbedder()
     store = Store(str(small_disk / "db"), dim=emb.dim, model_id=emb.model_id, tail_rows=1,

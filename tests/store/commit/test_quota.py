@@ -13,7 +13,7 @@ from semmem.embedding.fakes import HashingEmbedder
 from semmem.errors import QuotaExceeded
 from semmem.memory import Memory
 from semmem.store import Store
-from semmem.store.quota import Quota
+from semmem.store.commit.quota import Quota
 
 
 async def _memory(path: Path, quota: Quota, **options: int) -> Memory:

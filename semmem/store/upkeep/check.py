@@ -23,10 +23,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from semmem.items import EXPIRES
+from semmem.store.commit.tail import commit, layout_of
 from semmem.store.files import filesystem, open_dataset
 from semmem.store.rows import KIND_HEAD, KIND_ITEM, KIND_OP, ItemRow, Mutation, table_name
 from semmem.store.schema import Batch, head_counts, split_attrs
-from semmem.store.tail import commit, layout_of
 from semmem.store.views import Head, OpRecord
 
 if TYPE_CHECKING:

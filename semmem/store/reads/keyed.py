@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from semmem.store.reading import candidates
+from semmem.store.reads.reading import candidates
 from semmem.store.rows import ITEM_COLUMNS
 from semmem.store.schema import LIVE_ITEMS
 from semmem.store.views import Candidates, Head

@@ -1,4 +1,4 @@
-"""Structures a snapshot shares with the snapshots evolved from it (``store/evolve.py``), so a
+"""Structures a snapshot shares with the snapshots evolved from it (``store/reads/evolve.py``), so a
 write costs what it changes, not the partition's size; an older snapshot never sees a newer
 one's change.
 

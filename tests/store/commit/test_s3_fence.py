@@ -17,8 +17,8 @@ from semmem.items import now_ms
 from semmem.memory import Memory
 from semmem.rules import Operation
 from semmem.store import Store
-from semmem.store.check import check_partition
-from semmem.store.fence import Fence
+from semmem.store.commit.fence import Fence
+from semmem.store.upkeep.check import check_partition
 from tests.store.test_requests import BUCKET, proxy  # noqa: F401 - the fixture
 from tests.support.s3proxy import Fault, S3Proxy
 
@@ -161,7 +161,7 @@ async def test_unfinished_uploads_holding_rows_are_aborted_by_the_sweep_and_on_d
     under the table holding rows (completing it would bring them back). The sweep aborts it
     once the orphan age old, and deleting the partition aborts every one."""
     from semmem.store import table_name
-    from semmem.store.uploads import unfinished
+    from semmem.store.upkeep.uploads import unfinished
 
     endpoint = _upstream(proxy)
     client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="test",

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from semmem.store.keyed import items_numbered
+from semmem.store.reads.keyed import items_numbered
 from semmem.store.rows import HEAD_KEY
 from semmem.store.schema import LIVE_ITEMS
 from semmem.store.views import Candidates, Head

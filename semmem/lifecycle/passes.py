@@ -1,4 +1,6 @@
-"""Owners' upkeep over a whole store: maintenance passes and the re-embedding migration."""
+"""An owner's passes over a store, run now: maintenance, a purge, the re-embedding migration
+(``semmem maintain``, ``semmem purge``, ``semmem reindex``; a server's passes are scheduled by
+``semmem.scheduling``)."""
 
 from __future__ import annotations
 
@@ -11,14 +13,14 @@ from typing import TYPE_CHECKING
 from semmem.importing import reembed
 
 if TYPE_CHECKING:
-    from semmem.memory import Memory
-    from semmem.store.upkeep import MaintenanceReport
+    from semmem.embedding.queue import ModelQueue
+    from semmem.store.tables import Store
+    from semmem.store.upkeep.compaction import MaintenanceReport
 
 
-async def maintain(memory: Memory, partition: str | None = None, *,
+async def maintain(store: Store, partition: str | None = None, *,
                    retention: timedelta | None = None) -> builtins.list[MaintenanceReport]:
     """Compact, prune and purge one partition, or every partition and the registry."""
-    store = memory.store
     names = [partition] if partition is not None else await store.partitions()
     reports = [r for name in names
                if (r := await store.maintain(name, retention=retention)) is not None]
@@ -27,12 +29,11 @@ async def maintain(memory: Memory, partition: str | None = None, *,
     return reports
 
 
-async def purge(memory: Memory, partition: str) -> None:
+async def purge(store: Store, partition: str) -> None:
     """Take what a write dropped off every file of ``partition`` from a process with no
     maintenance schedule (the CLI): a purge request for the servers of the store, a pass now
     (it compacts the dropped rows away, keeping the versions younger than the retention),
     then, once those are past the retention, the pass that removes them (as ``Purger``)."""
-    store = memory.store
     await store.request_purge(partition)
     await store.maintain(partition)
     # The dropped rows' versions were made before the first pass ended, by clocks at most
@@ -41,20 +42,20 @@ async def purge(memory: Memory, partition: str) -> None:
     await store.maintain(partition)
 
 
-async def reindex(memory: Memory, partition: str | None = None, *, batch_size: int = 256,
+async def reindex(store: Store, model: ModelQueue, partition: str | None = None, *,
+                  batch_size: int = 256,
                   progress: Callable[[int, int], None] | None = None) -> int:
-    """Re-embed every item with ``memory``'s model: of one partition, or of every partition
+    """Re-embed every item with ``model``: of one partition, or of every partition
     and then record the model as the store's. An offline migration: run it with no server
     writing. Returns how many items were re-embedded.
 
     Args:
         progress: called with (items done so far, items in all).
     """
-    store = memory.store
     names = [partition] if partition is not None else await store.partitions()
-    done = await reembed(store, memory.model.embed, names, batch_size, progress)
+    done = await reembed(store, model.embed, names, batch_size, progress)
     if partition is None:
         meta = await store.meta() or {}
-        await store.set_meta({**meta, "model": memory.embedder.model_id,
-                              "dim": memory.embedder.dim})
+        await store.set_meta({**meta, "model": model.embedder.model_id,
+                              "dim": model.embedder.dim})
     return done

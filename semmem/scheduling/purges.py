@@ -1,0 +1,100 @@
+"""The forget window: ``Purger`` adds the follow-up passes that make a dropped text leave every
+file."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from semmem.scheduling.maintainer import REGISTRY_DUE, Maintainer
+
+purge_log = logging.getLogger("semmem.web")
+
+
+class Purger:
+    """The forget window: schedules purges on a ``Maintainer`` at once for a write that drops a
+    text, and a follow-up ``lag`` seconds later.
+
+    The first pass compacts and removes versions older than the retention; versions committed
+    between the forget and that compaction still reference the old data file, so only the
+    follow-up removes it. A killed process loses its schedule, so a start purges every
+    partition once, and again when a killed write's leftover files are old enough to delete.
+    Deleting a partition purges the registry the same way.
+    """
+
+    def __init__(self, maintainer: Maintainer, retention_s: float, delay_s: float) -> None:
+        self.maintainer = maintainer
+        self.retention_s, self.delay_s = retention_s, delay_s
+        # The follow-up's pass must start at least a retention after the first pass compacted;
+        # the extra max(delay, 1 s) absorbs the first pass waiting behind other partitions.
+        self.lag = retention_s + delay_s + max(delay_s, 1.0)
+        self._latest: dict[str | None, float] = {}
+        self._timers: dict[str | None, asyncio.TimerHandle] = {}
+        self._later: asyncio.TimerHandle | None = None
+
+    @property
+    def window_s(self) -> float:
+        """The forget window: a dropped text is in no file after this plus two passes."""
+        return self.lag + self.retention_s + self.delay_s
+
+    def written(self, partition: str, dropped: bool) -> None:
+        """Count a write; one that dropped a text also gets its follow-up purge."""
+        self.maintainer.touched(partition, dropped)
+        if dropped:
+            self._follow_up(partition)
+
+    def purge(self, partition: str | None) -> None:
+        """Purge ``partition`` as after a forget (an update's old text, a restart's leftovers);
+        ``REGISTRY_DUE`` purges the registry."""
+        self.maintainer.touched(partition, True)
+        self._follow_up(partition)
+
+    def _follow_up(self, partition: str | None) -> None:
+        now = time.monotonic()
+        self._latest[partition] = now
+        if partition not in self._timers:
+            loop = asyncio.get_running_loop()
+            self._timers[partition] = loop.call_later(self.lag, self._fire, partition, now)
+
+    def pending(self) -> set[str | None]:
+        """Every partition whose purge is not done yet: a pass due or under way, or its
+        follow-up still to come."""
+        return self.maintainer.purging() | set(self._timers)
+
+    def follow_up_at(self, partition: str) -> float | None:
+        """When (monotonic) ``partition``'s follow-up purge fires, if one is pending."""
+        timer = self._timers.get(partition)
+        return None if timer is None else float(timer.when())  # the loop's clock: monotonic
+
+    def _fire(self, partition: str | None, scheduled_at: float) -> None:
+        del self._timers[partition]
+        self.maintainer.touched(partition, True)
+        latest = self._latest.get(partition, scheduled_at)
+        if latest > scheduled_at:  # dropped again since: that one needs its own follow-up
+            loop = asyncio.get_running_loop()
+            delay = max(0.0, latest + self.lag - time.monotonic())
+            self._timers[partition] = loop.call_later(delay, self._fire, partition, latest)
+        else:
+            self._latest.pop(partition, None)
+
+    def sweep(self, partitions: list[str], orphan_age_s: float | None = None) -> None:
+        """After a start: purge every partition and the registry once (a killed process's
+        schedule is lost), and again after ``orphan_age_s`` when the files a killed write may
+        have left are old enough to be deleted."""
+        for partition in [*partitions, REGISTRY_DUE]:
+            self.purge(partition)
+        purge_log.info("start-up purge scheduled for %d partition(s)", len(partitions))
+        if orphan_age_s is not None:
+            loop = asyncio.get_running_loop()
+            self._later = loop.call_later(orphan_age_s + self.delay_s, self.sweep, partitions)
+
+    def stop(self) -> None:
+        """Cancel pending follow-ups (the next start sweeps again)."""
+        for timer in self._timers.values():
+            timer.cancel()
+        if self._later is not None:
+            self._later.cancel()
+            self._later = None
+        self._timers.clear()
+        self._latest.clear()
