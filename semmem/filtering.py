@@ -1,34 +1,98 @@
 """Reads under a filter (``semmem.scoping.Filter``): search, recall and listings over the
 facts it covers; a binding's scope over its writes; and the owner's delete by filter.
 
-A snapshot is ranked as it is, with the facts the filter leaves out added to those retention
-hides (so ranking's structures per snapshot are shared with unfiltered reads, and a filtered
-search orders its facts exactly as an unfiltered one would); an indexed partition's nearest
-items are searched among those the filter selects (``store/reads/filtered.py``), and checked again
-here. Unfiltered reads never come here: they cost what they cost before.
+A snapshot is scored as it is and only the rows the filter covers are ranked (so ranking's
+structures per snapshot are shared with unfiltered reads, a filtered search orders its facts
+exactly as an unfiltered one would, and a covered fact is found however low the whole snapshot
+ranks it); which rows those are is read from columns built once per snapshot (``Columns``).
+An indexed partition's nearest items are searched among those the filter selects
+(``store/reads/filtered.py``), and checked again here. Unfiltered reads never come here: they cost
+what they cost before.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections import OrderedDict, defaultdict
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
 
 from semmem import results, rules
 from semmem.contract import make_cursor
 from semmem.errors import InvalidArguments
 from semmem.items import Item
+from semmem.metadata import canonical
 from semmem.results import Recall
 from semmem.rules import Alive
-from semmem.scoping import Filter
+from semmem.scoping import Filter, Range
 from semmem.store.rows import RECALL_COLUMNS
-from semmem.store.views import Candidates, IndexedView, PartitionSnapshot, ReadView
+from semmem.store.views import Candidates, Head, IndexedView, ItemSet, ReadView
 
 if TYPE_CHECKING:
     from semmem.memory import Memory
+    from semmem.store import Store
 
 
-def left_out(view: PartitionSnapshot, flt: Filter) -> frozenset[int]:
-    """Numbers of the snapshot's facts ``flt`` does not cover."""
-    return frozenset(it.n for it in view.items if not flt.matches(it))
+def _key(value: Any) -> str:
+    """A metadata value as ``Filter.matches`` compares it (equal exactly when their
+    ``canonical`` JSON is), without JSON for strings and integers: a string's key starts with
+    ``s``, which no other value's JSON does."""
+    if type(value) is str:
+        return "s" + value
+    return repr(value) if type(value) is int else canonical(value)
+
+
+@dataclass(frozen=True)
+class Columns:
+    """What a filter reads of a snapshot, built once per version (``ItemSet.cached``): the rows
+    holding each metadata pair, keyed as ``Filter.matches`` compares them, and the times."""
+
+    pairs: dict[tuple[str, str], npt.NDArray[np.intp]]
+    updated: npt.NDArray[np.int64]
+    ts: npt.NDArray[np.int64]
+
+    @classmethod
+    def of(cls, items: ItemSet) -> Columns:
+        """The columns of ``items``."""
+        rows: dict[tuple[str, str], list[int]] = defaultdict(list)
+        for i, it in enumerate(items.items):
+            for key, value in it.metadata.items():
+                rows[(key, _key(value))].append(i)
+        return cls({k: np.asarray(v, np.intp) for k, v in rows.items()},
+                   np.fromiter((it.updated for it in items.items), np.int64, items.size),
+                   np.fromiter((it.ts for it in items.items), np.int64, items.size))
+
+
+def covered(view: ItemSet, flt: Filter) -> npt.NDArray[np.intp]:
+    """Rows of ``view`` whose items ``flt`` covers, ascending (``Filter.matches`` on each, from
+    columns read once per snapshot rather than every item's metadata per read)."""
+    cols = view.cached("filter:columns", Columns.of)
+    rows: npt.NDArray[np.intp] | None = None
+    for key, value in flt.metadata.items():
+        found = cols.pairs.get((key, _key(value)))
+        if found is None:
+            return np.zeros(0, np.intp)
+        rows = found if rows is None else np.intersect1d(rows, found, assume_unique=True)
+    if rows is None:
+        rows = np.arange(view.size, dtype=np.intp)
+    for name, column in (("updated", cols.updated), ("ts", cols.ts)):
+        bounds: Range = getattr(flt, name)
+        if bounds.lo is not None:
+            rows = rows[column[rows] >= bounds.lo]
+        if bounds.hi is not None:
+            rows = rows[column[rows] <= bounds.hi]
+    return rows
+
+
+def shown(view: ItemSet, rows: npt.NDArray[np.intp], hidden: frozenset[int]) -> int:
+    """How many of ``rows`` are not ``hidden`` (numbers: the expired)."""
+    if not hidden:
+        return len(rows)
+    at = np.fromiter((view.index_of(n) for n in hidden), np.intp, len(hidden))
+    return len(rows) - int(np.isin(at, rows, assume_unique=True).sum())
 
 
 def kept(found: Candidates, flt: Filter) -> Candidates:
@@ -39,35 +103,65 @@ def kept(found: Candidates, flt: Filter) -> Candidates:
     return Candidates([found.items[i] for i in rows], found.vectors[rows], found.head)
 
 
+class Counts:
+    """How many live facts a filter selects in an indexed partition at a version, held for the
+    latest ``size`` asked: a version's rows never change, so repeated searches under one filter
+    (a token's scope) read the count once per version."""
+
+    def __init__(self, size: int = 256) -> None:
+        self.size = size
+        self._held: OrderedDict[tuple[Head, str], int] = OrderedDict()
+
+    async def of(self, store: Store, view: IndexedView, where: str) -> int:
+        """The count of ``where`` at ``view``'s version."""
+        from semmem.store.reads.filtered import count_where  # the engine: loaded here
+
+        key = (view.head, where)
+        if key in self._held:
+            self._held.move_to_end(key)
+            return self._held[key]
+        count = await count_where(store, view, where)
+        self._held[key] = count
+        while len(self._held) > self.size:
+            self._held.popitem(last=False)
+        return count
+
+
 async def search(memory: Memory, view: ReadView, query: str, limit: int,
                  flt: Filter) -> dict[str, Any]:
     """``Memory.search`` over the facts ``flt`` covers (``count``: how many it covers)."""
     retention = memory.retention
     if isinstance(view, IndexedView):
-        from semmem.store.reads.filtered import (  # the engine: loaded here
-            count_where,
-            nearest_where,
-        )
+        from semmem.store.reads.filtered import nearest_where  # the engine: loaded here
 
         view = await retention.live(view)
         assert isinstance(view, IndexedView)
         where = flt.where()
-        count = await count_where(memory.store, view, where)
+
+        async def nearest() -> tuple[np.ndarray, Candidates]:
+            qvec = await memory._embed(query)
+            return qvec, await nearest_where(memory.store, view, qvec,
+                                             max(limit, memory.index_candidates), where,
+                                             RECALL_COLUMNS)
+
+        # the count beside the search, not before it: its time is hidden behind the search's
+        count, (qvec, found) = await asyncio.gather(
+            memory.filter_counts.of(memory.store, view, where), nearest())
         if not count:
             return {"items": [], "count": 0}
-        qvec = await memory._embed(query)
-        found = await nearest_where(memory.store, view, qvec, max(limit, memory.index_candidates),
-                                    where, RECALL_COLUMNS)
         found = kept(retention.keep(found, await retention.max_age(view.partition)), flt)
         entries = results.search_entries(memory.ranker, found, qvec, query, limit)
         # the count is the filter's over live rows; an expired one not yet swept is in it
         return {"items": entries, "count": max(count, len(entries))}
-    hidden = await retention.hidden(view) | left_out(view, flt)
-    if view.count == len(hidden):
+    hidden = await retention.hidden(view)
+    rows = covered(view, flt)
+    count = shown(view, rows, hidden)
+    if not count:
         return {"items": [], "count": 0}
     qvec = await memory._embed(query)
-    return {"items": results.search_entries(memory.ranker, view, qvec, query, limit, hidden),
-            "count": view.count - len(hidden)}
+    return {"items": results.search_entries(memory.ranker, view, qvec, query, limit, hidden,
+                                            rows),
+            "count": count}
 
 
 async def recall(memory: Memory, partition: str, text: str | None, max_bytes: int,
@@ -90,13 +184,14 @@ async def recall(memory: Memory, partition: str, text: str | None, max_bytes: in
                                     flt.where(), RECALL_COLUMNS)
         found = kept(retention.keep(found, await retention.max_age(partition)), flt)
         return results.relevant(memory.ranker, found, qvec, text, max_bytes, cursor)
-    hidden = await retention.hidden(view) | left_out(view, flt)
-    if view.count == len(hidden):
+    hidden = await retention.hidden(view)
+    rows = covered(view, flt)
+    if not shown(view, rows, hidden):
         return Recall([], [], cursor, [])
     if text is None or not text.strip():
-        return results.recent(view.items, max_bytes, cursor, hidden)
+        return results.recent([view.items[i] for i in rows.tolist()], max_bytes, cursor, hidden)
     qvec = await memory._embed(text)
-    return results.relevant(memory.ranker, view, qvec, text, max_bytes, cursor, hidden)
+    return results.relevant(memory.ranker, view, qvec, text, max_bytes, cursor, hidden, rows)
 
 
 def scoped(alive: Alive, scope: Filter | None) -> Alive:

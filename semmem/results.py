@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from semmem import tracing
 from semmem.contract import MAX_SOURCES, TITLE_CHARS
@@ -69,11 +70,12 @@ def ranked(ranker: Ranker, items: ItemSet, qvec: np.ndarray, text: str,
 
 
 def relevant(ranker: Ranker, items: ItemSet, qvec: np.ndarray, text: str, max_bytes: int,
-             cursor: str, hidden: frozenset[int] = frozenset()) -> Recall:
+             cursor: str, hidden: frozenset[int] = frozenset(),
+             among: npt.NDArray[np.intp] | None = None) -> Recall:
     """The items relevant to ``text`` within ``max_bytes``, best first (``hidden``: numbers
-    left out, the expired)."""
+    left out, the expired; ``among``: the only rows considered, a filter's)."""
     with tracing.span("semmem.rank") as span:
-        scored = [s for s in ranker.rank(items, qvec, text)
+        scored = [s for s in ranker.rank(items, qvec, text, among=among)
                   if s.item.surfaced and s.item.n not in hidden]
         span.set("semmem.rank.candidates", items.size)
     with tracing.span("semmem.pack") as span:
@@ -83,12 +85,13 @@ def relevant(ranker: Ranker, items: ItemSet, qvec: np.ndarray, text: str, max_by
 
 
 def search_entries(ranker: Ranker, items: ItemSet, qvec: np.ndarray, query: str,
-                   limit: int, hidden: frozenset[int] = frozenset()) -> list[dict[str, Any]]:
+                   limit: int, hidden: frozenset[int] = frozenset(),
+                   among: npt.NDArray[np.intp] | None = None) -> list[dict[str, Any]]:
     """The ``limit`` items most similar to ``query``, with scores (no relevance floor;
-    ``hidden``: numbers left out, the expired)."""
+    ``hidden``: numbers left out, the expired; ``among``: the only rows considered)."""
     out = []
     with tracing.span("semmem.rank") as span:
-        found = ranker.rank(items, qvec, query, floor=False)
+        found = ranker.rank(items, qvec, query, floor=False, among=among)
         best = [s for s in found if s.item.n not in hidden][:limit]
         span.set("semmem.rank.candidates", items.size)
     for s in best:

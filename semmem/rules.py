@@ -327,7 +327,8 @@ def update(n: int, text: str | None, vector: np.ndarray | None, changes: dict[st
            hints: Hints = Hints(), alive: Alive = _always) -> Plan:
     """Replace item ``n``'s text and/or record fields, keeping its number; a new text lists
     the other facts it probably restates or supersedes (an identical one included: update
-    does not deduplicate). An expired item is not found: an edit must not bring it back."""
+    does not deduplicate). An item ``alive`` refuses (expired: an edit must not bring it
+    back; out of a binding's scope) is not found, as a forget finds it."""
 
     def plan(view: WriteView) -> Decision:
         replayed = replay(view, op)
@@ -335,7 +336,7 @@ def update(n: int, text: str | None, vector: np.ndarray | None, changes: dict[st
             return replayed
         item = check_target(view, n, cursor_seq)
         if not alive(item):
-            raise NotFound(f"item {n} expired in this memory", {"n": n})
+            raise NotFound(f"item {n} does not exist in this memory", {"n": n})
         check_editable(item, owner)
         row = ItemRow(
             n, text if text is not None else item.text,

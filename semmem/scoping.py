@@ -8,7 +8,8 @@ expression is an integer or a hex tag (``semmem.metadata.tag``), never a caller'
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,28 @@ from semmem.metadata import MAX_KEYS, METADATA, Scalar, canonical, clean_metadat
 BOUNDS = ("gte", "gt", "lte", "lt")
 RANGES = ("updated", "ts")  # the item fields a range applies to (epoch ms inside)
 FIELDS = (METADATA, *RANGES)
+
+
+def pairs(given: Iterable[str], what: str) -> dict[str, Any] | None:
+    """``key=value`` pairs as a metadata object, as a person types them (CLI ``--meta``, the
+    console's filter): a value that reads as a JSON number or boolean is one, else a string
+    (``'"3"'`` for the string). ``None`` when none were given; not yet checked
+    (``clean_metadata`` does that).
+
+    Raises:
+        InvalidArguments: a pair without ``=`` (``what`` names where it was given).
+    """
+    out: dict[str, Any] = {}
+    for pair in given:
+        key, sep, raw = pair.partition("=")
+        if not sep:
+            raise InvalidArguments(f"{what} takes key=value, not {pair[:40]!r}")
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = raw
+        out[key] = value if isinstance(value, bool | int | float | str) else raw
+    return out or None
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,8 @@ WORDS = ["tea", "coffee", "jazz", "rain", "boats", "maps"]
 
 meta_values = st.fixed_dictionaries({}, optional={
     "user": st.sampled_from(["alice", "bob"]),
-    "run": st.sampled_from([1, 2, 2.0]),
-    "flag": st.booleans(),
+    "run": st.sampled_from([1, 2, 2.0, "2"]),  # a string that reads as a number is no number
+    "flag": st.sampled_from([True, False, 1, 0]),  # true is no number either
 })
 records = st.lists(st.tuples(st.sampled_from(WORDS), meta_values, st.integers(0, 9),
                              st.integers(0, 9)), min_size=1, max_size=30)
@@ -125,8 +125,38 @@ async def test_filtered_search_of_an_indexed_partition_is_the_brute_force_filter
             {"metadata": {"user": "dora"}}))
         assert [e["n"] for e in got["items"]] == [n] and got["count"] == 1
         assert got["items"][0]["metadata"] == {"user": "dora"}
+        # a count is kept per version: the next version's is read again
+        await memory.remember("p", "zebra onyx", metadata={"user": "dora"})
+        got = await memory.search("p", "zebra", 5, filter=Filter.parse(
+            {"metadata": {"user": "dora"}}))
+        assert got["count"] == 2 and len(got["items"]) == 2
+        await memory.forget_matching("p", Filter.parse({"metadata": {"user": "dora"}}))
+        assert (await memory.search("p", "zebra", 5, filter=Filter.parse(
+            {"metadata": {"user": "dora"}})))["count"] == 0
     finally:
         await memory.close()
+
+
+async def test_filtered_reads_of_a_snapshot_find_covered_facts_ranked_past_its_candidates(
+        memory: Memory) -> None:
+    # 1 % of the facts covered: most rank below the best ``candidates`` (400) of the whole
+    # snapshot, which a filtered read must still reach
+    size = 3 * memory.ranker.config.candidates
+    await memory.import_("p", [{"text": f"fact {i} about tea and word{i}",
+                                "metadata": {"user": f"u{i % 100}"}} for i in range(size)])
+    assert not (await memory.store.read_view("p")).indexed
+    flt = Filter.parse({"metadata": {"user": "u3"}})
+    want = {it.n for it in await memory.list("p", filter=flt)}
+    assert len(want) == size // 100
+    got = await memory.search("p", "fact about tea", 50, filter=flt)
+    assert got["count"] == len(want) and {e["n"] for e in got["items"]} == want
+    recalled = {int(s["id"]) for s in (await memory.recall("p", "fact about tea", 4096,
+                                                            filter=flt)).sources}
+    assert recalled and recalled <= want
+    plain = await memory.search("p", "fact about tea", 50)  # the order an unfiltered one gives
+    ranked = [e["n"] for e in (await memory.search("p", "fact about tea", 50, filter=Filter.parse(
+        {"ts": {"gte": "2000-01-01T00:00:00Z"}})))["items"]]
+    assert ranked == [e["n"] for e in plain["items"]]  # a filter covering all: the same order
 
 
 @pytest.mark.parametrize(("raw", "says"), [

@@ -44,7 +44,7 @@ async def test_a_filtered_recall_shows_only_the_facts_it_covers(tmp_path: Path,
         other = min(set(range(1, size + 1)) - support)
         with pytest.raises(NotFound):
             await memory.forget("p", other, scope=scope)
-        with pytest.raises(NotFound):
+        with pytest.raises(NotFound, match=f"^item {other} does not exist"):
             await memory.update("p", other, "changed", scope=scope)
         assert (await memory.get("p", other)) is not None
     finally:

@@ -3,13 +3,12 @@ and ``semmem forget-matching``."""
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 import typer
 
+from semmem import scoping
 from semmem.cli.options import DataOpt, ModelOpt, PartitionOpt, errors, run, show
-from semmem.errors import InvalidArguments
 from semmem.scoping import Filter
 
 MetaOpt = Annotated[list[str] | None, typer.Option(
@@ -31,19 +30,7 @@ def metadata(pairs: list[str] | None) -> dict[str, Any] | None:
     Raises:
         InvalidArguments: a pair without ``=``.
     """
-    if not pairs:
-        return None
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        if not sep:
-            raise InvalidArguments(f"--meta takes key=value, not {pair[:40]!r}")
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            value = raw
-        out[key] = value if isinstance(value, bool | int | float | str) else raw
-    return out
+    return scoping.pairs(pairs, "--meta") if pairs else None
 
 
 def filter_of(pairs: list[str] | None, updated_after: str | None = None,

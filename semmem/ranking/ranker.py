@@ -263,14 +263,16 @@ class Ranker:
         return floor
 
     def rank(
-        self, snap: ItemSet, query_vec: npt.NDArray[np.float32], query: str, *, floor: bool = True
+        self, snap: ItemSet, query_vec: npt.NDArray[np.float32], query: str, *, floor: bool = True,
+        among: npt.NDArray[np.intp] | None = None,
     ) -> list[Scored]:
-        """Items above the floor (unless ``floor`` is false), best first, at most ``candidates``."""
+        """Items above the floor (unless ``floor`` is false), best first, at most ``candidates``
+        (only rows ``among``, when given: a filter's, scored as in the whole set)."""
         if not snap.count:
             return []
         combined, cosine, lexical = self.score(snap, query_vec, query)
-        everything = np.arange(snap.count)
-        keep = np.flatnonzero(cosine >= self.floor_of(cosine)) if floor else everything
+        everything = np.arange(snap.count) if among is None else among
+        keep = everything[cosine[everything] >= self.floor_of(cosine)] if floor else everything
         k = min(self.config.candidates, keep.size)
         if k < keep.size:
             keep = keep[np.argpartition(-combined[keep], k - 1)[:k]]

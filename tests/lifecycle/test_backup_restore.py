@@ -205,3 +205,48 @@ async def test_a_restore_carries_the_retention_override_and_what_expired_stays_g
     assert decoded_with(tmp_path / "restored", EXPIRED,
                         emb.embed_batch([EXPIRED])[0]) == []
     await into.close()
+
+
+@pytest.mark.parametrize("ledger", [False, True], ids=["as-backed-up", "with-ledger"])
+async def test_a_restore_keeps_metadata_and_its_tags_so_a_filtered_search_finds_the_facts(
+        tmp_path: Path, live: Memory, target: Objects, fake_embedder: HashingEmbedder,
+        ledger: bool) -> None:
+    """Metadata travels in a backup's record fields and the restored rows' ``tags`` are
+    derived from them (with a ledger: the live store's metadata now), so an indexed filtered
+    search of the restored store (its ``LABEL_LIST``) finds exactly the facts it covers."""
+    from semmem.metadata import tags
+    from semmem.scoping import Filter
+    from semmem.store.files import open_dataset
+    from semmem.store.schema import LIVE_ITEMS
+
+    await live.import_("p", [{"text": f"fact {i} about tea", "metadata": {
+        "user": ["ann", "bob"][i % 2], "run": i % 3}} for i in range(60)])
+    backup = (await create_backup(live.store, target)).id
+    await live.update("p", 1, metadata={"user": "cid"})  # after the backup; the text unchanged
+    expected = {i + 1: {"user": ["ann", "bob"][i % 2], "run": i % 3} for i in range(60)}
+    if ledger:  # a fact whose text is unchanged takes the ledger's record fields
+        expected[1] = {"user": "cid"}
+    into = await _store(tmp_path / "restored", fake_embedder)
+    await restore_backup(target, backup, into, live.store if ledger else None)
+    await into.close()
+    # a server started on the restored store, past its index threshold
+    into = Store(str(tmp_path / "restored"), dim=fake_embedder.dim,
+                 model_id=fake_embedder.model_id, index_threshold=50)
+    await into.open()
+    restored = Memory(into, fake_embedder, index_candidates=40)
+    try:
+        await restored.maintain("p")
+        assert (await into.read_view("p")).indexed
+        assert {it.n: it.metadata for it in await restored.list("p")} == expected
+        uri = await into.conn.uri_of("p")
+        assert uri is not None
+        rows = open_dataset(uri, {}).to_table(columns=["n", "tags"], filter=LIVE_ITEMS)
+        assert {r["n"]: r["tags"] for r in rows.to_pylist()} == {
+            n: tags(meta) for n, meta in expected.items()}
+        for user in ("ann", "bob", "cid"):
+            want = {n for n, meta in expected.items() if meta["user"] == user}
+            got = await restored.search("p", "fact about tea", 50, filter=Filter.parse(
+                {"metadata": {"user": user}}))
+            assert got["count"] == len(want) and {e["n"] for e in got["items"]} == want, user
+    finally:
+        await restored.close()

@@ -414,6 +414,52 @@ def test_partition_page_lists_items_newest_first_paged(client: TestClient) -> No
     assert 'id="item-count">27<' in page
 
 
+def _listed(page: str) -> dict[int, str]:
+    """The partition page's listed items: number → the item's visible text."""
+    return {int(n): text_of(body) for n, body in re.findall(
+        r'<li class="item[^"]*" id="item-(\d+)">(.*?)</li>', page, re.DOTALL)}
+
+
+def test_partition_page_shows_metadata_and_filters_its_list_by_it(
+        client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    csrf = sign_in(client)
+    metas = [{"user": "ann", "run": 3}, {"user": "bob", "run": 3},
+             {"user": "ann", "run": "3"}, None]
+    for i, meta in enumerate(metas, 1):
+        assert add(client, csrf, "m", f"fact {i}") == i
+        if meta is not None:
+            r = client.patch("/admin/items", params={"partition": "m", "n": i},
+                             json={"metadata": meta}, headers=ADMIN)
+            assert r.status_code == 200, r.text
+    shown = _listed(client.get("/console/partition?p=m").text)
+    assert list(shown) == [4, 3, 2, 1]  # no filter: every item, each with its metadata
+    assert 'run=3 user="ann"' in shown[1] and 'run="3" user="ann"' in shown[3]
+    assert "user=" not in shown[4]
+    for typed, want in (("user=ann\nrun=3", [1]), ('run="3"', [3]), ("user=ann", [3, 1]),
+                        (" run = 3 ", [])):  # a key is taken as typed: " run " is no key
+        r = client.get("/console/partition", params={"p": "m", "meta": typed})
+        if typed.startswith(" "):
+            assert r.status_code == 422 and "metadata keys are" in text_of(r.text)
+            continue
+        assert r.status_code == 200 and list(_listed(r.text)) == want, typed
+        assert f"{len(want)} of 4 items match." in text_of(r.text)
+        kept = re.search(r'<textarea id="meta"[^>]*>(.*?)</textarea>', r.text, re.DOTALL)
+        assert kept and html.unescape(kept.group(1)) == typed.strip()  # the form keeps it
+    r = client.get("/console/partition", params={"p": "m", "meta": "user=nobody"})
+    assert _listed(r.text) == {} and "No items match this filter." in text_of(r.text)
+    r = client.get("/console/partition", params={"p": "m", "meta": "no-equals"})
+    assert r.status_code == 422 and "a metadata filter takes key=value" in text_of(r.text)
+    # the pages of a filtered list stay filtered
+    monkeypatch.setattr(data, "PAGE_SIZE", 1)
+    r = client.get("/console/partition", params={"p": "m", "meta": "user=ann"})
+    assert list(_listed(r.text)) == [3] and "Page 1 of 2" in r.text
+    found = re.search(r'href="([^"]+)" rel="next"', r.text)
+    assert found
+    assert list(_listed(client.get(html.unescape(found.group(1))).text)) == [1]
+    item = client.get("/console/item?p=m&n=2").text
+    assert 'id="item-metadata"' in item and 'run=3 user="bob"' in text_of(item)
+
+
 def test_add_reports_existing_and_refuses_blank(client: TestClient) -> None:
     csrf = sign_in(client)
     assert add(client, csrf, "a", "Tea at five", note="British habit") == 1

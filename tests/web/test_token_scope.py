@@ -82,7 +82,11 @@ def test_a_scoped_token_recalls_searches_and_edits_only_its_scope(server: Server
         # facts outside the scope cannot be edited (as if they did not exist)
         for name, args in (("update", {"n": 1, "text": "Hates tea"}), ("forget", {"n": 2})):
             r = _call(c, SUPPORT, tool(name, args, partition="ann"))
-            assert r.status_code == 404 and r.json()["error"]["code"] == "not_found", name
+            refused = r.json()["error"]
+            assert r.status_code == 404 and refused["code"] == "not_found", name
+            # not "expired": the fact exists, outside the scope, which must not show
+            assert f"item {args['n']} does not exist" in refused["message"], refused
+            assert "expired" not in refused["message"] and refused["details"] == {"n": args["n"]}
         # an update keeps the fact in scope, even when the model gives other metadata
         _ok(_call(c, SUPPORT, tool("update", {"n": 3, "text": "Likes oolong", "metadata": {
             "mood": "calm"}}, partition="ann")))

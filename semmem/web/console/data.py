@@ -6,10 +6,12 @@ import math
 import re
 from dataclasses import dataclass
 
+from semmem import filtering
 from semmem.contract import make_cursor, sha256_hex
 from semmem.items import Item
 from semmem.memory import Memory
 from semmem.ranking.ranker import Scored
+from semmem.scoping import Filter, pairs
 
 PAGE_SIZE = 25
 PARTITIONS_PAGE_SIZE = 25  # each listed partition is read
@@ -80,19 +82,41 @@ class PartitionView:
     max_items: int | None = None  # the partition quotas, if set
     max_bytes: int | None = None
     retention: str = "never"  # the effective policy
+    meta: str = ""  # the metadata filter of the listing, as typed (one key=value a line)
+    matching: int | None = None  # how many items it covers (``None``: no filter)
 
 
-async def partition_view(memory: Memory, partition: str, page: int) -> PartitionView:
-    """One page of a partition's items, highest number (newest) first."""
+def meta_filter(text: str) -> Filter | None:
+    """The listing's metadata filter from ``key=value`` lines (``None`` when blank).
+
+    Raises:
+        InvalidArguments: a line without ``=``, or metadata that breaks its rules.
+    """
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    found = pairs(lines, "a metadata filter") if lines else None
+    return Filter.parse({"metadata": found}) if found else None
+
+
+async def partition_view(memory: Memory, partition: str, page: int,
+                         meta: str = "") -> PartitionView:
+    """One page of a partition's items, highest number (newest) first (those ``meta``, a
+    metadata filter as ``key=value`` lines, covers).
+
+    Raises:
+        InvalidArguments: ``meta`` is no metadata filter.
+    """
+    flt = meta_filter(meta)
     snap = await memory.snapshot(partition)
-    paging = Paging.of(page, snap.count, PAGE_SIZE)
-    newest_first = snap.items[::-1]
+    listed = filtering.listed(list(snap.items), flt)
+    paging = Paging.of(page, len(listed), PAGE_SIZE)
+    newest_first = listed[::-1]
     return PartitionView(
         partition, snap.count, snap.hwm, len(snap.tombstones), snap.model, snap.last_update,
         newest_first[paging.offset:paging.offset + paging.size], paging,
         make_cursor(partition, snap.seq), snap.text_bytes,
         memory.store.quota.max_items, memory.store.quota.max_bytes,
         (await memory.retention.policy(partition)).public()["effective"],
+        meta.strip() if flt else "", None if flt is None else len(listed),
     )
 
 

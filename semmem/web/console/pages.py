@@ -153,7 +153,8 @@ async def partition(request: Request) -> Response:
     session = require_session(request)
     key = await partition_param(request)
     async with memory_of(request) as memory:
-        view = await data.partition_view(memory, key, query_int(request, "page"))
+        view = await data.partition_view(memory, key, query_int(request, "page"),
+                                         request.query_params.get("meta", ""))
     return page(request, "partition.html", title=f"Partition {key}", session=session,
                 view=view, flash=flash_of(request), search=None, preview=None,
                 form={"q": "", "limit": 10, "text": "", "max_bytes": 2048})

@@ -9,9 +9,10 @@ from semmem.memory import Memory
 from semmem.scoping import Filter
 from semmem.store import Store
 from semmem.store.files import open_dataset
+from semmem.store.schema import LIVE_ITEMS
 
 
-async def test_an_indexed_partition_has_a_label_list_on_tags_and_a_btree_on_ts(
+async def test_an_indexed_partition_answers_a_filter_from_its_indexes_alone(
         tmp_path: Path) -> None:
     embedder = HashingEmbedder()
     store = Store(str(tmp_path / "db"), dim=embedder.dim, model_id=embedder.model_id,
@@ -28,8 +29,16 @@ async def test_an_indexed_partition_has_a_label_list_on_tags_and_a_btree_on_ts(
         await memory.maintain("p")
         kinds = {i.name: i.index_type for i in
                  open_dataset(uri, store.storage_options).describe_indices()}
-        assert {"tags_idx", "ts_idx", "updated_idx"} <= set(kinds), kinds
+        assert {"tags_idx", "ts_idx", "updated_idx", "kind_idx", "forgotten_idx"} <= set(kinds)
         assert "label" in kinds["tags_idx"].lower(), kinds
+        assert "bitmap" in kinds["kind_idx"].lower(), kinds
+        ds = open_dataset(uri, store.storage_options)
+        for raw in ({"metadata": {"user": "u1"}}, {"updated": {"gte": "2026-01-01T00:00:00Z"}},
+                    {"ts": {"lt": "2030-01-01T00:00:00Z"}, "metadata": {"user": "u2"}}):
+            plan = ds.scanner(filter=f"{LIVE_ITEMS} AND {Filter.parse(raw).where()}",
+                              columns=[], with_row_id=True).explain_plan()
+            # every clause from an index: no column of the selected rows is read to refine it
+            assert "ScalarIndexQuery" in plan and "refine_filter=--" in plan, plan
         got = await memory.search("p", "fact", 50, filter=Filter.parse(
             {"metadata": {"user": "u1"}}))
         assert got["count"] == 27 and len(got["items"]) == 27
