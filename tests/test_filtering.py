@@ -17,7 +17,7 @@ from semmem.items import iso, parse_iso
 from semmem.memory import Memory
 from semmem.scoping import Filter
 from semmem.store import Store
-from tests.support.memory import open_memory
+from tests.support.memory import open_memory, small_indexed_memory
 
 DAY = 86_400_000
 T0 = parse_iso("2026-01-01T00:00:00Z")
@@ -96,11 +96,7 @@ def test_filtered_search_equals_a_brute_force_filter_over_the_export(
 
 async def test_filtered_search_of_an_indexed_partition_is_the_brute_force_filter(
         tmp_path: Path) -> None:
-    embedder = HashingEmbedder()
-    store = Store(str(tmp_path / "db"), dim=embedder.dim, model_id=embedder.model_id,
-                  index_threshold=50)
-    await store.open()
-    memory = Memory(store, embedder, index_candidates=40)
+    memory = await small_indexed_memory(tmp_path / "db")
     try:
         await memory.import_("p", [
             {"text": f"fact {i} about topic{i % 7} and word{i}",

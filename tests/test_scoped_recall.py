@@ -7,21 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from semmem.embedding.fakes import HashingEmbedder
 from semmem.errors import NotFound
-from semmem.memory import Memory
 from semmem.scoping import Filter
-from semmem.store import Store
+from tests.support.memory import small_indexed_memory
 
 
 @pytest.mark.parametrize("indexed", [False, True], ids=["small", "indexed"])
 async def test_a_filtered_recall_shows_only_the_facts_it_covers(tmp_path: Path,
                                                                 indexed: bool) -> None:
-    embedder = HashingEmbedder()
-    store = Store(str(tmp_path / "db"), dim=embedder.dim, model_id=embedder.model_id,
-                  index_threshold=50)
-    await store.open()
-    memory = Memory(store, embedder, index_candidates=40)
+    memory = await small_indexed_memory(tmp_path / "db")
+    store = memory.store
     try:
         size = 120 if indexed else 12
         await memory.import_("p", [

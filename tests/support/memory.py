@@ -16,6 +16,17 @@ async def open_memory(path: Path, embedder: object) -> Memory:
     return Memory(store, embedder)  # type: ignore[arg-type]
 
 
+async def small_indexed_memory(path: Path) -> Memory:
+    """A memory (fake embedder) whose partitions are indexed past 50 facts, reading 40
+    candidates through the index: what the filtered-read tests use to reach the indexed path."""
+    from semmem.embedding.fakes import HashingEmbedder
+
+    embedder = HashingEmbedder()
+    store = Store(str(path), dim=embedder.dim, model_id=embedder.model_id, index_threshold=50)
+    await store.open()
+    return Memory(store, embedder, index_candidates=40)
+
+
 async def remember_expired(memory: Memory, partition: str, text: str) -> int:
     """A fact that has expired: remembered, then ended by its owner (a new fact's own expiry
     must be in the future); its number."""

@@ -3,6 +3,7 @@ through ``memory_path``) started from the server's own venv, a recording proxy, 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import uuid
@@ -24,16 +25,22 @@ PATH = "/oc-memory"
 SERVER_PYTHON = os.environ.get("SEMMEM_SERVER_PYTHON", str(REPO / ".venv" / "bin" / "python"))
 
 
-@pytest.fixture(scope="session")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """A real server for the whole session; tests keep apart by partition."""
-    data = tmp_path_factory.mktemp("server") / "db"
-    proc = ServerProcess(data, python=SERVER_PYTHON, env={"SEMMEM_PATH": PATH})
+@contextlib.contextmanager
+def serving(data: Path, **env: str) -> Iterator[ServerProcess]:
+    """A real server on ``data`` at ``PATH`` (``env``: more of its settings), ready."""
+    proc = ServerProcess(data, python=SERVER_PYTHON, env={"SEMMEM_PATH": PATH, **env})
     proc.start()
     try:
         yield proc.wait_ready()
     finally:
         proc.stop()
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """A real server for the whole session; tests keep apart by partition."""
+    with serving(tmp_path_factory.mktemp("server") / "db") as proc:
+        yield proc
 
 
 @pytest.fixture

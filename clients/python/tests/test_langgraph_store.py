@@ -20,7 +20,7 @@ from langgraph.store.base import InvalidNamespaceError, PutOp
 from semmem_client import Client
 from semmem_client.langgraph import SemmemStore, namespace_of, partition_of
 
-from conftest import PATH
+from conftest import PATH, serving
 from fakes import ScriptedChatModel, calls
 from tests.support.server import ADMIN_TOKEN, TOKEN, ServerProcess
 
@@ -32,15 +32,8 @@ with warnings.catch_warnings():
 @pytest.fixture(scope="module")
 def own_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """A server of this module's own: namespaces are listed across the whole store."""
-    from conftest import SERVER_PYTHON
-
-    proc = ServerProcess(tmp_path_factory.mktemp("store") / "db", python=SERVER_PYTHON,
-                         env={"SEMMEM_PATH": PATH})
-    proc.start()
-    try:
-        yield proc.wait_ready()
-    finally:
-        proc.stop()
+    with serving(tmp_path_factory.mktemp("store") / "db") as proc:
+        yield proc
 
 
 @pytest.fixture

@@ -11,21 +11,15 @@ import pytest
 
 from semmem_client import Client, InvalidArguments, InvalidRequest
 
-from conftest import PATH, SERVER_PYTHON, async_client
+from conftest import PATH, async_client, serving
 from tests.support.server import ADMIN_TOKEN, TOKEN, ServerProcess
 
 
 @pytest.fixture(scope="module")
 def scoped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """A real server whose tools take metadata and filters."""
-    data = tmp_path_factory.mktemp("scoped") / "db"
-    proc = ServerProcess(data, python=SERVER_PYTHON,
-                         env={"SEMMEM_PATH": PATH, "SEMMEM_TOOL_METADATA": "1"})
-    proc.start()
-    try:
-        yield proc.wait_ready()
-    finally:
-        proc.stop()
+    with serving(tmp_path_factory.mktemp("scoped") / "db", SEMMEM_TOOL_METADATA="1") as proc:
+        yield proc
 
 
 @pytest.fixture

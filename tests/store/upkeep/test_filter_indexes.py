@@ -4,21 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from semmem.embedding.fakes import HashingEmbedder
-from semmem.memory import Memory
 from semmem.scoping import Filter
-from semmem.store import Store
 from semmem.store.files import open_dataset
 from semmem.store.schema import LIVE_ITEMS
+from tests.support.memory import small_indexed_memory
 
 
 async def test_an_indexed_partition_answers_a_filter_from_its_indexes_alone(
         tmp_path: Path) -> None:
-    embedder = HashingEmbedder()
-    store = Store(str(tmp_path / "db"), dim=embedder.dim, model_id=embedder.model_id,
-                  index_threshold=50)
-    await store.open()
-    memory = Memory(store, embedder, index_candidates=40)
+    memory = await small_indexed_memory(tmp_path / "db")
+    store = memory.store
     try:
         await memory.import_("p", [{"text": f"fact {i}", "metadata": {"user": f"u{i % 3}"}}
                                    for i in range(80)])
