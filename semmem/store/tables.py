@@ -50,7 +50,8 @@ from semmem.store.schema import (
     SCHEMA_VERSION,
     partition_schema,
 )
-from semmem.store.upkeep.compaction import INDEX_THRESHOLD, MaintenanceReport, Upkeep, index_probes
+from semmem.store.upkeep.compaction import MaintenanceReport, Upkeep
+from semmem.store.upkeep.indexes import INDEX_THRESHOLD, index_probes
 from semmem.store.views import Candidates, Head, IndexedView, PartitionSnapshot, ReadView, WriteView
 
 V = TypeVar("V")
