@@ -11,11 +11,13 @@ from __future__ import annotations
 import logging
 import math
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from semmem.store.commit.conflicts import is_commit_conflict, retry_conflicts
-from semmem.store.files import file_name, open_dataset
+from semmem.store.files import file_name
 from semmem.store.upkeep.filter_indexes import filter_columns, index_kind
+from semmem.store.upkeep.orphans import FILE_CACHE_TABLES
 
 log = logging.getLogger("semmem.store")
 
@@ -35,21 +37,17 @@ VECTOR_KIND = "IVF_SQ"
 # of them, +9 ms at 10,000, +14 ms at 20,000 (docs/benchmarks.md, "Index kinds").
 FOLD_ROWS = 5_000
 FOLD_FRACTION = 0.01
-FILE_CACHE_TABLES = 256  # tables whose per-version file lists ``Upkeep`` keeps
 
 
 class IndexUpkeep:
     """The index half of ``Upkeep``: what it reads of the dataclass, and the passes on indexes."""
 
-    storage_options: dict[str, str]
     index_threshold: int
     fold_rows: int
     fold_fraction: float
     _files_lock: threading.Lock
     _merged: dict[str, set[int]]
-
-    def _open(self, uri: str) -> Any:
-        return open_dataset(uri, self.storage_options)
+    _open: Callable[[str], Any]
 
     def build_index(self, uri: str, purge: bool = False) -> str:
         """Past the threshold: a cosine ``VECTOR_KIND`` index on vectors and B-trees on
