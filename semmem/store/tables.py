@@ -25,9 +25,10 @@ from semmem.errors import DeadlineExceeded, ModelMismatch, SemmemError, Unavaila
 from semmem.items import now_ms
 from semmem.store.commit.conflicts import moved_on
 from semmem.store.commit.fence import Fence
+from semmem.store.commit.group import after
 from semmem.store.commit.quota import Quota
 from semmem.store.commit.tail import head_rows
-from semmem.store.commit.writes import Writer, after
+from semmem.store.commit.writes import Writer
 from semmem.store.connection import Connection
 from semmem.store.files import remote
 from semmem.store.reads.indexed import IndexedReads
