@@ -462,7 +462,7 @@ class Memory:
 
     async def last_update(self, partition: str) -> int | None:
         """When the partition last changed (its newest item or tombstone), if ever."""
-        return await inspection.last_update(self, partition)
+        return await inspection.last_update(await self.read_view(partition), self.retention)
 
     # ----- owners' upkeep (semmem.lifecycle.passes) -------------------------------------------
     async def maintain(self, partition: str | None = None, *,
