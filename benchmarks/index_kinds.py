@@ -69,7 +69,7 @@ def recall_at_10(got: Any, q: np.ndarray, held: np.ndarray) -> float:
 def lists(rows: int, kind: dict[str, Any]) -> int:
     """IVF lists: √rows as ``upkeep.index_lists``; an HNSW kind gets one list per ~64k rows
     (each list holds a graph; the probed lists are all of them at these sizes)."""
-    from semmem.store.upkeep.compaction import index_lists
+    from semmem.store.upkeep.indexes import index_lists
 
     return max(1, rows // 65_536) if kind.get("lists") == "hnsw" else index_lists(rows)
 
@@ -106,7 +106,7 @@ async def measure(path: Path, size: int, held: np.ndarray, qvecs: np.ndarray, wa
     import lance
     import lancedb
 
-    from semmem.store.upkeep.compaction import index_probes
+    from semmem.store.upkeep.indexes import index_probes
 
     ds = lance.dataset(str(path))
     build = {k: v for k, v in kwargs.items() if k != "lists"}
@@ -155,7 +155,7 @@ async def tails(path: Path, size: int, held: np.ndarray, qvecs: np.ndarray, warm
     """Search latency and recall with unindexed rows beside a ``kind`` index; the fold."""
     import lance
 
-    from semmem.store.upkeep.compaction import index_probes
+    from semmem.store.upkeep.indexes import index_probes
 
     kwargs, settings = next((k, s) for t, k, s in KINDS if t == kind)
     built = await measure(path, size, held, qvecs, warm, kind, kwargs, settings[:1])

@@ -461,7 +461,7 @@ async def main() -> None:
     parser.add_argument("--tail", type=int, default=TAIL,
                         help="rows written one per commit after the index build")
     args = parser.parse_args()
-    from semmem.store.upkeep.compaction import INDEX_THRESHOLD
+    from semmem.store.upkeep.indexes import INDEX_THRESHOLD
 
     model = SentenceTransformerEmbedder(default_model_dir(), threads=args.threads)
     encoders: list[Embedder] = []

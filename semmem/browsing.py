@@ -16,9 +16,9 @@ if TYPE_CHECKING:
 
 async def item(memory: Memory, partition: str, n: int) -> Item | None:
     """The live item ``n`` (not expired), if there is one."""
-    view = await memory.store.read_view(partition)
+    view = await memory.stored_view(partition)
     if isinstance(view, IndexedView):
-        found = (await memory.store.numbered(view, numbers=[n])).items
+        found = (await memory.numbered(view, numbers=[n])).items
         got = found[0] if found else None
     else:
         got = view.get(n)  # a snapshot: the whole (small) partition is already in memory
@@ -29,9 +29,9 @@ async def page(memory: Memory, partition: str, after: int, limit: int
                ) -> tuple[list[Item], int | None]:
     """The live items (not expired) among the first ``limit`` numbered above ``after``, and
     the number the next page starts after (``None``: none follows)."""
-    view = await memory.store.read_view(partition)
+    view = await memory.stored_view(partition)
     if isinstance(view, IndexedView):
-        items = (await memory.store.numbered(view, after=after, limit=limit + 1)).items
+        items = (await memory.numbered(view, after=after, limit=limit + 1)).items
     else:
         items = [it for it in view.items if it.n > after][:limit + 1]
     alive = memory.retention.alive(await memory.retention.max_age(partition))

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -27,23 +26,21 @@ from semmem.contract import (
 from semmem.embedding.embedder import Embedder
 from semmem.embedding.queue import ModelQueue
 from semmem.errors import InvalidArguments, InvalidInput
-from semmem.importing import ImportReport, import_records
+from semmem.importing import ImportReport
 from semmem.items import EXPIRES, Item, clean_attrs, clean_text, future_expiry, trim
-from semmem.lifecycle import inspection, passes
-from semmem.lifecycle.consolidation import similar_groups
+from semmem.lifecycle.owners import Owners
 from semmem.lifecycle.retention import Retention
-from semmem.lifecycle.stats import PartitionStats, partition_stats
+from semmem.lifecycle.stats import PartitionStats
 from semmem.metadata import METADATA
 from semmem.ranking.ranker import Ranker, Scored
 from semmem.ranking.similar import (
     MAX_SIMILAR,
     SIMILAR_THRESHOLD,
-    Group,
     Rows,
     nearest,
     standing_out,
 )
-from semmem.results import Recall
+from semmem.results import Recall, recall_candidates
 from semmem.rules import Operation
 from semmem.scheduling.observing import QuietObserver, WriteObserver
 from semmem.scoping import Filter
@@ -52,27 +49,12 @@ from semmem.store.views import IndexedView, PartitionSnapshot, ReadView, WriteVi
 
 if TYPE_CHECKING:  # the store's engine loads only where a store is opened
     from semmem.store.tables import Store
-    from semmem.store.upkeep.compaction import MaintenanceReport
 
 __all__ = ["ImportReport", "Memory", "Operation", "PartitionStats", "QuietObserver", "Recall",
-           "WriteObserver"]
+           "WriteObserver", "recall_candidates"]
 
 
-# An indexed partition's recall ranks as many candidates as its budget can use: one per
-# ``CANDIDATE_BYTES`` of ``maxBytes``, at least ``MIN_CANDIDATES``, at most ``index_candidates``.
-# Each candidate costs a read of its columns; on LoCoMo dev through the index, 50 candidates
-# gave the gold recall of 100 at budgets up to 2 KB, not at 4 KB (docs/benchmarks.md).
-CANDIDATE_BYTES = 40
-MIN_CANDIDATES = 50
-
-
-def recall_candidates(max_bytes: int, most: int) -> int:
-    """How many of an indexed partition's nearest items a recall within ``max_bytes`` ranks
-    (``most``: the ``index_candidates`` setting)."""
-    return min(most, max(MIN_CANDIDATES, max_bytes // CANDIDATE_BYTES))
-
-
-class Memory:
+class Memory(Owners):
     """Remember, update, forget, search and recall numbered facts."""
 
     def __init__(
@@ -244,14 +226,6 @@ class Memory:
             partition, plan, op, dropped=new_text is not None, numbers=[n, *hints.candidates]),
             sets_expiry=EXPIRES in changes)
 
-    async def expire(self, partition: str, numbers: builtins.list[int]) -> builtins.list[int]:
-        """Forget those of ``numbers`` that are expired at the decided version, through the
-        forget path (their texts leave every file within the forget window); returns them."""
-        alive = self.retention.alive(await self.retention.max_age(partition))
-        result = await self._write(partition, rules.expire(numbers, alive), None, dropped=True,
-                                   numbers=numbers)
-        return list(result["expired"])
-
     async def forget_matching(self, partition: str, filter: Filter) -> builtins.list[int]:
         """Forget every live fact ``filter`` covers, through the forget path; returns their
         numbers (``semmem.filtering.forget_matching``). Owners only: no tool reaches it."""
@@ -308,24 +282,6 @@ class Memory:
         plan = rules.forget(n, cursor_seq, op, self.idempotency_ttl_ms, owner,
                             filtering.scoped(lambda item: True, scope))
         return await self._write(partition, plan, op, dropped=True, numbers=[n])
-
-    async def import_(
-        self, partition: str, records: Iterable[dict[str, Any]], *, batch_size: int = 256,
-        progress: Callable[[int], None] | None = None,
-    ) -> ImportReport:
-        """Bulk-add records (``{"text", "n"?, "ts"?, "updated"?, record fields…}``): numbers
-        kept when free (an export imports back unchanged), texts already present skipped."""
-        return await import_records(self._write, self.model.embed, partition, records,
-                                    batch_size=batch_size, progress=progress,
-                                    alive=self.retention.alive(
-                                        await self.retention.max_age(partition)))
-
-    async def delete_partition(self, partition: str) -> bool:
-        """Delete the partition and every file of it. Returns whether it existed."""
-        existed = await self.store.drop(partition)
-        if existed and self.observer is not None:
-            self.observer.partition_deleted(partition)
-        return existed
 
     # ----- reads -------------------------------------------------------------------------------
     async def recall(self, partition: str, text: str | None, max_bytes: int, *,
@@ -442,39 +398,3 @@ class Memory:
         items = list(reversed(items)) if newest_first else items
         end = None if limit is None else offset + limit
         return items[offset:end]
-
-    async def export(self, partition: str) -> AsyncIterator[dict[str, Any]]:
-        """Every live item as a JSON-ready record (the JSONL export format)."""
-        for item in await self.list(partition):
-            yield item.public()
-
-    async def stats(self, partition: str) -> PartitionStats:
-        """Counters of one partition (the expired left out), its text bytes and the quotas
-        (see ``semmem.lifecycle.stats``)."""
-        return await partition_stats(self.store, self.observer, await self.read_view(partition))
-
-    async def similar(self, partition: str, threshold: float | None = None) -> builtins.list[Group]:
-        """Groups of recallable facts that probably restate or supersede each other: each fact
-        linked to its best match, closest pair's group first, newest first in each (an owner's
-        clean-up; ``threshold``: the hints' by default)."""
-        return await similar_groups(self.store, partition,
-                                    self.similar_threshold if threshold is None else threshold,
-                                    self.retention)
-
-    async def last_update(self, partition: str) -> int | None:
-        """When the partition last changed (its newest item or tombstone), if ever."""
-        return await inspection.last_update(self, partition)
-
-    # ----- owners' upkeep (semmem.lifecycle.passes) -------------------------------------------
-    async def maintain(self, partition: str | None = None, *,
-                       retention: timedelta | None = None
-                       ) -> builtins.list[MaintenanceReport]:
-        """Compact, prune and purge one partition, or every partition and the registry."""
-        return await passes.maintain(self.store, partition, retention=retention)
-
-    async def reindex(self, partition: str | None = None, *, batch_size: int = 256,
-                      progress: Callable[[int, int], None] | None = None) -> int:
-        """Re-embed every item with this memory's model (an offline migration); see
-        ``semmem.lifecycle.passes.reindex``."""
-        return await passes.reindex(self.store, self.model, partition, batch_size=batch_size,
-                                    progress=progress)

@@ -16,6 +16,19 @@ from semmem.ranking.packing import pack
 from semmem.ranking.ranker import Ranker, Scored
 from semmem.store.views import ItemSet
 
+# An indexed partition's recall ranks as many candidates as its budget can use: one per
+# ``CANDIDATE_BYTES`` of ``maxBytes``, at least ``MIN_CANDIDATES``, at most ``index_candidates``.
+# Each candidate costs a read of its columns; on LoCoMo dev through the index, 50 candidates
+# gave the gold recall of 100 at budgets up to 2 KB, not at 4 KB (docs/benchmarks.md).
+CANDIDATE_BYTES = 40
+MIN_CANDIDATES = 50
+
+
+def recall_candidates(max_bytes: int, most: int) -> int:
+    """How many of an indexed partition's nearest items a recall within ``max_bytes`` ranks
+    (``most``: the ``index_candidates`` setting)."""
+    return min(most, max(MIN_CANDIDATES, max_bytes // CANDIDATE_BYTES))
+
 
 @dataclass(frozen=True)
 class Recall:

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 from semmem.items import now_ms
 
 if TYPE_CHECKING:  # the storage engine loads with the first backup, not with the app
+    from semmem.memory import Memory
     from semmem.store.copies.objects import Objects
-    from semmem.store.tables import Store
 
 KEPT = 20  # finished jobs remembered
 log = logging.getLogger("semmem.backup")
@@ -26,9 +26,9 @@ class BackupJobs:
         self.jobs: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._tasks: set[asyncio.Task[None]] = set()
 
-    def start(self, store: Store, target: Objects, default_retention_ms: int | None = None
+    def start(self, memory: Memory, target: Objects, default_retention_ms: int | None = None
               ) -> dict[str, Any]:
-        """Start a backup of ``store`` into ``target`` (facts expired under the retention,
+        """Start a backup of ``memory``'s store into ``target`` (facts expired under the retention,
         whose default is ``default_retention_ms``, as tombstones); returns its job (state
         ``running``)."""
         job: dict[str, Any] = {"job": secrets.token_hex(8), "state": "running",
@@ -36,19 +36,16 @@ class BackupJobs:
         self.jobs[job["job"]] = job
         while len(self.jobs) > KEPT:
             self.jobs.popitem(last=False)
-        task = asyncio.create_task(self._run(job, store, target, default_retention_ms),
+        task = asyncio.create_task(self._run(job, memory, target, default_retention_ms),
                                    name="semmem-backup")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return dict(job)
 
-    async def _run(self, job: dict[str, Any], store: Store, target: Objects,
+    async def _run(self, job: dict[str, Any], memory: Memory, target: Objects,
                    default_retention_ms: int | None) -> None:
-        from semmem.lifecycle.backup import create_backup
-
         try:
-            manifest = await create_backup(store, target,
-                                           default_retention_ms=default_retention_ms)
+            manifest = await memory.backup(target, default_retention_ms=default_retention_ms)
         except Exception as exc:  # reported to the owner, and logged with its cause
             log.exception("backup into %s failed", target.uri)
             job.update(state="failed", error=f"{type(exc).__name__}: {exc}")

@@ -26,7 +26,7 @@ async def sweep(memory: Memory, partitions: list[str] | None = None) -> dict[str
     forgotten per partition (partitions with none left out)."""
     done: dict[str, list[int]] = {}
     for partition in partitions if partitions is not None else await memory.partitions():
-        view = await memory.store.read_view(partition)
+        view = await memory.stored_view(partition)
         max_age = await memory.retention.max_age(partition)
         numbers = await memory.retention.expired(view, max_age)
         for start in range(0, len(numbers), CHUNK):

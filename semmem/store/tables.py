@@ -20,23 +20,22 @@ from typing import Any, TypeVar
 import numpy as np
 import pyarrow as pa
 
-from semmem import tracing
 from semmem.contract import check_partition
 from semmem.errors import DeadlineExceeded, ModelMismatch, SemmemError, Unavailable
 from semmem.items import now_ms
 from semmem.store.commit.conflicts import moved_on
 from semmem.store.commit.fence import Fence
+from semmem.store.commit.group import after
 from semmem.store.commit.quota import Quota
 from semmem.store.commit.tail import head_rows
-from semmem.store.commit.writes import Writer, after
+from semmem.store.commit.writes import Writer
 from semmem.store.connection import Connection
-from semmem.store.files import open_dataset, remote
-from semmem.store.reads.keyed import items_numbered, numbers_after
-from semmem.store.reads.reading import candidates, decode
-from semmem.store.reads.recency import recent_items
-from semmem.store.reads.snapshots import WRITE_LOADS, Snapshots, live_text_bytes
+from semmem.store.files import remote
+from semmem.store.reads.indexed import IndexedReads
+from semmem.store.reads.reading import decode
+from semmem.store.reads.snapshots import WRITE_LOADS, Snapshots
+from semmem.store.registered import Registered
 from semmem.store.rows import (
-    ITEM_COLUMNS,
     KIND_HEAD,
     KIND_ITEM,
     Lookup,
@@ -50,8 +49,9 @@ from semmem.store.schema import (
     SCHEMA_VERSION,
     partition_schema,
 )
-from semmem.store.upkeep.compaction import INDEX_THRESHOLD, MaintenanceReport, Upkeep, index_probes
-from semmem.store.views import Candidates, Head, IndexedView, PartitionSnapshot, ReadView, WriteView
+from semmem.store.upkeep.compaction import MaintenanceReport, Upkeep
+from semmem.store.upkeep.indexes import INDEX_THRESHOLD
+from semmem.store.views import Head, IndexedView, PartitionSnapshot, ReadView, WriteView
 
 V = TypeVar("V")
 log = logging.getLogger("semmem.store")
@@ -62,7 +62,7 @@ log = logging.getLogger("semmem.store")
 RETRIES = {"client_max_retries": "3", "client_retry_timeout": "10", "download_retry_count": "2"}
 
 
-class Store:
+class Store(Registered, IndexedReads):
     """Partitions of numbered items in LanceDB (local directory or object storage URI)."""
 
     def __init__(
@@ -166,60 +166,6 @@ class Store:
         self.conn.close()
         self.snapshots.clear()
 
-    async def request_purge(self, *partitions: str) -> None:
-        """Ask the servers of this store to purge ``partitions`` (this process runs no
-        maintenance of its own, or stops before its purges are done), in one registry commit;
-        best effort: the servers' start-up purge is the fallback."""
-        names = [table_name(p) for p in partitions]
-        try:
-            await self.conn.registry.request_purge(*names)
-        except Exception:
-            log.warning("could not ask the servers to purge partition table(s) %s",
-                        ", ".join(names), exc_info=True)
-
-    async def purge_requests(self) -> dict[str, int]:
-        """Partitions whose purge another process asked for, with when it asked (its clock);
-        the registry is read again only when its version moved."""
-        version, asked = await self.conn.registry.purge_requests()
-        if self._asked is not None and self._asked[0] == version:
-            return self._asked[1]
-        rows = await self.conn.registry.rows() if asked else {}  # no listing of the tables
-        names = {k[2:]: str(v["partition"]) for k, v in rows.items() if k.startswith("t:")}
-        mapped = {names[t]: at for t, at in asked.items() if t in names}
-        self._asked = (version, mapped)
-        return mapped
-
-    async def meta(self) -> dict[str, Any] | None:
-        """The store's metadata (schema version, model), or ``None`` for a new store."""
-        return await self.conn.registry.meta()
-
-    async def set_meta(self, value: dict[str, Any]) -> None:
-        """Replace the store's metadata (used on creation and by reindex)."""
-        await self.conn.registry.set_meta(value)
-
-    async def retention(self) -> dict[str, int | None]:
-        """Retention overrides by partition table name (max age in ms; ``None``: forever)."""
-        return await self.conn.registry.retention()
-
-    async def retention_policies(self) -> tuple[dict[str, int | None], tuple[bool, int | None]]:
-        """The retention overrides (as ``retention``) and whether a deployment default was
-        recorded as applied by a full sweep, with its max age in ms (``None``: forever), in
-        one read of the registry."""
-        return await self.conn.registry.policies()
-
-    async def set_applied_retention(self, max_age_ms: int | None) -> None:
-        """Record the deployment default a full sweep just applied."""
-        await self.conn.registry.set_applied_default(max_age_ms)
-
-    async def set_retention(self, partition: str, max_age_ms: int | None, *,
-                            inherit: bool = False) -> None:
-        """Set ``partition``'s retention override (``None``: forever), or drop it (inherit)."""
-        await self.conn.registry.set_retention(table_name(partition), max_age_ms, inherit)
-
-    async def partitions(self) -> list[str]:
-        """Names of all partitions that exist, sorted."""
-        return await self.conn.registry.partitions(set(await self.conn.table_names()))
-
     def cache_stats(self) -> dict[str, int]:
         """What the caches hold now: open tables, cached views and their items."""
         return {"tables": self.conn.open_tables, "snapshots": len(self._views),
@@ -304,116 +250,6 @@ class Store:
             live = int(ds.count_rows(filter=LIVE_ITEMS))
             head = replace(head, live=live)
         return IndexedView(head, live)
-
-    async def nearest(self, view: IndexedView, query: np.ndarray, k: int,
-                      columns: list[str] = ITEM_COLUMNS) -> Candidates:
-        """The ``k`` live items of an indexed partition nearest to ``query`` (cosine); rows
-        not yet in the index are searched exactly. Only ``columns`` are read (each costs a
-        read per candidate): ``rows.HINT_COLUMNS`` leaves the items' texts empty."""
-        tbl = await self.conn.table(view.head.partition, create=False)
-        if tbl is None:
-            return Candidates([], np.zeros((0, self.dim), np.float32), view.head)
-        q = (
-            tbl.vector_search(np.asarray(query, np.float32).reshape(-1))
-            .column("vector").distance_type("cosine").nprobes(index_probes(view.count))
-            # _distance selected too: a search without it is deprecated (and logs so).
-            .limit(k).select([*columns, "_distance"])
-        )
-        with tracing.span("semmem.candidates") as span:
-            data = await q.to_arrow()
-            found = await asyncio.to_thread(candidates, view.head, data, self.dim)
-            span.set("semmem.candidates.count", found.size)
-            return found
-
-    async def nearest_numbers(self, partition: str, query: np.ndarray, k: int) -> list[int]:
-        """The numbers of the ``k`` live items nearest to ``query``, searched in the table (its
-        vector index if it has one, else every vector) without loading the partition."""
-        tbl = await self.conn.table(partition, create=False)
-        if tbl is None:
-            return []
-        q = (
-            tbl.vector_search(np.asarray(query, np.float32).reshape(-1))
-            .column("vector").distance_type("cosine").where(LIVE_ITEMS)
-            .limit(k).select(["n", "_distance"])
-        )
-        return [int(n) for n in (await q.to_arrow()).column("n").to_pylist()]
-
-    async def neighbours(self, view: IndexedView, queries: np.ndarray, k: int
-                         ) -> list[tuple[list[int], list[float]]]:
-        """For each of ``queries`` (rows), the numbers and cosines of its ``k`` nearest live
-        items in an indexed partition, best first: many searches in one index query."""
-        tbl = await self.conn.table(view.head.partition, create=False)
-        if tbl is None or not len(queries):
-            return [([], []) for _ in queries]
-        q = (
-            tbl.vector_search([np.asarray(v, np.float32) for v in queries])
-            .column("vector").distance_type("cosine").nprobes(index_probes(view.count))
-            # refined on the full vectors: the cosines are exact (an IVF_SQ list's are not)
-            .refine_factor(1).where(LIVE_ITEMS).limit(k).select(["n", "_distance"])
-        )
-        data = await q.to_arrow()
-        out: list[tuple[list[int], list[float]]] = [([], []) for _ in queries]
-        for qi, n, dist in zip(data.column("query_index").to_pylist(),
-                               data.column("n").to_pylist(),
-                               data.column("_distance").to_pylist(), strict=True):
-            out[qi][0].append(int(n))
-            out[qi][1].append(1.0 - float(dist))
-        return out
-
-    async def recent(self, view: IndexedView, k: int) -> Candidates:
-        """The ``k`` most recently updated live items of an indexed partition."""
-        uri = await self.conn.uri_of(view.head.partition)
-        if uri is None:
-            return Candidates([], np.zeros((0, self.dim), np.float32), view.head)
-
-        def load() -> Candidates:
-            ds = open_dataset(uri, self.storage_options, session=self.snapshots.session)
-            return recent_items(ds, view.head, k, self.dim, view.count)
-
-        return await asyncio.to_thread(load)
-
-    async def numbered(self, view: IndexedView, *, numbers: list[int] | None = None,
-                       after: int = 0, limit: int = 100) -> Candidates:
-        """Live items of an indexed partition at the view's version, by number: ``numbers``,
-        or else the first ``limit`` above ``after``; read by key, the partition never loaded."""
-        uri = await self.conn.uri_of(view.head.partition)
-        if uri is None:
-            return Candidates([], np.zeros((0, self.dim), np.float32), view.head)
-
-        def load() -> Candidates:
-            ds = open_dataset(uri, self.storage_options, view.head.version)
-            wanted = numbers if numbers is not None else numbers_after(ds, after, limit)
-            return items_numbered(ds, view.head, wanted, self.dim)
-
-        return await asyncio.to_thread(load)
-
-    async def lifetimes(self, view: IndexedView) -> tuple[np.ndarray, np.ndarray, list[Any]]:
-        """Of an indexed partition's live items at ``view``'s version: numbers, last writes,
-        and record fields (JSON or ``None``): what their expiry is computed from."""
-        uri = await self.conn.uri_of(view.head.partition)
-        if uri is None:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64), []
-
-        def load() -> tuple[np.ndarray, np.ndarray, list[Any]]:
-            ds = open_dataset(uri, self.storage_options, view.version)
-            cols = ds.to_table(columns=["n", "updated", "attrs"], filter=LIVE_ITEMS)
-            return (cols.column("n").to_numpy(), cols.column("updated").to_numpy(),
-                    cols.column("attrs").to_pylist())
-
-        return await asyncio.to_thread(load)
-
-    async def text_bytes(self, view: ReadView) -> int:
-        """UTF-8 bytes of the live texts of ``view``'s partition at its version (what a byte
-        quota counts): summed from a snapshot, read from the table's text column past the
-        index threshold."""
-        if isinstance(view, PartitionSnapshot):
-            return view.text_bytes
-        tbl = await self.conn.table(view.partition, create=False)
-        if tbl is None:
-            return 0
-        uri = await tbl.uri()
-        return await asyncio.to_thread(
-            lambda: live_text_bytes(open_dataset(uri, self.storage_options, view.version)))
 
     async def count_forgotten(self, partition: str) -> int:
         """How many tombstones (forgotten numbers) the partition holds."""

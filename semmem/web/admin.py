@@ -258,7 +258,7 @@ async def start_backup(request: Request, rt: RuntimeDep) -> Response:
     at once with the job, whose outcome ``GET /admin/backups`` shows."""
 
     async def work(memory: Memory) -> Response:
-        job = request.app.state.backups.start(memory.store, _backup_target(rt),
+        job = request.app.state.backups.start(memory, _backup_target(rt),
                                               rt.settings.retention_ms)
         return Response(dumps(job), 202, media_type=MEDIA_TYPE)
 

@@ -19,11 +19,10 @@ import functools
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from semmem import tracing
@@ -31,11 +30,12 @@ from semmem.errors import DeadlineExceeded, ModelMismatch, SemmemError, Unavaila
 from semmem.items import now_ms
 from semmem.store.commit.conflicts import backoff, is_commit_conflict, moved_on
 from semmem.store.commit.fence import Fence, Stale, gaps, listed_versions
+from semmem.store.commit.group import after, joined
 from semmem.store.commit.quota import Quota
 from semmem.store.commit.tail import Layout, commit, tail_limit
 from semmem.store.rows import Lookup, Mutation, Plan, table_name
 from semmem.store.schema import Batch
-from semmem.store.views import WriteView, expiring, text_bytes
+from semmem.store.views import WriteView
 
 log = logging.getLogger("semmem.store")
 
@@ -69,36 +69,6 @@ class _Queue:
     pending: list[Pending] = field(default_factory=list)
     task: asyncio.Task[None] | None = None
     arrived: asyncio.Event = field(default_factory=asyncio.Event)  # a coming write got here
-
-
-def joined(lookups: Sequence[Lookup]) -> Lookup:
-    """One lookup for a group: every record, number and text any of its writes asks for."""
-    return Lookup(ops=sorted({k for lk in lookups for k in lk.ops}),
-                  numbers=sorted({n for lk in lookups for n in lk.numbers}),
-                  texts=list(dict.fromkeys(t for lk in lookups for t in lk.texts)))
-
-
-def after(view: WriteView, m: Mutation) -> WriteView:
-    """``view`` as the next write of the same group sees it: ``m``'s rows applied."""
-    batch = Batch.of(view.head, [m])
-    items, vectors, tombstones = batch.changes(view.model or "")
-    keep = [(it, view.vectors[i]) for i, it in enumerate(view.items)
-            if it.n not in batch.items]
-    merged = sorted(keep + list(zip(items, vectors, strict=True)), key=lambda p: p[0].n)
-    added = sum(1 for it in items if view.get(it.n) is None)
-    dropped = sum(1 for n in tombstones if view.get(n) is not None)
-    head = replace(view.head, hwm=batch.hwm)
-    # The rows a write replaces were looked up (its numbers): they are in the view.
-    old = [it for n in batch.items if (it := view.get(n)) is not None]
-    size = view.text_bytes
-    if size is not None:
-        size += text_bytes(items) - text_bytes(old)
-    return WriteView(
-        [it for it, _ in merged],
-        np.array([v for _, v in merged], np.float32).reshape(-1, view.vectors.shape[1]),
-        head, view.live + added - dropped, {**view.tombstones, **tombstones},
-        {**view.ops, **batch.ops}, size,
-        expiring=view.expiring + expiring(items) - expiring(old))
 
 
 class Writer:

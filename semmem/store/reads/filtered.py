@@ -18,7 +18,7 @@ from semmem.store.files import open_dataset
 from semmem.store.reads.reading import candidates
 from semmem.store.rows import ITEM_COLUMNS
 from semmem.store.schema import LIVE_ITEMS
-from semmem.store.upkeep.compaction import index_probes
+from semmem.store.upkeep.indexes import index_probes
 from semmem.store.views import Candidates, IndexedView
 
 if TYPE_CHECKING:

@@ -1,3 +1,3 @@
-"""The engine's upkeep: compaction, cleanup and index upkeep (``compaction``), a table's
-invariants and their repair (``check``), unfinished uploads (``uploads``) and the engine's
-private temp folder (``scratch``)."""
+"""The engine's upkeep: compaction and cleanup (``compaction``), index upkeep (``indexes``),
+unreferenced files (``orphans``), a table's invariants and their repair (``check``), unfinished
+uploads (``uploads``) and the engine's private temp folder (``scratch``)."""

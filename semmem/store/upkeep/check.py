@@ -16,7 +16,7 @@ import asyncio
 import functools
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -30,7 +30,19 @@ from semmem.store.schema import Batch, head_counts, split_attrs
 from semmem.store.views import Head, OpRecord
 
 if TYPE_CHECKING:
-    from semmem.store.tables import Store
+    from semmem.store.connection import Connection
+    from semmem.store.reads.snapshots import Snapshots
+    from semmem.store.upkeep.compaction import Upkeep
+
+
+class Checked(Protocol):
+    """What a check uses of ``Store`` (named so, not imported: the store calls the check)."""
+
+    conn: Connection
+    storage_options: dict[str, str]
+    model_id: str
+    snapshots: Snapshots
+    upkeep: Upkeep
 
 
 @dataclass
@@ -170,7 +182,7 @@ def check_table(uri: str, storage_options: dict[str, str] | None = None) -> list
                              for name in missing_files(uri, storage_options or {}, ds)]
 
 
-async def check_partition(store: Store, partition: str, *, repair: bool = False
+async def check_partition(store: Checked, partition: str, *, repair: bool = False
                           ) -> CheckReport:
     """Check ``partition``'s latest version; with ``repair``, commit the fix (then the caller
     purges: a forget that won leaves its text in old versions until then)."""

@@ -1,4 +1,6 @@
-"""Table upkeep: prune records, compact, remove old versions, sweep orphans, build indexes.
+"""Table upkeep: prune records, compact, remove old versions; the passes on indexes are
+``IndexUpkeep``'s (``store/upkeep/indexes.py``), the sweeps of unreferenced files
+``OrphanUpkeep``'s (``store/upkeep/orphans.py``): ``Upkeep`` is the one object of all three.
 
 Works on a table's URI and storage options, never on ``Store``: every pass opens the dataset
 itself, so it can run on a worker thread beside the store's readers and writers.
@@ -7,7 +9,6 @@ itself, so it can run on a worker thread beside the store's readers and writers.
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 from dataclasses import dataclass, field
@@ -19,36 +20,18 @@ from lance.optimize import Compaction, CompactionOptions
 from semmem.items import now_ms
 from semmem.store.commit.conflicts import is_commit_conflict, retry_conflicts
 from semmem.store.commit.fence import Fence, age_s, gaps, listed_versions
-from semmem.store.files import (
-    data_files,
-    file_name,
-    filesystem,
-    open_dataset,
-    remove_data_files,
-    stale_data_files,
-)
+from semmem.store.files import file_name, filesystem, open_dataset, remove_data_files
 from semmem.store.rows import KIND_HEAD, KIND_OP
-from semmem.store.upkeep.filter_indexes import filter_columns, index_kind
-from semmem.store.upkeep.uploads import abort_unfinished
+from semmem.store.upkeep.indexes import (
+    FOLD_FRACTION,
+    FOLD_ROWS,
+    INDEX_THRESHOLD,
+    IndexUpkeep,
+)
+from semmem.store.upkeep.orphans import OrphanUpkeep, listed
 
 log = logging.getLogger("semmem.store")
 
-INDEX_THRESHOLD = 50_000  # rows; see docs/scaling.md for the measurements behind it
-VECTOR_INDEX = "vector_idx"
-# B-trees past the threshold: the write views' lookups (key, dkey), blank-input recall (updated)
-SCALAR_INDEXED = ("key", "dkey", "updated")
-# The vector index kind built (docs/scaling.md: IVF with 8-bit scalar-quantised lists is a
-# quarter of IVF_FLAT's size, so a million rows' lists fit the 1 GiB index cache, at the same
-# recall@10: the candidates are re-ranked on their full vectors). A table whose index is of
-# another kind (built by older code) keeps it until its next fold, which builds this kind.
-VECTOR_KIND = "IVF_SQ"
-# Rows Lance searches exactly beside the index before a pass folds them in: at most
-# ``FOLD_ROWS``, or 1 % of the indexed rows when fewer. A fold rewrites the index's lists,
-# O(partition): 29 s at 1M, which folding at every pass (every ``compact_every`` writes) spent
-# per 32 writes. Unindexed rows cost each search a flat scan: at 1M, +3 ms for 1,000 to 5,000
-# of them, +9 ms at 10,000, +14 ms at 20,000 (docs/benchmarks.md, "Index kinds").
-FOLD_ROWS = 5_000
-FOLD_FRACTION = 0.01
 # Fragments this size or larger are left alone by routine compaction (which merges the small
 # fragments writes add), and purging a forgotten text rewrites at most one of them.
 FRAGMENT_ROWS = 8_192
@@ -56,7 +39,6 @@ FRAGMENT_ROWS = 8_192
 # a cold read costs a request per fragment, and merging K costs about K + 9 requests (measured
 # on object storage: docs/scaling.md), so 6 pays for itself after three cold reads.
 COMPACT_FRAGMENTS = 6
-FILE_CACHE_TABLES = 256  # tables whose per-version file lists ``Upkeep`` keeps
 
 
 @dataclass(frozen=True)
@@ -75,7 +57,7 @@ class MaintenanceReport:
 
 
 @dataclass
-class Upkeep:
+class Upkeep(OrphanUpkeep, IndexUpkeep):
     """How tables of one store are kept: retention, orphan age and index threshold."""
 
     storage_options: dict[str, str] = field(default_factory=dict)
@@ -294,263 +276,6 @@ class Upkeep:
         except Exception:  # the sweep of unreferenced files will get them later
             log.warning("could not remove the files of an uncommitted compaction", exc_info=True)
 
-    def leftover(self, uri: str, names: list[str]) -> None:
-        """The data files of a commit that failed with an unknown outcome: deleted unless a
-        version references them (it landed); when that cannot be told now, the next pass
-        tries again — they copy live rows, which a later forget must not leave on disk."""
-        if not names:
-            return
-        with self._files_lock:
-            self._leftovers.setdefault(uri, set()).update(file_name(n) for n in names)
-        self._remove_leftovers(uri)
-
-    def _remove_leftovers(self, uri: str) -> None:
-        with self._files_lock:
-            names = self._leftovers.pop(uri, set())
-        if not names:
-            return
-        try:
-            unreferenced = names - self.referenced(uri)
-            fs, table = filesystem(uri, self.storage_options)
-            removed = remove_data_files(fs, table, unreferenced)
-            if removed:
-                log.info("removed %d file(s) of a write that did not commit", removed)
-        except Exception:
-            with self._files_lock:
-                self._leftovers.setdefault(uri, set()).update(names)
-            log.warning("could not remove the files of a failed write yet; will retry")
-
-    def _seen(self, uri: str) -> None:
-        """Note the files of every version there is now, before a cleanup removes some."""
-        try:
-            self.referenced(uri)
-        except Exception:  # then what this cleanup releases waits for the orphan sweep
-            log.warning("cannot list the versions of %s before its cleanup",
-                        file_name(uri.rstrip("/")))
-
-    def _remove_released(self, uri: str) -> None:
-        """Delete the data files of removed versions that no version left references.
-
-        Lance's cleanup keeps a removed version's files while their times are younger than its
-        cutoff, as files a write may still be making; but a file written by a process whose
-        clock runs ahead (or by a store whose clock does) is young by this clock for a while
-        after its versions went, and no later cleanup looks at it again: a forgotten text would
-        wait for the orphan sweep (``orphan_age``). A file a committed version referenced is
-        no write's work in progress, and no commit can reference it again once the latest
-        version does not (a commit made on an older version conflicts with the one that
-        dropped it), so it goes now."""
-        try:
-            left = self.referenced(uri)
-            with self._files_lock:
-                names = self._released.pop(uri, set()) - left
-            if not names:
-                return
-            fs, table = filesystem(uri, self.storage_options)
-            removed = remove_data_files(fs, table, names)
-        except Exception:  # the orphan sweep gets them later
-            log.warning("cannot remove the files of the removed versions of %s",
-                        file_name(uri.rstrip("/")))
-            return
-        if removed:
-            log.info("removed %d file(s) of removed versions of table %s", removed,
-                     file_name(table))
-
-    def discard_files(self, uri: str, names: list[str]) -> None:
-        """Delete data files of the table that are known to be unreferenced (a write that lost
-        its commit); best effort: the orphan sweep gets what is left."""
-        try:
-            fs, table = filesystem(uri, self.storage_options)
-            remove_data_files(fs, table, (file_name(n) for n in names))
-        except Exception:
-            log.warning("could not remove the files of an uncommitted write", exc_info=True)
-
-    def referenced(self, uri: str) -> set[str]:
-        """Names of the data files any version of the table references."""
-        ds = self._open(uri)
-        with self._files_lock:
-            known = self._files.pop(uri, {})
-        current: dict[tuple[int, Any], frozenset[str]] = {}
-        for version in listed(ds):  # any version a reader may still check out
-            v = (int(version["version"]), version.get("timestamp"))
-            if v in known:
-                current[v] = known[v]
-                continue
-            try:
-                current[v] = frozenset(data_files(ds.checkout_version(v[0])))
-            except (OSError, ValueError):  # removed by a concurrent cleanup meanwhile
-                continue
-        gone = [files for v, files in known.items() if v not in current]
-        with self._files_lock:
-            if gone:  # what they held and no version left holds: ``_remove_released``
-                kept = set().union(*current.values())
-                self._released.setdefault(uri, set()).update(set().union(*gone) - kept)
-            self._files[uri] = current  # versions cleaned up since are forgotten with them
-            while len(self._files) > FILE_CACHE_TABLES:  # the least recently asked go first
-                del self._files[next(iter(self._files))]
-        return set().union(*current.values())
-
-    def sweep_orphans(self, uri: str) -> int:
-        """Delete data files that no version of the table references and that are older than
-        ``orphan_age`` (left by a process killed mid-write or mid-compaction). Best effort: a
-        store whose files cannot be listed here keeps them for Lance's own 7-day cleanup.
-        On S3 it also aborts the table's unfinished multipart uploads as old."""
-        self.abort_uploads(uri, self.orphan_age + timedelta(seconds=self.fence.skew))
-        try:
-            fs, table = filesystem(uri, self.storage_options)
-            # The files' times are the storage's clock: a skewed one must not make them old.
-            stale = stale_data_files(fs, table,
-                                     self.orphan_age + timedelta(seconds=self.fence.skew))
-            if not stale:
-                return 0
-            stale -= self.referenced(uri)
-            removed = remove_data_files(fs, table, stale)
-        except Exception:
-            log.warning("cannot sweep unreferenced files of %s", file_name(uri),
-                        exc_info=True)
-            return 0
-        if removed:
-            log.info("removed %d unreferenced data file(s) of table %s", removed,
-                     file_name(table))
-        return removed
-
-    def abort_uploads(self, uri: str, older_than: timedelta) -> int:
-        """Abort the table's unfinished multipart uploads on S3 older than ``older_than``
-        (they hold rows a killed upload sent: ``store/upkeep/uploads.py``); best effort."""
-        try:
-            aborted = abort_unfinished(uri, self.storage_options, older_than)
-        except Exception:
-            log.warning("cannot abort unfinished uploads of %s", file_name(uri.rstrip("/")),
-                        exc_info=True)
-            return 0
-        if aborted:
-            log.info("aborted %d unfinished upload(s) of table %s", aborted,
-                     file_name(uri.rstrip("/")))
-        return aborted or 0
-
-    def build_index(self, uri: str, purge: bool = False) -> str:
-        """Past the threshold: a cosine ``VECTOR_KIND`` index on vectors and B-trees on
-        ``SCALAR_INDEXED`` (one missing from a table indexed earlier is added); a later pass
-        folds new rows into them once more than ``fold_bound`` rows sit outside the vector
-        index and one of them has a vector (else there is nothing to fold: the engine fails on
-        it). Below the bound the rows stay
-        where Lance searches them exactly beside the index. A fold of an index of another kind
-        builds the vector index again, of ``VECTOR_KIND`` ("built").
-
-        A ``purge`` whose indexes have a segment over a fragment that is gone (a tail a write
-        replaced: its rows moved on, but the segment keeps their vectors and keys, forgotten
-        ones too) merges every segment into one over the live rows ("merged")."""
-        ds = self._open(uri)
-        if ds.count_rows() <= self.index_threshold:
-            return ""
-        indices = ds.describe_indices()
-        have = {idx.name for idx in indices}
-        if VECTOR_INDEX in have:
-            present = {f.fragment_id for f in ds.get_fragments()}
-            gone = {f for idx in indices for seg in idx.segments
-                    for f in seg.fragment_ids if f not in present}
-            # A merge drops the gone fragments' rows but keeps their ids in its coverage: the
-            # ids merged away already are remembered (a restart merges once more).
-            with self._files_lock:
-                merged = self._merged.get(uri, set())
-            if purge and gone - merged:
-                self._merge_indices(uri, max(len(idx.segments) for idx in indices))
-                with self._files_lock:
-                    self._merged[uri] = gone
-                    while len(self._merged) > FILE_CACHE_TABLES:
-                        del self._merged[next(iter(self._merged))]
-                return "merged"
-            missing = [c for c in (*SCALAR_INDEXED, *filter_columns(ds)) if f"{c}_idx" not in have]
-            if missing:  # a table indexed before a column's B-tree was added
-                retry_conflicts(lambda: self._scalar_indexes(uri, missing))
-            loose = unindexed_rows(ds, indices)
-            bound = fold_bound(ds.count_rows() - loose, self.fold_rows, self.fold_fraction)
-            if loose <= bound or not unindexed_vectors(ds, indices):
-                return ""
-            if vector_kind(indices) != VECTOR_KIND:
-                retry_conflicts(lambda: self._create_indexes(uri, have - {VECTOR_INDEX}))
-                return "built"
-            retry_conflicts(lambda: self._open(uri).optimize.optimize_indices())
-            return "updated"
-
-        retry_conflicts(lambda: self._create_indexes(uri, have))
-        return "built"
-
-    def _create_indexes(self, uri: str, keep: set[str]) -> None:
-        """Create (or replace) the B-trees of ``SCALAR_INDEXED`` not named in ``keep``, and
-        the vector index."""
-        d = self._open(uri)
-        self._scalar_indexes(uri, [c for c in (*SCALAR_INDEXED, *filter_columns(d))
-                                   if f"{c}_idx" not in keep])
-        d = self._open(uri)
-        # IVF, 5 % of the lists probed, keeps recall@10 ≥ 0.95 at a million rows
-        # (docs/benchmarks.md). Rows without a vector are left out.
-        d.create_index("vector", VECTOR_KIND, name=VECTOR_INDEX, metric="cosine",
-                       num_partitions=index_lists(d.count_rows()), replace=True)
-
-    def _scalar_indexes(self, uri: str, columns: list[str]) -> None:
-        d = self._open(uri)
-        for column in columns:
-            d.create_scalar_index(column, index_kind(column), name=f"{column}_idx", replace=True)
-
-    def _merge_indices(self, uri: str, segments: int) -> None:
-        """Merge every segment of every index into one (only live rows are read into it);
-        where the engine cannot merge, build the indexes again."""
-        try:
-            retry_conflicts(lambda: self._open(uri).optimize.optimize_indices(
-                num_indices_to_merge=segments))
-            return
-        except Exception as exc:
-            if is_commit_conflict(exc):
-                raise
-            log.info("merging the indexes of %s failed (%s); building them again",
-                     file_name(uri.rstrip("/")), exc)
-        retry_conflicts(lambda: self._create_indexes(uri, set()))
-
-
-def listed(ds: Any, attempts: int = 3) -> list[dict[str, Any]]:
-    """The table's versions; listed again when one listed went before its manifest was read
-    (another process's cleanup removed it meanwhile: "Not found")."""
-    for attempt in range(attempts):
-        try:
-            return list(ds.versions())
-        except (OSError, ValueError) as exc:
-            if attempt == attempts - 1 or "not found" not in str(exc).lower():
-                raise
-    raise AssertionError("unreachable")
-
-
-def _loose(ds: Any, indices: list[Any]) -> list[Any]:
-    """The fragments the vector index does not cover."""
-    covered = {f for idx in indices if idx.name == VECTOR_INDEX
-               for seg in idx.segments for f in seg.fragment_ids}
-    return [f for f in ds.get_fragments() if f.fragment_id not in covered]
-
-
-def unindexed_rows(ds: Any, indices: list[Any]) -> int:
-    """Rows (live, of any kind) in fragments the vector index does not cover, from the
-    manifest: no data read."""
-    return sum(f.metadata.physical_rows - f.metadata.num_deletions for f in _loose(ds, indices))
-
-
-def fold_bound(indexed: int, rows: int = FOLD_ROWS, fraction: float = FOLD_FRACTION) -> int:
-    """Unindexed rows a pass leaves beside an index over ``indexed`` rows: ``rows``, or
-    ``fraction`` of the indexed ones when fewer."""
-    return min(rows, int(fraction * indexed))
-
-
-def vector_kind(indices: list[Any]) -> str:
-    """The kind of the vector index ("IVF_FLAT", "IVF_SQ", …; "" when there is none)."""
-    return next((str(idx.index_type) for idx in indices if idx.name == VECTOR_INDEX), "")
-
-
-def unindexed_vectors(ds: Any, indices: list[Any]) -> bool:
-    """Whether a row with a vector sits in a fragment the vector index does not cover."""
-    loose = _loose(ds, indices)
-    if not loose:
-        return False
-    return bool(ds.scanner(fragments=loose, filter="vector IS NOT NULL", columns=["n"],
-                           with_row_id=False).count_rows())
-
 
 def due(fragments: list[Any], purge: bool) -> bool:
     """Whether a pass compacts: a purge whenever a fragment has deleted rows or small ones can
@@ -577,13 +302,3 @@ def head_fragment(ds: Any) -> list[int]:
     ids = {int(a) >> 32 for a in rows.column("_rowaddr").to_pylist()}
     return [f.fragment_id for f in ds.get_fragments()
             if f.fragment_id in ids and not f.metadata.num_deletions]
-
-
-def index_lists(rows: int) -> int:
-    """IVF lists for a partition of ``rows`` rows: about √rows, so a list holds about √rows."""
-    return max(1, math.isqrt(max(rows, 1)))
-
-
-def index_probes(rows: int) -> int:
-    """Lists searched per query: 5 % of them, at least 24 (recall@10 ≥ 0.95 from 50k to 1M)."""
-    return max(24, math.ceil(0.05 * index_lists(rows)))

@@ -114,7 +114,7 @@ async def partition_view(memory: Memory, partition: str, page: int,
         partition, snap.count, snap.hwm, len(snap.tombstones), snap.model, snap.last_update,
         newest_first[paging.offset:paging.offset + paging.size], paging,
         make_cursor(partition, snap.seq), snap.text_bytes,
-        memory.store.quota.max_items, memory.store.quota.max_bytes,
+        memory.quota.max_items, memory.quota.max_bytes,
         (await memory.retention.policy(partition)).public()["effective"],
         meta.strip() if flt else "", None if flt is None else len(listed),
     )

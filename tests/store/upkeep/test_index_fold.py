@@ -13,7 +13,7 @@ from semmem.embedding.fakes import HashingEmbedder
 from semmem.memory import Memory
 from semmem.store import Store
 from semmem.store.rows import table_name
-from semmem.store.upkeep.compaction import VECTOR_INDEX, VECTOR_KIND, fold_bound
+from semmem.store.upkeep.indexes import VECTOR_INDEX, VECTOR_KIND, fold_bound
 
 
 async def _indexed(path: Path, fold_rows: int) -> Memory:

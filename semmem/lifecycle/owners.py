@@ -1,0 +1,141 @@
+"""The owner's operations as ``Memory``'s doors (``Owners``, this part of ``Memory``): import,
+export and delete a partition, its counters, groups and last change, the passes run now, the
+check, a backup; each a thin call into its module here in ``lifecycle/``."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from semmem import rules
+from semmem.importing import ImportReport, Write, import_records
+from semmem.lifecycle import inspection, passes
+from semmem.lifecycle.consolidation import similar_groups
+from semmem.lifecycle.retention import Retention
+from semmem.lifecycle.stats import PartitionStats, partition_stats
+from semmem.ranking.similar import Group
+
+if TYPE_CHECKING:  # the store's engine loads only where a store is opened
+    from semmem.embedding.queue import ModelQueue
+    from semmem.items import Item
+    from semmem.lifecycle.backup_format import Manifest
+    from semmem.scheduling.observing import WriteObserver
+    from semmem.store.commit.quota import Quota
+    from semmem.store.copies.objects import Objects
+    from semmem.store.tables import Store
+    from semmem.store.upkeep.check import CheckReport
+    from semmem.store.upkeep.compaction import MaintenanceReport
+    from semmem.store.views import Candidates, IndexedView, ReadView
+
+
+class Owners:
+    """The owner's doors of ``Memory``: what they use of it, and the doors."""
+
+    store: Store
+    model: ModelQueue
+    observer: WriteObserver | None
+    retention: Retention
+    similar_threshold: float
+    _write: Write
+    read_view: Callable[[str], Awaitable[ReadView]]
+    list: Callable[..., Awaitable[builtins.list[Item]]]
+
+    async def import_(
+        self, partition: str, records: Iterable[dict[str, Any]], *, batch_size: int = 256,
+        progress: Callable[[int], None] | None = None,
+    ) -> ImportReport:
+        """Bulk-add records (``{"text", "n"?, "ts"?, "updated"?, record fields…}``): numbers
+        kept when free (an export imports back unchanged), texts already present skipped."""
+        return await import_records(self._write, self.model.embed, partition, records,
+                                    batch_size=batch_size, progress=progress,
+                                    alive=self.retention.alive(
+                                        await self.retention.max_age(partition)))
+
+    async def delete_partition(self, partition: str) -> bool:
+        """Delete the partition and every file of it. Returns whether it existed."""
+        existed = await self.store.drop(partition)
+        if existed and self.observer is not None:
+            self.observer.partition_deleted(partition)
+        return existed
+
+    async def export(self, partition: str) -> AsyncIterator[dict[str, Any]]:
+        """Every live item as a JSON-ready record (the JSONL export format)."""
+        for item in await self.list(partition):
+            yield item.public()
+
+    async def stats(self, partition: str) -> PartitionStats:
+        """Counters of one partition (the expired left out), its text bytes and the quotas
+        (see ``semmem.lifecycle.stats``)."""
+        return await partition_stats(self.store, self.observer, await self.read_view(partition))
+
+    async def similar(self, partition: str, threshold: float | None = None) -> builtins.list[Group]:
+        """Groups of recallable facts that probably restate or supersede each other: each fact
+        linked to its best match, closest pair's group first, newest first in each (an owner's
+        clean-up; ``threshold``: the hints' by default)."""
+        return await similar_groups(self.store, partition,
+                                    self.similar_threshold if threshold is None else threshold,
+                                    self.retention)
+
+    async def last_update(self, partition: str) -> int | None:
+        """When the partition last changed (its newest item or tombstone), if ever."""
+        return await inspection.last_update(await self.read_view(partition), self.retention)
+
+    async def maintain(self, partition: str | None = None, *,
+                       retention: timedelta | None = None
+                       ) -> builtins.list[MaintenanceReport]:
+        """Compact, prune and purge one partition, or every partition and the registry."""
+        return await passes.maintain(self.store, partition, retention=retention)
+
+    async def reindex(self, partition: str | None = None, *, batch_size: int = 256,
+                      progress: Callable[[int, int], None] | None = None) -> int:
+        """Re-embed every item with this memory's model (an offline migration); see
+        ``semmem.lifecycle.passes.reindex``."""
+        return await passes.reindex(self.store, self.model, partition, batch_size=batch_size,
+                                    progress=progress)
+
+
+    async def expire(self, partition: str, numbers: builtins.list[int]) -> builtins.list[int]:
+        """Forget those of ``numbers`` that are expired at the decided version, through the
+        forget path (their texts leave every file within the forget window); returns them."""
+        alive = self.retention.alive(await self.retention.max_age(partition))
+        result = await self._write(partition, rules.expire(numbers, alive), None, dropped=True,
+                                   numbers=numbers)
+        return list(result["expired"])
+
+    async def stored_view(self, partition: str) -> ReadView:
+        """The store's read view, the expired still in (what the retention sweep looks for)."""
+        return await self.store.read_view(partition)
+
+    @property
+    def quota(self) -> Quota:
+        """The store's per-partition quotas."""
+        return self.store.quota
+
+    @property
+    def version_retention(self) -> timedelta:
+        """How long the store keeps old table versions (a purge waits this out)."""
+        return self.store.version_retention
+
+    async def purge(self, partition: str) -> None:
+        """Take what writes dropped off every file of ``partition`` now (``passes.purge``)."""
+        await passes.purge(self.store, partition)
+
+    async def numbered(self, view: IndexedView, *, numbers: builtins.list[int] | None = None,
+                       after: int = 0, limit: int = 100) -> Candidates:
+        """Items of an indexed partition by number, the expired still in (``Store.numbered``)."""
+        return await self.store.numbered(view, numbers=numbers, after=after, limit=limit)
+
+    async def check(self, partition: str, *, repair: bool = False) -> CheckReport:
+        """A partition's invariants, repaired with ``repair`` (``store/upkeep/check.py``)."""
+        from semmem.store.upkeep.check import check_partition
+
+        return await check_partition(self.store, partition, repair=repair)
+
+    async def backup(self, target: Objects, *, default_retention_ms: int | None = None
+                     ) -> Manifest:
+        """Back the store up into ``target`` (``semmem.lifecycle.backup.create_backup``)."""
+        from semmem.lifecycle.backup import create_backup
+
+        return await create_backup(self.store, target, default_retention_ms=default_retention_ms)

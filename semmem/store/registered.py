@@ -1,0 +1,75 @@
+"""What the store's registry holds, through ``Store``: partitions, the store's metadata,
+retention overrides and the applied default, purge requests (``Registered``, this part of
+``Store``; the table itself is ``store/registry.py``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from semmem.store.connection import Connection
+from semmem.store.rows import table_name
+
+log = logging.getLogger("semmem.store")
+
+
+class Registered:
+    """The registry's doors of ``Store``: what they use of it, and the doors."""
+
+    conn: Connection
+    _asked: tuple[int, dict[str, int]] | None
+
+    async def request_purge(self, *partitions: str) -> None:
+        """Ask the servers of this store to purge ``partitions`` (this process runs no
+        maintenance of its own, or stops before its purges are done), in one registry commit;
+        best effort: the servers' start-up purge is the fallback."""
+        names = [table_name(p) for p in partitions]
+        try:
+            await self.conn.registry.request_purge(*names)
+        except Exception:
+            log.warning("could not ask the servers to purge partition table(s) %s",
+                        ", ".join(names), exc_info=True)
+
+    async def purge_requests(self) -> dict[str, int]:
+        """Partitions whose purge another process asked for, with when it asked (its clock);
+        the registry is read again only when its version moved."""
+        version, asked = await self.conn.registry.purge_requests()
+        if self._asked is not None and self._asked[0] == version:
+            return self._asked[1]
+        rows = await self.conn.registry.rows() if asked else {}  # no listing of the tables
+        names = {k[2:]: str(v["partition"]) for k, v in rows.items() if k.startswith("t:")}
+        mapped = {names[t]: at for t, at in asked.items() if t in names}
+        self._asked = (version, mapped)
+        return mapped
+
+    async def meta(self) -> dict[str, Any] | None:
+        """The store's metadata (schema version, model), or ``None`` for a new store."""
+        return await self.conn.registry.meta()
+
+    async def set_meta(self, value: dict[str, Any]) -> None:
+        """Replace the store's metadata (used on creation and by reindex)."""
+        await self.conn.registry.set_meta(value)
+
+    async def retention(self) -> dict[str, int | None]:
+        """Retention overrides by partition table name (max age in ms; ``None``: forever)."""
+        return await self.conn.registry.retention()
+
+    async def retention_policies(self) -> tuple[dict[str, int | None], tuple[bool, int | None]]:
+        """The retention overrides (as ``retention``) and whether a deployment default was
+        recorded as applied by a full sweep, with its max age in ms (``None``: forever), in
+        one read of the registry."""
+        return await self.conn.registry.policies()
+
+    async def set_applied_retention(self, max_age_ms: int | None) -> None:
+        """Record the deployment default a full sweep just applied."""
+        await self.conn.registry.set_applied_default(max_age_ms)
+
+    async def set_retention(self, partition: str, max_age_ms: int | None, *,
+                            inherit: bool = False) -> None:
+        """Set ``partition``'s retention override (``None``: forever), or drop it (inherit)."""
+        await self.conn.registry.set_retention(table_name(partition), max_age_ms, inherit)
+
+    async def partitions(self) -> list[str]:
+        """Names of all partitions that exist, sorted."""
+        return await self.conn.registry.partitions(set(await self.conn.table_names()))
