@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +24,15 @@ import numpy as np
 
 from semmem import rules
 from semmem.errors import InvalidArguments, InvalidInput
-from semmem.items import RECORD_FIELDS, Item, clean_attrs, clean_text, now_ms, parse_iso
+from semmem.items import (
+    RECORD_FIELDS,
+    Item,
+    clean_attrs,
+    clean_text,
+    dedupe_key,
+    now_ms,
+    parse_iso,
+)
 from semmem.store.rows import NEW, ItemRow, Mutation
 from semmem.store.views import WriteView
 
@@ -33,6 +41,49 @@ if TYPE_CHECKING:
 
 Write = Callable[..., Awaitable[dict[str, Any]]]
 Embed = Callable[[list[str]], Awaitable[np.ndarray]]
+
+
+@dataclass(frozen=True)
+class Imported:
+    """What one import batch decided: the rows to add and how many were duplicates."""
+
+    rows: list[dict[str, Any]]
+    duplicates: int
+    hwm: int
+
+
+def number_imports(view: WriteView, batch: Sequence[dict[str, Any]],
+                   texts: Sequence[str], alive: rules.Alive = lambda item: True) -> Imported:
+    """Numbers for an import batch: a record's own ``n`` when free, else the next free one;
+    texts already in the partition (or earlier in the batch) are skipped, unless the item
+    holding one has expired (``alive``)."""
+    seen: set[str] = set()
+    hwm = view.hwm
+    # The view holds the items with the asked-for numbers; numbers above the high-water mark
+    # were never assigned.
+    taken = {it.n for it in view.items} | set(view.tombstones)
+    rows: list[dict[str, Any]] = []
+    duplicates = 0
+    for i, (rec, text) in enumerate(zip(batch, texts, strict=True)):
+        key = dedupe_key(text)
+        same = view.find_text(text)
+        if (same is not None and alive(same)) or key in seen:
+            duplicates += 1
+            continue
+        seen.add(key)
+        want = rec.get("n")
+        if isinstance(want, int) and not isinstance(want, bool) and want >= 1 \
+                and want not in taken:
+            n = want
+        else:
+            n = hwm + 1
+            while n in taken:
+                n += 1
+        taken.add(n)
+        hwm = max(hwm, n)
+        rows.append({"i": i, "n": n, "attrs": clean_attrs(
+            {k: rec[k] for k in RECORD_FIELDS if rec.get(k) is not None})})
+    return Imported(rows, duplicates, hwm)
 
 
 @dataclass(frozen=True)
@@ -54,10 +105,10 @@ async def import_records(
     totals = {"imported": 0, "duplicates": 0, "batches": 0}
 
     async def commit(batch: list[dict[str, Any]], texts: list[str], vectors: Any) -> None:
-        decided: list[rules.Imported] = []
+        decided: list[Imported] = []
 
         def plan(view: WriteView) -> Any:
-            got = rules.number_imports(view, batch, texts, alive)
+            got = number_imports(view, batch, texts, alive)
             decided[:] = [got]
             rows = []
             for row in got.rows:

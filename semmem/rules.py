@@ -15,7 +15,7 @@ import numpy as np
 
 from semmem.contract import DEADLINE_HORIZON_MS, sha256_hex
 from semmem.errors import Conflict, Forbidden, IdempotencyMismatch, InvalidArguments, NotFound
-from semmem.items import RECORD_FIELDS, Item, clean_attrs, dedupe_key, now_ms
+from semmem.items import Item, now_ms
 from semmem.ranking.similar import Near, nearest
 from semmem.store.rows import NEW, ItemRow, Mutation, Plan, op_key
 from semmem.store.views import ItemSet, OpRecord, WriteView
@@ -209,53 +209,9 @@ def vector_of(view: WriteView, n: int) -> np.ndarray:
     return vector
 
 
-@dataclass(frozen=True)
-class Imported:
-    """What one import batch decided: the rows to add and how many were duplicates."""
-
-    rows: list[dict[str, Any]]
-    duplicates: int
-    hwm: int
-
-
-def number_imports(view: WriteView, batch: Sequence[dict[str, Any]],
-                   texts: Sequence[str], alive: Alive = lambda item: True) -> Imported:
-    """Numbers for an import batch: a record's own ``n`` when free, else the next free one;
-    texts already in the partition (or earlier in the batch) are skipped, unless the item
-    holding one has expired (``alive``)."""
-    seen: set[str] = set()
-    hwm = view.hwm
-    # The view holds the items with the asked-for numbers; numbers above the high-water mark
-    # were never assigned.
-    taken = {it.n for it in view.items} | set(view.tombstones)
-    rows: list[dict[str, Any]] = []
-    duplicates = 0
-    for i, (rec, text) in enumerate(zip(batch, texts, strict=True)):
-        key = dedupe_key(text)
-        same = view.find_text(text)
-        if (same is not None and alive(same)) or key in seen:
-            duplicates += 1
-            continue
-        seen.add(key)
-        want = rec.get("n")
-        if isinstance(want, int) and not isinstance(want, bool) and want >= 1 \
-                and want not in taken:
-            n = want
-        else:
-            n = hwm + 1
-            while n in taken:
-                n += 1
-        taken.add(n)
-        hwm = max(hwm, n)
-        rows.append({"i": i, "n": n, "attrs": clean_attrs(
-            {k: rec[k] for k in RECORD_FIELDS if rec.get(k) is not None})})
-    return Imported(rows, duplicates, hwm)
-
-
 def as_numbers(values: Sequence[Any]) -> list[int]:
     """The valid item numbers among ``values`` (the rest are refused by the write itself)."""
     return [v for v in values if isinstance(v, int) and not isinstance(v, bool) and v >= 1]
-
 
 
 def mutation(op: Operation | None, result: dict[str, Any], ttl_ms: int,
