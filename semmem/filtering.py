@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -25,15 +26,42 @@ from semmem.contract import make_cursor
 from semmem.errors import InvalidArguments
 from semmem.items import Item
 from semmem.metadata import canonical
-from semmem.results import Recall
+from semmem.results import Recall, recall_candidates
 from semmem.rules import Alive
 from semmem.scoping import Filter, Range
 from semmem.store.rows import RECALL_COLUMNS
 from semmem.store.views import Candidates, Head, IndexedView, ItemSet, ReadView
 
 if TYPE_CHECKING:
-    from semmem.memory import Memory
+    from semmem.lifecycle.retention import Retention
+    from semmem.ranking.ranker import Ranker
     from semmem.store import Store
+    from semmem.store.rows import Plan
+    from semmem.store.views import PartitionSnapshot
+
+
+class Memory(Protocol):
+    """What a filtered read or a delete by filter uses of ``semmem.memory.Memory`` (which calls
+    in here, so this module names the parts rather than importing it)."""
+
+    store: Store
+    ranker: Ranker
+    retention: Retention
+    index_candidates: int
+    filter_counts: Counts
+
+    async def _embed(self, text: str) -> np.ndarray: ...
+
+    async def _read_view(self, partition: str) -> ReadView: ...
+
+    async def _write(self, partition: str, plan: Plan, op: rules.Operation | None,
+                     dropped: bool = False, *, numbers: Iterable[Any] = (),
+                     texts: list[str] | None = None) -> dict[str, Any]: ...
+
+    async def snapshot(self, partition: str) -> PartitionSnapshot: ...
+
+    async def list(self, partition: str, *, offset: int = 0, limit: int | None = None,
+                   newest_first: bool = False, filter: Filter | None = None) -> list[Item]: ...
 
 
 def _key(value: Any) -> str:
@@ -168,7 +196,6 @@ async def recall(memory: Memory, partition: str, text: str | None, max_bytes: in
                  flt: Filter) -> Recall:
     """``Memory.recall`` over the facts ``flt`` covers (a binding's scope), ranked as an
     unfiltered recall ranks them."""
-    from semmem.memory import recall_candidates
 
     retention = memory.retention
     view = await memory._read_view(partition)

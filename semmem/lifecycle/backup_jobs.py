@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from semmem.items import now_ms
 
 if TYPE_CHECKING:  # the storage engine loads with the first backup, not with the app
-    from semmem.memory import Memory
+    from semmem.lifecycle.owners import Owners
     from semmem.store.copies.objects import Objects
 
 KEPT = 20  # finished jobs remembered
@@ -26,7 +26,7 @@ class BackupJobs:
         self.jobs: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._tasks: set[asyncio.Task[None]] = set()
 
-    def start(self, memory: Memory, target: Objects, default_retention_ms: int | None = None
+    def start(self, memory: Owners, target: Objects, default_retention_ms: int | None = None
               ) -> dict[str, Any]:
         """Start a backup of ``memory``'s store into ``target`` (facts expired under the retention,
         whose default is ``default_retention_ms``, as tombstones); returns its job (state
@@ -42,7 +42,7 @@ class BackupJobs:
         task.add_done_callback(self._tasks.discard)
         return dict(job)
 
-    async def _run(self, job: dict[str, Any], memory: Memory, target: Objects,
+    async def _run(self, job: dict[str, Any], memory: Owners, target: Objects,
                    default_retention_ms: int | None) -> None:
         try:
             manifest = await memory.backup(target, default_retention_ms=default_retention_ms)

@@ -27,11 +27,13 @@ if TYPE_CHECKING:  # the store's engine loads only where a store is opened
     from semmem.store.tables import Store
     from semmem.store.upkeep.check import CheckReport
     from semmem.store.upkeep.compaction import MaintenanceReport
-    from semmem.store.views import Candidates, IndexedView, ReadView
+    from semmem.store.views import Candidates, IndexedView, PartitionSnapshot, ReadView
 
 
 class Owners:
-    """The owner's doors of ``Memory``: what they use of it, and the doors."""
+    """The owner's doors of ``Memory``: what they use of it, and the doors (the modules of
+    ``lifecycle/`` that drive a memory take an ``Owners``, so none of them imports
+    ``semmem.memory``)."""
 
     store: Store
     model: ModelQueue
@@ -40,6 +42,8 @@ class Owners:
     similar_threshold: float
     _write: Write
     read_view: Callable[[str], Awaitable[ReadView]]
+    snapshot: Callable[[str], Awaitable[PartitionSnapshot]]
+    partitions: Callable[[], Awaitable[builtins.list[str]]]
     list: Callable[..., Awaitable[builtins.list[Item]]]
 
     async def import_(

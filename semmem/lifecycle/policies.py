@@ -18,12 +18,12 @@ from semmem.lifecycle.retention import format_duration, parse_policy
 from semmem.lifecycle.sweep import sweep
 
 if TYPE_CHECKING:
-    from semmem.memory import Memory
+    from semmem.lifecycle.owners import Owners
 
 DUE_SHOWN = 50  # facts listed as due, soonest first
 
 
-async def show(memory: Memory, partition: str | None = None) -> dict[str, Any]:
+async def show(memory: Owners, partition: str | None = None) -> dict[str, Any]:
     """One partition's policy with its live count, or the default and every override."""
     retention = memory.retention
     if partition is not None:
@@ -37,7 +37,7 @@ async def show(memory: Memory, partition: str | None = None) -> dict[str, Any]:
     return {"default": format_duration(retention.default_ms), "overrides": overrides}
 
 
-async def preview(memory: Memory, value: str, partition: str | None = None) -> dict[str, Any]:
+async def preview(memory: Owners, value: str, partition: str | None = None) -> dict[str, Any]:
     """How many live facts policy ``value`` (a duration or ``never``) would expire now, in
     ``partition`` or in every partition that inherits the default (a default's preview).
 
@@ -58,7 +58,7 @@ async def preview(memory: Memory, value: str, partition: str | None = None) -> d
             "partitions": rows}
 
 
-async def set_policy(memory: Memory, partition: str, value: str) -> dict[str, Any]:
+async def set_policy(memory: Owners, partition: str, value: str) -> dict[str, Any]:
     """Set ``partition``'s override (a duration, ``never`` or ``inherit``) and forget what it
     expires now; returns the new policy and the numbers forgotten.
 
@@ -74,7 +74,7 @@ async def set_policy(memory: Memory, partition: str, value: str) -> dict[str, An
                                                  + after.get(partition, []))}
 
 
-async def due(memory: Memory, partition: str, limit: int = DUE_SHOWN) -> dict[str, Any]:
+async def due(memory: Owners, partition: str, limit: int = DUE_SHOWN) -> dict[str, Any]:
     """The policy and the facts that will expire, soonest first (at most ``limit``)."""
     retention = memory.retention
     policy = await retention.policy(partition)

@@ -15,13 +15,13 @@ import logging
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from semmem.memory import Memory
+    from semmem.lifecycle.owners import Owners
 
 log = logging.getLogger("semmem.web")
 CHUNK = 256  # expired facts forgotten per commit
 
 
-async def sweep(memory: Memory, partitions: list[str] | None = None) -> dict[str, list[int]]:
+async def sweep(memory: Owners, partitions: list[str] | None = None) -> dict[str, list[int]]:
     """Forget every fact expired now in ``partitions`` (default: all); returns the numbers
     forgotten per partition (partitions with none left out)."""
     done: dict[str, list[int]] = {}
