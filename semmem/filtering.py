@@ -13,10 +13,11 @@ what they cost before.
 from __future__ import annotations
 
 import asyncio
+import builtins
 from collections import OrderedDict, defaultdict
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -36,32 +37,7 @@ if TYPE_CHECKING:
     from semmem.lifecycle.retention import Retention
     from semmem.ranking.ranker import Ranker
     from semmem.store import Store
-    from semmem.store.rows import Plan
     from semmem.store.views import PartitionSnapshot
-
-
-class Memory(Protocol):
-    """What a filtered read or a delete by filter uses of ``semmem.memory.Memory`` (which calls
-    in here, so this module names the parts rather than importing it)."""
-
-    store: Store
-    ranker: Ranker
-    retention: Retention
-    index_candidates: int
-    filter_counts: Counts
-
-    async def _embed(self, text: str) -> np.ndarray: ...
-
-    async def _read_view(self, partition: str) -> ReadView: ...
-
-    async def _write(self, partition: str, plan: Plan, op: rules.Operation | None,
-                     dropped: bool = False, *, numbers: Iterable[Any] = (),
-                     texts: list[str] | None = None) -> dict[str, Any]: ...
-
-    async def snapshot(self, partition: str) -> PartitionSnapshot: ...
-
-    async def list(self, partition: str, *, offset: int = 0, limit: int | None = None,
-                   newest_first: bool = False, filter: Filter | None = None) -> list[Item]: ...
 
 
 def _key(value: Any) -> str:
@@ -155,72 +131,6 @@ class Counts:
         return count
 
 
-async def search(memory: Memory, view: ReadView, query: str, limit: int,
-                 flt: Filter) -> dict[str, Any]:
-    """``Memory.search`` over the facts ``flt`` covers (``count``: how many it covers)."""
-    retention = memory.retention
-    if isinstance(view, IndexedView):
-        from semmem.store.reads.filtered import nearest_where  # the engine: loaded here
-
-        view = await retention.live(view)
-        assert isinstance(view, IndexedView)
-        where = flt.where()
-
-        async def nearest() -> tuple[np.ndarray, Candidates]:
-            qvec = await memory._embed(query)
-            return qvec, await nearest_where(memory.store, view, qvec,
-                                             max(limit, memory.index_candidates), where,
-                                             RECALL_COLUMNS)
-
-        # the count beside the search, not before it: its time is hidden behind the search's
-        count, (qvec, found) = await asyncio.gather(
-            memory.filter_counts.of(memory.store, view, where), nearest())
-        if not count:
-            return {"items": [], "count": 0}
-        found = kept(retention.keep(found, await retention.max_age(view.partition)), flt)
-        entries = results.search_entries(memory.ranker, found, qvec, query, limit)
-        # the count is the filter's over live rows; an expired one not yet swept is in it
-        return {"items": entries, "count": max(count, len(entries))}
-    hidden = await retention.hidden(view)
-    rows = covered(view, flt)
-    count = shown(view, rows, hidden)
-    if not count:
-        return {"items": [], "count": 0}
-    qvec = await memory._embed(query)
-    return {"items": results.search_entries(memory.ranker, view, qvec, query, limit, hidden,
-                                            rows),
-            "count": count}
-
-
-async def recall(memory: Memory, partition: str, text: str | None, max_bytes: int,
-                 flt: Filter) -> Recall:
-    """``Memory.recall`` over the facts ``flt`` covers (a binding's scope), ranked as an
-    unfiltered recall ranks them."""
-
-    retention = memory.retention
-    view = await memory._read_view(partition)
-    cursor = make_cursor(partition, view.seq)
-    if isinstance(view, IndexedView):
-        from semmem.store.reads.filtered import nearest_where  # the engine: loaded here
-
-        if text is None or not text.strip():  # newest first: from the live snapshot
-            return results.recent(await memory.list(partition, filter=flt), max_bytes, cursor)
-        qvec = await memory._embed(text)
-        found = await nearest_where(memory.store, view, qvec,
-                                    recall_candidates(max_bytes, memory.index_candidates),
-                                    flt.where(), RECALL_COLUMNS)
-        found = kept(retention.keep(found, await retention.max_age(partition)), flt)
-        return results.relevant(memory.ranker, found, qvec, text, max_bytes, cursor)
-    hidden = await retention.hidden(view)
-    rows = covered(view, flt)
-    if not shown(view, rows, hidden):
-        return Recall([], [], cursor, [])
-    if text is None or not text.strip():
-        return results.recent([view.items[i] for i in rows.tolist()], max_bytes, cursor, hidden)
-    qvec = await memory._embed(text)
-    return results.relevant(memory.ranker, view, qvec, text, max_bytes, cursor, hidden, rows)
-
-
 def scoped(alive: Alive, scope: Filter | None) -> Alive:
     """``alive`` narrowed to the facts ``scope`` covers: a scoped binding's writes find
     duplicates, list similar facts and edit only among them (others are not found)."""
@@ -237,23 +147,103 @@ def listed(items: list[Item], flt: Filter | None) -> list[Item]:
 CHUNK = 256  # facts forgotten per commit by a delete by filter
 
 
-async def forget_matching(memory: Memory, partition: str, flt: Filter) -> list[int]:
-    """Forget every live fact ``flt`` covers through the forget path (tombstones: numbers
-    never reused; texts purged within the forget window), in commits of ``CHUNK``; each is
-    forgotten only if it still matches at the version its commit decides on. Returns the
-    numbers forgotten.
+class Filtered:
+    """``Memory``'s reads and deletes under a filter (this part of ``Memory``): what they use of
+    it, and the reads."""
 
-    Raises:
-        InvalidArguments: an empty filter (deleting every fact is ``delete-partition``).
-    """
-    if flt.empty:
-        raise InvalidArguments("a delete by filter needs a filter; to delete every fact, "
-                               "delete the partition")
-    numbers = [it.n for it in (await memory.snapshot(partition)).items if flt.matches(it)]
-    gone: list[int] = []
-    for start in range(0, len(numbers), CHUNK):
-        chunk = numbers[start:start + CHUNK]
-        result = await memory._write(partition, rules.expire(chunk, lambda it: not flt.matches(it)),
-                                     None, dropped=True, numbers=chunk)
-        gone.extend(result["expired"])
-    return gone
+    store: Store
+    ranker: Ranker
+    retention: Retention
+    index_candidates: int
+    filter_counts: Counts
+    _embed: Callable[[str], Awaitable[np.ndarray]]
+    _read_view: Callable[[str], Awaitable[ReadView]]
+    _write: Callable[..., Awaitable[dict[str, Any]]]
+    snapshot: Callable[[str], Awaitable[PartitionSnapshot]]
+    list: Callable[..., Awaitable[builtins.list[Item]]]
+
+    async def filtered_search(self, view: ReadView, query: str, limit: int,
+                              flt: Filter) -> dict[str, Any]:
+        """``Memory.search`` over the facts ``flt`` covers (``count``: how many it covers)."""
+        retention = self.retention
+        if isinstance(view, IndexedView):
+            from semmem.store.reads.filtered import nearest_where  # the engine: loaded here
+
+            view = await retention.live(view)
+            assert isinstance(view, IndexedView)
+            where = flt.where()
+
+            async def nearest() -> tuple[np.ndarray, Candidates]:
+                qvec = await self._embed(query)
+                return qvec, await nearest_where(self.store, view, qvec,
+                                                 max(limit, self.index_candidates), where,
+                                                 RECALL_COLUMNS)
+
+            # the count beside the search, not before it: its time is hidden behind the search's
+            count, (qvec, found) = await asyncio.gather(
+                self.filter_counts.of(self.store, view, where), nearest())
+            if not count:
+                return {"items": [], "count": 0}
+            found = kept(retention.keep(found, await retention.max_age(view.partition)), flt)
+            entries = results.search_entries(self.ranker, found, qvec, query, limit)
+            # the count is the filter's over live rows; an expired one not yet swept is in it
+            return {"items": entries, "count": max(count, len(entries))}
+        hidden = await retention.hidden(view)
+        rows = covered(view, flt)
+        count = shown(view, rows, hidden)
+        if not count:
+            return {"items": [], "count": 0}
+        qvec = await self._embed(query)
+        return {"items": results.search_entries(self.ranker, view, qvec, query, limit, hidden,
+                                                rows),
+                "count": count}
+
+    async def filtered_recall(self, partition: str, text: str | None, max_bytes: int,
+                              flt: Filter) -> Recall:
+        """``Memory.recall`` over the facts ``flt`` covers (a binding's scope), ranked as an
+        unfiltered recall ranks them."""
+
+        retention = self.retention
+        view = await self._read_view(partition)
+        cursor = make_cursor(partition, view.seq)
+        if isinstance(view, IndexedView):
+            from semmem.store.reads.filtered import nearest_where  # the engine: loaded here
+
+            if text is None or not text.strip():  # newest first: from the live snapshot
+                return results.recent(await self.list(partition, filter=flt), max_bytes, cursor)
+            qvec = await self._embed(text)
+            found = await nearest_where(self.store, view, qvec,
+                                        recall_candidates(max_bytes, self.index_candidates),
+                                        flt.where(), RECALL_COLUMNS)
+            found = kept(retention.keep(found, await retention.max_age(partition)), flt)
+            return results.relevant(self.ranker, found, qvec, text, max_bytes, cursor)
+        hidden = await retention.hidden(view)
+        rows = covered(view, flt)
+        if not shown(view, rows, hidden):
+            return Recall([], [], cursor, [])
+        if text is None or not text.strip():
+            return results.recent([view.items[i] for i in rows.tolist()], max_bytes, cursor, hidden)
+        qvec = await self._embed(text)
+        return results.relevant(self.ranker, view, qvec, text, max_bytes, cursor, hidden, rows)
+
+    async def forget_matching(self, partition: str, flt: Filter) -> builtins.list[int]:
+        """Forget every live fact ``flt`` covers through the forget path (owners only: no tool
+        reaches it) (tombstones: numbers
+        never reused; texts purged within the forget window), in commits of ``CHUNK``; each is
+        forgotten only if it still matches at the version its commit decides on. Returns the
+        numbers forgotten.
+
+        Raises:
+            InvalidArguments: an empty filter (deleting every fact is ``delete-partition``).
+        """
+        if flt.empty:
+            raise InvalidArguments("a delete by filter needs a filter; to delete every fact, "
+                                   "delete the partition")
+        numbers = [it.n for it in (await self.snapshot(partition)).items if flt.matches(it)]
+        gone: list[int] = []
+        for start in range(0, len(numbers), CHUNK):
+            chunk = numbers[start:start + CHUNK]
+            plan = rules.expire(chunk, lambda it: not flt.matches(it))
+            result = await self._write(partition, plan, None, dropped=True, numbers=chunk)
+            gone.extend(result["expired"])
+        return gone

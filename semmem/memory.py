@@ -8,7 +8,6 @@ touches the store.
 from __future__ import annotations
 
 import asyncio
-import builtins
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
@@ -26,6 +25,7 @@ from semmem.contract import (
 from semmem.embedding.embedder import Embedder
 from semmem.embedding.queue import ModelQueue
 from semmem.errors import InvalidArguments, InvalidInput
+from semmem.filtering import Filtered
 from semmem.importing import ImportReport
 from semmem.items import EXPIRES, Item, clean_attrs, clean_text, future_expiry, trim
 from semmem.lifecycle.owners import Owners
@@ -54,7 +54,7 @@ __all__ = ["ImportReport", "Memory", "Operation", "PartitionStats", "QuietObserv
            "WriteObserver", "recall_candidates"]
 
 
-class Memory(Owners):
+class Memory(Owners, Filtered):
     """Remember, update, forget, search and recall numbered facts."""
 
     def __init__(
@@ -226,11 +226,6 @@ class Memory(Owners):
             partition, plan, op, dropped=new_text is not None, numbers=[n, *hints.candidates]),
             sets_expiry=EXPIRES in changes)
 
-    async def forget_matching(self, partition: str, filter: Filter) -> builtins.list[int]:
-        """Forget every live fact ``filter`` covers, through the forget path; returns their
-        numbers (``semmem.filtering.forget_matching``). Owners only: no tool reaches it."""
-        return await filtering.forget_matching(self, partition, filter)
-
     async def _hints(self, partition: str, vector: np.ndarray) -> rules.Hints:
         """The facts a written text may restate, to be scored again at the decided version: the
         nearest recallable ones in the partition's cached view that stand out from the rest of
@@ -298,7 +293,7 @@ class Memory(Owners):
                 or not 1 <= max_bytes <= MAX_RECALL_BYTES:
             raise InvalidInput(f"maxBytes must be an integer from 1 to {MAX_RECALL_BYTES}")
         if filter is not None and not filter.empty:
-            return await filtering.recall(self, partition, text, max_bytes, filter)
+            return await self.filtered_recall(partition, text, max_bytes, filter)
         blank = text is None or not text.strip()
         # The query embedding (the bulk of a recall) runs while the view is read.
         embedding = None if blank else asyncio.ensure_future(self._embed(text or ""))
@@ -338,8 +333,8 @@ class Memory(Owners):
                 or not 1 <= limit <= MAX_SEARCH_LIMIT:
             raise InvalidArguments(f"limit must be an integer from 1 to {MAX_SEARCH_LIMIT}")
         if filter is not None and not filter.empty:
-            return await filtering.search(self, await self._read_view(partition), query, limit,
-                                          filter)
+            return await self.filtered_search(await self._read_view(partition), query, limit,
+                                              filter)
         view, hidden = await self.retention.split(await self._read_view(partition))
         if view.count == len(hidden):
             return {"items": [], "count": 0}
