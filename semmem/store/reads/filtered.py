@@ -13,12 +13,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from semmem import tracing
 from semmem.store.files import open_dataset
-from semmem.store.reads.reading import candidates
 from semmem.store.rows import ITEM_COLUMNS
 from semmem.store.schema import LIVE_ITEMS
-from semmem.store.upkeep.indexes import index_probes
 from semmem.store.views import Candidates, IndexedView
 
 if TYPE_CHECKING:
@@ -42,18 +39,7 @@ async def nearest_where(store: Store, view: IndexedView, query: np.ndarray, k: i
     """The ``k`` live items nearest to ``query`` (cosine) among those ``where`` selects."""
     if not await _readable(store, view, where):
         return _none(store, view)
-    tbl = await store.conn.table(view.head.partition, create=False)
-    q = (
-        tbl.vector_search(np.asarray(query, np.float32).reshape(-1))
-        .column("vector").distance_type("cosine").nprobes(index_probes(view.count))
-        .where(f"{LIVE_ITEMS} AND {where}")  # before the search (the async API's default)
-        .limit(k).select([*columns, "_distance"])
-    )
-    with tracing.span("semmem.candidates") as span:
-        data = await q.to_arrow()
-        found = await asyncio.to_thread(candidates, view.head, data, store.dim)
-        span.set("semmem.candidates.count", found.size)
-        return found
+    return await store.nearest(view, query, k, columns, where)
 
 
 async def count_where(store: Store, view: IndexedView, where: str) -> int:

@@ -32,10 +32,12 @@ class IndexedReads:
     snapshots: Snapshots
 
     async def nearest(self, view: IndexedView, query: np.ndarray, k: int,
-                      columns: list[str] = ITEM_COLUMNS) -> Candidates:
+                      columns: list[str] = ITEM_COLUMNS, where: str | None = None
+                      ) -> Candidates:
         """The ``k`` live items of an indexed partition nearest to ``query`` (cosine); rows
         not yet in the index are searched exactly. Only ``columns`` are read (each costs a
-        read per candidate): ``rows.HINT_COLUMNS`` leaves the items' texts empty."""
+        read per candidate): ``rows.HINT_COLUMNS`` leaves the items' texts empty. ``where``:
+        among the live items it selects only (a prefilter: a narrow one still fills ``k``)."""
         tbl = await self.conn.table(view.head.partition, create=False)
         if tbl is None:
             return Candidates([], np.zeros((0, self.dim), np.float32), view.head)
@@ -45,6 +47,8 @@ class IndexedReads:
             # _distance selected too: a search without it is deprecated (and logs so).
             .limit(k).select([*columns, "_distance"])
         )
+        if where is not None:
+            q = q.where(f"{LIVE_ITEMS} AND {where}")  # before the search (the default)
         with tracing.span("semmem.candidates") as span:
             data = await q.to_arrow()
             found = await asyncio.to_thread(candidates, view.head, data, self.dim)
