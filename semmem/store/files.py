@@ -112,7 +112,8 @@ def remove_data_files(fs: pafs.FileSystem, table: str, names: Iterable[str]) -> 
     return removed
 
 
-def _local_root(uri: str) -> str:
+def local_root(uri: str) -> str:
+    """The absolute path of a local ``uri`` (a path, or ``file://``)."""
     return os.path.abspath(uri[len("file://"):] if uri.startswith("file://") else uri)
 
 
@@ -128,7 +129,7 @@ def sync_files(uri: str, data: Iterable[str], deletions: Iterable[tuple[int, Any
     """Flush a local table's new data files (names under ``data/``) and deletion files (a
     fragment id and its ``DeletionFile``) to disk, with their folders, before a manifest may
     name them: a power loss must not leave a manifest pointing at an empty file."""
-    root = _local_root(uri)
+    root = local_root(uri)
     folders = set()
     for name in data:
         _fsync(os.path.join(root, DATA, name))
@@ -147,7 +148,7 @@ def sync_manifest(uri: str, version: int) -> None:
     """Flush a local table's manifest of ``version`` and its folder to disk (before the write
     is acknowledged). The transaction file is left to the page cache: after a power loss a
     lost one only makes a later commit decided on an older version fail and decide again."""
-    versions = os.path.join(_local_root(uri), "_versions")
+    versions = os.path.join(local_root(uri), "_versions")
     for name in (f"{(1 << 64) - 1 - version:020d}.manifest", f"{version}.manifest"):
         path = os.path.join(versions, name)
         if os.path.exists(path):
