@@ -13,7 +13,7 @@ from semmem.errors import InvalidArguments
 from semmem.memory import Memory
 from semmem.metadata import MAX_KEYS, clean_metadata, tag, tags
 from semmem.store.rows import table_name
-from tests.support.memory import open_memory
+from tests.support.memory import older_table, open_memory
 
 
 def test_clean_metadata_keeps_scalars_and_makes_integral_floats_ints() -> None:
@@ -79,11 +79,7 @@ async def test_tags_column_holds_each_pair_hashed(memory: Memory) -> None:
 
 async def test_schema_two_table_reads_as_is_and_migrates_at_its_first_write(
         tmp_path: Path) -> None:
-    mem = await open_memory(tmp_path, HashingEmbedder())
-    await mem.remember("p", "Alice likes tea")
-    await mem.close()
-    uri = str(tmp_path / f"{table_name('p')}.lance")
-    lance.dataset(uri).drop_columns(["tags"])  # what a schema-2 store holds
+    uri = await older_table(tmp_path, ["Alice likes tea"], ["tags"])  # a schema-2 store's
     before = lance.dataset(uri).version
     fresh = await open_memory(tmp_path, HashingEmbedder())
     try:

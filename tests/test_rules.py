@@ -22,7 +22,7 @@ from semmem.items import now_ms
 from semmem.memory import Memory, Operation
 from semmem.store.rows import table_name
 from tests.support.files import files_with
-from tests.support.memory import open_memory
+from tests.support.memory import older_table, open_memory
 
 HIDDEN = [{"status": "inactive"}, {"surfacing": "hold"}, {"mergedInto": 2}]
 
@@ -82,11 +82,7 @@ async def test_refused_writes_create_no_partition(memory: Memory) -> None:
 
 
 async def test_recall_of_a_schema_one_table_writes_nothing(tmp_path: Path) -> None:
-    mem = await open_memory(tmp_path, HashingEmbedder())
-    await mem.remember("p", "Alice likes tea")
-    await mem.close()
-    uri = str(tmp_path / f"{table_name('p')}.lance")
-    lance.dataset(uri).drop_columns(["dkey"])  # what a schema-1 store holds
+    uri = await older_table(tmp_path, ["Alice likes tea"], ["dkey"])  # a schema-1 store's
     before = lance.dataset(uri).version
     fresh = await open_memory(tmp_path, HashingEmbedder())
     try:

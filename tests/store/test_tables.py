@@ -23,7 +23,7 @@ from semmem.memory import Memory
 from semmem.store import ItemRow, Mutation, Store, WriteView, table_name
 from semmem.store.upkeep.compaction import FRAGMENT_ROWS, head_fragment
 from tests.support.files import files_with
-from tests.support.memory import open_memory
+from tests.support.memory import older_table, open_memory
 from tests.support.processes import results_of
 
 HOSTILE = ["x' OR '1'='1", "../../etc/passwd", "a/b\\c", "p\x00q", "ünï ☃ 名前", "", " ", "%s%n",
@@ -444,13 +444,7 @@ async def test_schema_one_table_is_migrated_and_still_detects_duplicates(tmp_pat
 async def test_schema_one_table_read_then_written_with_a_new_text(tmp_path: Path) -> None:
     """A snapshot read before the first write migrates the table is not committed on: the
     write used to fail (503, the old layout's tail has no ``dkey``)."""
-    import lance
-
-    mem = await open_memory(tmp_path, HashingEmbedder())
-    await mem.remember("p", "Alice likes tea")
-    await mem.close()
-    uri = str(tmp_path / f"{table_name('p')}.lance")
-    lance.dataset(uri).drop_columns(["dkey", "tags"])  # what a schema-1 store holds
+    await older_table(tmp_path, ["Alice likes tea"], ["dkey", "tags"])  # schema 1
     fresh = await open_memory(tmp_path, HashingEmbedder())
     try:
         assert "1. Alice likes tea" in (await fresh.recall("p", "tea", 100)).text

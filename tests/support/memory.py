@@ -33,3 +33,20 @@ async def remember_expired(memory: Memory, partition: str, text: str) -> int:
     n = int((await memory.remember(partition, text))["n"])
     await memory.update(partition, n, attrs={"expiresAt": iso(now_ms() - 1)})
     return n
+
+
+async def older_table(path: Path, texts: list[str], dropped: list[str]) -> str:
+    """Partition ``p`` of a store at ``path`` holding ``texts``, written by this code, then
+    made an older schema's table by dropping the columns it lacked (``dropped``); its URI."""
+    import lance
+
+    from semmem.embedding.fakes import HashingEmbedder
+    from semmem.store.rows import table_name
+
+    mem = await open_memory(path, HashingEmbedder())
+    for text in texts:
+        await mem.remember("p", text)
+    await mem.close()
+    uri = str(path / f"{table_name('p')}.lance")
+    lance.dataset(uri).drop_columns(dropped)
+    return uri
