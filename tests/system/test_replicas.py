@@ -5,6 +5,9 @@ other writes and its purge pass cleans the old versions up; then the idle one wr
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,27 +22,48 @@ from tests.support.files import decoded_with
 from tests.support.server import ServerProcess
 from tests.support.web import remember, send, tool
 
+FAKETIME_SHIM = Path(__file__).parents[1] / "support" / "faketime"
 SECRET = "the secret is MARKER-replicas-4b2e"
 
 
 # B's clock: as A's, or ahead or behind by nearly the bound the shipped defaults tolerate
-# (``SEMMEM_MAX_CLOCK_SKEW_S`` = 1 s; libfaketime shifts the wall clock, not the monotonic one).
+# (``SEMMEM_MAX_CLOCK_SKEW_S`` = 1 s; libfaketime shifts the wall clock, not the monotonic one;
+# tests/support/faketime makes ``time.sleep`` work under it).
 SKEWS = ["", "+0.9s", "-0.9s"]
+
+
+def _skewed(offset: str) -> dict[str, str]:
+    """The environment that runs a process with its wall clock shifted by ``offset``."""
+    libs = sorted(Path("/usr/lib").glob("*/faketime/libfaketime.so.1"))
+    if not libs:
+        pytest.skip("libfaketime is not installed (scripts/ensure-browser.sh installs it)")
+    # Preloaded into the server itself (the ``faketime`` wrapper forks: stopping it would
+    # leave the server running).
+    return {"LD_PRELOAD": str(libs[0]), "FAKETIME": offset, "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+            "PYTHONPATH": os.pathsep.join(
+                [str(FAKETIME_SHIM), *filter(None, [os.environ.get("PYTHONPATH")])])}
+
+
+@pytest.mark.parametrize("offset", SKEWS[1:])
+def test_a_skewed_process_has_its_clock_shifted_and_can_sleep(offset: str) -> None:
+    """The harness itself: the shifted clock is shifted, and ``time.sleep`` works under it
+    (before the shim every call raised ``OSError: [Errno 22]``, which the replica test met as
+    a traceback from a commit retry)."""
+    probe = ("import time; t = time.monotonic(); time.sleep(0.05); "
+             "print(time.time(), time.monotonic() - t)")
+    out = subprocess.run([sys.executable, "-c", probe], env={**os.environ, **_skewed(offset)},
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    shifted, slept = (float(x) for x in out.stdout.split())
+    assert abs((shifted - time.time()) - float(offset[:-1])) < 0.3
+    assert slept >= 0.05
 
 
 @pytest.fixture(params=SKEWS, ids=["same-clock", "b-ahead", "b-behind"])
 def pair(tmp_path: Path, request: pytest.FixtureRequest
          ) -> Iterator[tuple[ServerProcess, ServerProcess]]:
     data = tmp_path / "data"
-    skewed: dict[str, str] = {}
-    if request.param:
-        libs = sorted(Path("/usr/lib").glob("*/faketime/libfaketime.so.1"))
-        if not libs:
-            pytest.skip("libfaketime is not installed (scripts/ensure-browser.sh installs it)")
-        # Preloaded into the server itself (the ``faketime`` wrapper forks: stopping it would
-        # leave the server running).
-        skewed = {"LD_PRELOAD": str(libs[0]), "FAKETIME": request.param,
-                  "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+    skewed = _skewed(request.param) if request.param else {}
     a = ServerProcess(data, maintenance_delay_s=None, log=tmp_path / "a.log").start()
     b = ServerProcess(data, maintenance_delay_s=None, log=tmp_path / "b.log",
                       env=skewed).start()
