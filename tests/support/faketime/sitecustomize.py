@@ -8,11 +8,14 @@ so ``time.sleep`` waits on ``select`` here. Faking the monotonic clock too is no
 waits on locks and events then never return.
 """
 
+import operator
 import select
 import time
+from typing import SupportsIndex
 
 
-def _sleep(seconds: float) -> None:
+def _sleep(length: float | SupportsIndex) -> None:
+    seconds = length if isinstance(length, float) else operator.index(length)
     if seconds < 0:
         raise ValueError("sleep length must be non-negative")
     select.select([], [], [], seconds)
