@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from semmem.contract import check_partition
 from semmem.errors import InvalidArguments, Unavailable
 from semmem.items import EXPIRES, Item, now_ms, parse_iso
 from semmem.store.rows import ITEM_COLUMNS, table_name
@@ -213,9 +214,13 @@ class Retention:
 
         Raises:
             InvalidArguments: ``value`` is none of those.
+            InvalidInput: a new override for a partition key over the bound (an old one's
+                can still be dropped).
         """
         inherit = isinstance(value, str) and value.strip().lower() == INHERIT
         ms = None if inherit else parse_policy(value)
+        if not inherit:
+            check_partition(partition)
         await self.store.set_retention(partition, ms, inherit=inherit)
         self._read_at = float("-inf")  # this process sees its own change at once
         return await self.policy(partition)

@@ -55,3 +55,16 @@ def test_cli_retention_round_trip(tmp_path: Path) -> None:
     assert code == 1 and "expiresAt must be an ISO 8601 timestamp" in err
     code, out, err = _run(tmp_path, "remember", "x", "-p", "a", "--expires", iso_in(-60))
     assert code == 1 and out == "" and "has passed" in err and err.startswith("error: ")
+
+
+def test_cli_retention_refuses_an_over_long_partition(tmp_path: Path) -> None:
+    """The partition bound holds here too: an over-long key sets no override (it did: the
+    registry kept one for a partition no other surface can make)."""
+    long_key = "k" * 1025
+    code, out, err = _run(tmp_path, "retention", "set", "30d", "-p", long_key)
+    assert code == 1 and out == "" and "partition must be at most 1024 UTF-8 bytes" in err
+    assert long_key not in err
+    code, out, _ = _run(tmp_path, "retention", "set", "30d", "-p", "k" * 1024)  # the bound
+    assert code == 0 and json.loads(out)["override"] == "30d"
+    code, out, _ = _run(tmp_path, "retention", "show", "-p", "k" * 1024)
+    assert code == 0 and json.loads(out)["override"] == "30d"
