@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
@@ -48,15 +50,24 @@ def prepare(settings: Settings, out: TextIO) -> Settings:
     if load_tokens(settings.tokens, settings.tokens_file):
         return settings
     token = generate_token()
-    out.write("semmem: no token configured (SEMMEM_TOKENS / SEMMEM_TOKENS_FILE); generated one.\n")
+    say = _teller(settings, out)
+    say("semmem: no token configured (SEMMEM_TOKENS / SEMMEM_TOKENS_FILE); generated one.")
     if out.isatty():
-        out.write(f"semmem: bearer token (shown only now): {token}\n")
+        say(f"semmem: bearer token (shown only now): {token}")
     else:
         where = _write_private(settings.data, token)
-        out.write(f"semmem: no terminal attached, so the bearer token is not printed; it is in "
-                  f"{where} (readable by this user only)\n")
+        say(f"semmem: no terminal attached, so the bearer token is not printed; it is in "
+            f"{where} (readable by this user only)")
     out.flush()
     return settings.model_copy(update={"tokens": token, "tokens_file": None})
+
+
+def _teller(settings: Settings, out: TextIO) -> Callable[[str], None]:
+    """How ``prepare`` tells the operator something: a line on ``out``, or with
+    ``SEMMEM_LOG_FORMAT=json`` a warning in the log, so every line a collector reads is JSON."""
+    if settings.log_format != "json":
+        return lambda line: print(line, file=out)
+    return logging.getLogger("semmem.serve").warning
 
 
 def _write_private(uri: str, token: str) -> Path:

@@ -231,6 +231,39 @@ def test_serve_generates_token_printed_once(tmp_path: Path) -> None:
     assert len(token) >= 40
 
 
+@pytest.mark.timeout(120)
+def test_serve_in_json_log_mode_writes_only_json_lines(tmp_path: Path) -> None:
+    """With ``SEMMEM_LOG_FORMAT=json`` the generated token's note is a JSON log line like
+    every other (it was a plain line a collector could not parse)."""
+    port = free_port()
+    cli = [sys.executable, "-m", "semmem.cli", "serve", "--port", str(port), "--data",
+           str(tmp_path / "db")]
+    log = tmp_path / "serve.log"
+    with log.open("w") as sink:
+        proc = subprocess.Popen(cli, cwd=REPO, env=_env(PYTHONUNBUFFERED="1",
+                                                        SEMMEM_LOG_FORMAT="json"),
+                                stdout=sink, stderr=subprocess.STDOUT, text=True)
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as c:
+            deadline = time.monotonic() + 60
+            while True:
+                assert proc.poll() is None, log.read_text()
+                try:
+                    if c.get("/healthz").status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    lines = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    notes = [r for r in lines if "bearer token is not printed" in r["message"]]
+    assert len(notes) == 1 and notes[0]["level"] == "WARNING"
+    assert (tmp_path / "db" / "generated-token").read_text().strip() not in log.read_text()
+
+
 def test_serve_insecure_on_loopback_needs_no_token(tmp_path: Path) -> None:
     """`--insecure` on 127.0.0.1 serves without any token."""
     server = ServerProcess(tmp_path / "db", env={"SEMMEM_INSECURE": "true",
