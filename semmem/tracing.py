@@ -121,6 +121,14 @@ def http(span: Span, method: str, route: str) -> None:
     span.set("http.route", route)
 
 
+def mcp(span: Span, method: str, route: str | None) -> None:
+    """The MCP request a server span serves: its JSON-RPC method and, over streamable HTTP,
+    the HTTP request carrying it (every MCP message is a ``POST`` to ``route``)."""
+    span.set("mcp.method.name", method)
+    if route is not None:
+        http(span, "POST", route)
+
+
 def answered(span: Span, records: int, body_bytes: int) -> None:
     """What a request returned: records (facts returned, or written) and response bytes."""
     span.set("gen_ai.memory.record.count", records)

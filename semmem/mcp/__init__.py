@@ -4,3 +4,5 @@ The only package that imports the ``mcp`` SDK. Its tools are the provider contra
 definitions (``semmem.protocol.tools``) plus ``recall``, run by the same dispatcher as the
 provider endpoint's (``semmem.serving.dispatch``) behind the same request guard.
 """
+
+MCP_PATH = "/mcp"  # where the streamable HTTP transport is served

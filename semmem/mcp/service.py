@@ -27,6 +27,7 @@ import mcp_types as types
 
 from semmem import tracing
 from semmem.errors import Conflict, InvalidInput, SemmemError
+from semmem.mcp import MCP_PATH
 from semmem.mcp.errors import internal_error, tool_error
 from semmem.mcp.tools import specs
 from semmem.memory import Memory
@@ -158,6 +159,7 @@ class Service:
         operation_id = f"mcp.{caller.session or '-'}.{_request_key(request_id)}"
         with tracing.span("semmem.request", headers, server=True) as span:
             tracing.operation(span, name, caller.partition, arguments)
+            tracing.mcp(span, "tools/call", None if headers is None else MCP_PATH)
             await self.loaded()
             try:
                 async with served(self.runtime, "mcp") as call:

@@ -17,6 +17,7 @@ from semmem import __version__
 from semmem.embedding.embedder import Embedder
 from semmem.errors import InvalidInput, SemmemError, Unavailable
 from semmem.lifecycle.backup_jobs import BackupJobs
+from semmem.mcp import MCP_PATH
 from semmem.memory import Memory
 from semmem.protocol.declaration import check_path
 from semmem.protocol.jsonio import dumps
@@ -28,7 +29,6 @@ from semmem.web.errors import MEDIA_TYPE, error_response, http_error_response, i
 from semmem.web.rebinding import LoopbackOnly
 
 log = logging.getLogger("semmem.web")
-MCP_PATH = "/mcp"
 OPS_PATHS = ("/healthz", "/readyz", "/metrics", "/openapi.json")
 
 

@@ -260,7 +260,7 @@ def test_app_started_twice_serves_mcp_each_time(tmp_path: Path) -> None:
 
 async def test_tool_calls_are_memory_spans(server: ServerProcess) -> None:
     """Over MCP too, each tool call is a GenAI memory span naming the partition by its hash,
-    with the step spans under it; a refused forget names its fact and has status ERROR."""
+    the HTTP route and the MCP method, with the step spans under it; a refused forget names its fact and has status ERROR."""
     async with http_client(_url(server), "traced-token-00000") as client:
         ok(await client.call_tool("remember", {"text": "the traced fact"}))
         assert "the traced fact" in text(await client.call_tool("recall", {"text": "traced"}))
@@ -277,6 +277,10 @@ async def test_tool_calls_are_memory_spans(server: ServerProcess) -> None:
     spans = console_spans(server.output())
     mine = {s["name"]: s for s in found()}
     assert {"create_memory", "search_memory", "delete_memory"} <= mine.keys()
+    for span in mine.values():  # the HTTP request and the MCP method carrying each call
+        attrs = span["attributes"]
+        assert (attrs["http.request.method"], attrs["http.route"]) == ("POST", "/mcp")
+        assert attrs["mcp.method.name"] == "tools/call"
     refused = mine["delete_memory"]
     assert refused["status"]["status_code"] == "ERROR"
     assert refused["attributes"]["error.type"] == "not_found"
