@@ -293,3 +293,22 @@ def test_metadata_forms_need_the_session_and_its_csrf_token(client: TestClient) 
     r = post(client, "/item", csrf, **fields)
     assert r.status_code == 303 and r.headers["location"].startswith("/console/signin")
     assert [(i["n"], i["metadata"]) for i in items_of(client, "m")] == [(1, {"user": "alice"})]
+
+
+def test_a_refused_edit_keeps_the_cursor_of_the_form_it_came_from(client: TestClient) -> None:
+    """After bad input the form is shown again with the cursor it was opened with, so a change
+    someone made since still conflicts when the corrected form is saved (the page used to carry
+    the state of the refused save's time, and the second save overwrote that change unseen)."""
+    csrf = sign_in(client)
+    _add(client, csrf, "Eve works at the bakery", "user=eve")
+    cursor, _ = _form(client, 1)
+    r = client.patch("/admin/items", params={"partition": "m", "n": 1},
+                     json={"text": "Eve owns the bakery"}, headers=ADMIN)
+    assert r.status_code == 200, r.text
+    r = _edit(client, csrf, 1, cursor, "user=eve\nno equals sign", text="Eve left the bakery")
+    assert r.status_code == 422
+    kept = re.search(r'name="cursor" value="([^"]+)"', r.text)
+    assert kept and kept.group(1) == cursor
+    r = _edit(client, csrf, 1, kept.group(1), "user=eve", text="Eve left the bakery")
+    assert r.status_code == 409 and "Current version (revision 2)" in text_of(r.text)
+    assert [i["text"] for i in items_of(client, "m")] == ["Eve owns the bakery"]

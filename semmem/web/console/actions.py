@@ -178,8 +178,11 @@ async def edit(request: Request) -> Response:
                          "again to replace it.")
             if current is None:
                 raise
+            # refused input keeps the form's cursor: a change made since the form was opened
+            # must still conflict when the corrected form is saved
             return page(request, "item.html", status_of(exc), title=f"Item #{n}",
-                        session=session, partition=key, item=current, cursor=fresh,
+                        session=session, partition=key, item=current,
+                        cursor=fresh if conflict or cursor is None else cursor,
                         values=_kept(form, current), error=error,
                         current=current if conflict else None)
     return redirect(url("/partition", p=key, done="edited", n=n))
