@@ -340,3 +340,51 @@ def test_similar_facts_merged_and_forgotten_in_browser(server: ServerProcess, br
     d.get(f"{base}/console/partition?p={p}")
     assert item_numbers(d) == [5, 4, 3, 1]
     assert "merged into #5" in text(d, "#item-3")
+
+
+def test_metadata_added_filtered_and_edited_in_browser(server: ServerProcess, browser: WebDriver,
+                                                       shots: Path) -> None:
+    """Add a fact with metadata, find it with the listing's filter, edit its metadata on the
+    item page (a refused box keeps what was typed), and the filter follows."""
+    base, d, p = server.url, browser, "scoped"
+    d.get(f"{base}/console/signin")
+    d.delete_all_cookies()  # a fresh session, whatever an earlier test left
+    sign_in(d, base, ADMIN_TOKEN)
+    d.get(f"{base}/console/partition?p={p}")
+    for fact, meta in (("Ann takes the early train", "user=ann\nrun=3"),
+                       ("Ben cycles to work", "user=ben")):
+        fill(d, "add_text", fact)
+        fill(d, "add_meta", meta)  # Enter in the box is a new line, not a submit
+        submit(d, d.find_element(By.ID, "add"))
+    assert item_numbers(d) == [2, 1]
+
+    def badges(n: int) -> list[str]:
+        return [b.text for b in d.find_elements(By.CSS_SELECTOR, f"#item-{n} .badge.meta")]
+
+    def listed(meta: str) -> list[int]:
+        fill(d, "meta", meta)
+        submit(d, d.find_element(By.ID, "filter"))
+        return item_numbers(d)
+
+    assert badges(1) == ["run=3", 'user="ann"'] and badges(2) == ['user="ben"']
+    assert listed("user=ann") == [1]
+    d.find_element(By.CSS_SELECTOR, "a[aria-label='Edit item 1']").click()
+    wait(d, ec.title_contains("Item #1"), "the edit page")
+    assert d.find_element(By.ID, "metadata").get_attribute("value") == "run=3\nuser=ann"
+    fill(d, "metadata", "user=ann\nno equals sign")
+    submit(d, d.find_element(By.ID, "save"))
+    assert text(d, "#error") == "metadata takes key=value, not 'no equals sign'"
+    assert d.find_element(By.ID, "metadata").get_attribute("value") == (
+        "user=ann\nno equals sign")
+    fill(d, "metadata", "user=cat\nrun=4")
+    shoot(d, shots, "08-edit-metadata", 1000)
+    submit(d, d.find_element(By.ID, "save"))
+    assert text(d, ".flash") == "Item #1 saved."
+    assert badges(1) == ["run=4", 'user="cat"']
+    assert listed("user=ann") == [] and "No items match this filter." in text(d)
+    assert listed("user=cat\nrun=4") == [1]
+    with server.client() as c:
+        r = c.get("/admin/items", params={"partition": p},
+                  headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+        assert [i.get("metadata") for i in r.json()["items"]] == [
+            {"user": "cat", "run": 4}, {"user": "ben"}]
