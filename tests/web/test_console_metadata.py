@@ -134,10 +134,13 @@ def test_add_with_metadata_is_found_by_the_listing_filter_and_the_search(
                 'label="7"') == 1
     assert _add(client, csrf, "Bob likes black tea", "user=bob\nrun=3") == 2
     assert _add(client, csrf, "Carol likes tea", "") == 3
+    assert _add(client, csrf, "Dan likes tea", 'html=</textarea><b>&"x"') == 4
     by_n = {i["n"]: i.get("metadata") for i in items_of(client, "m")}
     assert by_n == {1: {"user": "alice", "run": 3, "pinned": True, "label": "7"},
-                    2: {"user": "bob", "run": 3}, 3: None}
-    assert _tags(db) == {1: tags(by_n[1]), 2: tags(by_n[2]), 3: None}
+                    2: {"user": "bob", "run": 3}, 3: None, 4: {"html": '</textarea><b>&"x"'}}
+    assert _tags(db) == {1: tags(by_n[1]), 2: tags(by_n[2]), 3: None, 4: tags(by_n[4])}
+    page = client.get("/console/item?p=m&n=4").text
+    assert "<b>" not in page and _form(client, 4)[1] == 'html=</textarea><b>&"x"'  # escaped
     assert _listing(client, "user=alice") == [1]
     assert _listing(client, "run=3") == [2, 1]
     assert _listing(client, 'label="7"\npinned=true') == [1]
