@@ -44,6 +44,26 @@ def pairs(given: Iterable[str], what: str) -> dict[str, Any] | None:
     return out or None
 
 
+_BREAKS = ("\u0085", "\u2028", "\u2029")  # line breaks ``json.dumps`` leaves unescaped
+
+
+def typed(key: str, value: Scalar) -> str:
+    """A stored metadata pair as a person types it, so that ``pairs`` (on the line, stripped,
+    as the console reads it) gives ``value`` back: a number or boolean bare, a string bare
+    unless it would then read as another value, lose spaces at its ends or break its line, in
+    which case in JSON quotes (``run="3"``)."""
+    if not isinstance(value, str):
+        return f"{key}={canonical(value)}"
+    bare = f"{key}={value}"
+    if value == value.strip() and len(bare.splitlines()) == 1 \
+            and pairs([bare], "") == {key: value}:
+        return bare
+    quoted = json.dumps(value, ensure_ascii=False)
+    for char in _BREAKS:
+        quoted = quoted.replace(char, f"\\u{ord(char):04x}")
+    return f"{key}={quoted}"
+
+
 @dataclass(frozen=True)
 class Range:
     """Epoch milliseconds from ``lo`` to ``hi``, both inclusive (``None``: open)."""

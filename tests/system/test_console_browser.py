@@ -13,10 +13,8 @@ import base64
 import json
 import os
 import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -32,17 +30,27 @@ if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed "
                                 "(a dev dependency: pip install -c requirements.lock selenium)")
 
-from selenium.common.exceptions import TimeoutException, WebDriverException  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
-from selenium.webdriver.remote.webelement import WebElement  # noqa: E402
 from selenium.webdriver.support import expected_conditions as ec  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+from tests.support.browser import (  # noqa: E402
+    WAIT_S,
+    assert_real_picture,
+    fill,
+    item_numbers,
+    mark_page,
+    shoot,
+    sign_in,
+    submit,
+    text,
+    wait,
+    wait_for_next_page,
+)
 
 pytestmark = pytest.mark.timeout(180)
-WAIT_S = 20  # generous: the machine is shared
 
 
 @pytest.fixture(scope="module")
@@ -104,100 +112,6 @@ def browser(tmp_path_factory: pytest.TempPathFactory, downloads: Path) -> Iterat
         yield driver
     finally:
         driver.quit()
-
-
-# ----- helpers -----------------------------------------------------------------------------------
-def wait(driver: WebDriver, condition: Callable[[Any], Any], what: str) -> Any:
-    """Wait for a condition, failing with what was awaited and the page's text."""
-    try:
-        return WebDriverWait(driver, WAIT_S).until(condition)
-    except TimeoutException:
-        body = driver.find_element(By.TAG_NAME, "body").text[:2000]
-        raise AssertionError(f"timed out waiting for {what}; page {driver.current_url}:\n{body}"
-                             ) from None
-
-
-def mark_page(driver: WebDriver) -> str:
-    """Tag the current document so that a later wait can tell when another one replaced it."""
-    marker = uuid.uuid4().hex
-    driver.execute_script("window.__semmemPage = arguments[0]", marker)
-    return marker
-
-
-def wait_for_next_page(driver: WebDriver, marker: str, what: str) -> None:
-    """Wait until a document other than the one tagged ``marker`` has completely loaded.
-
-    Polls a script instead of ``staleness_of``: mid-navigation chromedriver can answer an element
-    query with an inspector error ("Node with given id does not belong to the document") that
-    ``staleness_of`` does not treat as stale, so it failed the test on a busy machine.
-    """
-    def loaded(d: WebDriver) -> bool:
-        try:
-            return bool(d.execute_script(
-                "return document.readyState === 'complete' && window.__semmemPage !== arguments[0]",
-                marker))
-        except WebDriverException:  # the old document is being torn down; ask again
-            return False
-    wait(driver, loaded, what)
-
-
-def submit(driver: WebDriver, button: WebElement, *, accept_confirm: bool = False) -> None:
-    """Click a submit button and wait for the next page to load."""
-    marker = mark_page(driver)
-    button.click()
-    if accept_confirm:
-        wait(driver, ec.alert_is_present(), "the confirmation dialog")
-        driver.switch_to.alert.accept()
-    wait_for_next_page(driver, marker, "the next page")
-
-
-def fill(driver: WebDriver, field_id: str, value: str) -> None:
-    """Replace a field's value by typing, as a user would."""
-    field = driver.find_element(By.ID, field_id)
-    field.clear()
-    field.send_keys(value)
-
-
-def text(driver: WebDriver, selector: str = "main") -> str:
-    """Visible text of an element."""
-    return str(driver.find_element(By.CSS_SELECTOR, selector).text)
-
-
-def shoot(driver: WebDriver, folder: Path, name: str, height: int | None = None) -> Path:
-    """Screenshot the window, grown to the page's whole height (or to ``height``)."""
-    width = driver.get_window_size()["width"]
-    measure = ("return Math.max(document.body.scrollHeight, "
-               "document.documentElement.scrollHeight) + window.outerHeight - window.innerHeight")
-    for _ in range(2):  # the viewport is smaller than the window; measure again once resized
-        driver.set_window_size(width, height or max(int(driver.execute_script(measure)), 400))
-    driver.execute_script("window.scrollTo(0, 0)")
-    path = folder / f"{name}.png"
-    assert driver.save_screenshot(str(path))
-    return path
-
-
-def assert_real_picture(path: Path) -> None:
-    """A screenshot that shows something: a PNG, not one flat colour."""
-    from PIL import Image
-
-    with Image.open(path) as img:
-        assert img.format == "PNG" and img.width >= 300
-        colours = img.convert("RGB").getcolors(maxcolors=1_000_000)
-        assert colours is None or len(colours) > 50, f"{path} looks blank"
-
-
-def sign_in(driver: WebDriver, base: str, token: str) -> None:
-    """Go to the console and submit the sign-in form with ``token``."""
-    driver.get(f"{base}/console/")
-    wait(driver, ec.title_contains("Sign in"), "the sign-in page")
-    fill(driver, "token", token)
-    submit(driver, driver.find_element(By.ID, "signin"))
-
-
-def item_numbers(driver: WebDriver) -> list[int]:
-    """The numbers of the items listed on a partition page, in page order."""
-    return [int(str(el.get_attribute("id")).split("-")[1])
-            for el in driver.find_elements(By.CSS_SELECTOR, "#items > li")]
 
 
 # ----- tests -------------------------------------------------------------------------------------
@@ -426,3 +340,51 @@ def test_similar_facts_merged_and_forgotten_in_browser(server: ServerProcess, br
     d.get(f"{base}/console/partition?p={p}")
     assert item_numbers(d) == [5, 4, 3, 1]
     assert "merged into #5" in text(d, "#item-3")
+
+
+def test_metadata_added_filtered_and_edited_in_browser(server: ServerProcess, browser: WebDriver,
+                                                       shots: Path) -> None:
+    """Add a fact with metadata, find it with the listing's filter, edit its metadata on the
+    item page (a refused box keeps what was typed), and the filter follows."""
+    base, d, p = server.url, browser, "scoped"
+    d.get(f"{base}/console/signin")
+    d.delete_all_cookies()  # a fresh session, whatever an earlier test left
+    sign_in(d, base, ADMIN_TOKEN)
+    d.get(f"{base}/console/partition?p={p}")
+    for fact, meta in (("Ann takes the early train", "user=ann\nrun=3"),
+                       ("Ben cycles to work", "user=ben")):
+        fill(d, "add_text", fact)
+        fill(d, "add_meta", meta)  # Enter in the box is a new line, not a submit
+        submit(d, d.find_element(By.ID, "add"))
+    assert item_numbers(d) == [2, 1]
+
+    def badges(n: int) -> list[str]:
+        return [b.text for b in d.find_elements(By.CSS_SELECTOR, f"#item-{n} .badge.meta")]
+
+    def listed(meta: str) -> list[int]:
+        fill(d, "meta", meta)
+        submit(d, d.find_element(By.ID, "filter"))
+        return item_numbers(d)
+
+    assert badges(1) == ["run=3", 'user="ann"'] and badges(2) == ['user="ben"']
+    assert listed("user=ann") == [1]
+    d.find_element(By.CSS_SELECTOR, "a[aria-label='Edit item 1']").click()
+    wait(d, ec.title_contains("Item #1"), "the edit page")
+    assert d.find_element(By.ID, "metadata").get_attribute("value") == "run=3\nuser=ann"
+    fill(d, "metadata", "user=ann\nno equals sign")
+    submit(d, d.find_element(By.ID, "save"))
+    assert text(d, "#error") == "metadata takes key=value, not 'no equals sign'"
+    assert d.find_element(By.ID, "metadata").get_attribute("value") == (
+        "user=ann\nno equals sign")
+    fill(d, "metadata", "user=cat\nrun=4")
+    shoot(d, shots, "08-edit-metadata", 1000)
+    submit(d, d.find_element(By.ID, "save"))
+    assert text(d, ".flash") == "Item #1 saved."
+    assert badges(1) == ["run=4", 'user="cat"']
+    assert listed("user=ann") == [] and "No items match this filter." in text(d)
+    assert listed("user=cat\nrun=4") == [1]
+    with server.client() as c:
+        r = c.get("/admin/items", params={"partition": p},
+                  headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+        assert [i.get("metadata") for i in r.json()["items"]] == [
+            {"user": "cat", "run": 4}, {"user": "ben"}]

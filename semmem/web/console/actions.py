@@ -14,18 +14,18 @@ from starlette.responses import Response
 from semmem.contract import MAX_RECALL_BYTES, MAX_SEARCH_LIMIT
 from semmem.errors import Conflict, InvalidInput, NotFound
 from semmem.items import Item
+from semmem.metadata import Scalar, canonical
 from semmem.protocol.fitting import fit_recall
 from semmem.protocol.jsonio import dumps
 from semmem.protocol.status import status_of
 from semmem.serving.guard import nameable
 from semmem.web.console import data
+from semmem.web.console.data import EDITABLE
 from semmem.web.console.guard import Form, memory_of, require_post
 from semmem.web.console.pages import redirect
 from semmem.web.console.render import page, url
 from semmem.web.console.session import Session
 from semmem.web.requests import runtime
-
-EDITABLE = ("note", "status", "surfacing", "expiresAt")
 
 
 async def partition_field(request: Request, form: Form) -> str:
@@ -54,23 +54,27 @@ async def _partition_page(request: Request, session: Session, partition: str, *,
 def _form_values(form: Form) -> dict[str, Any]:
     return {"q": form.get("q"), "limit": form.get("limit") or 10, "text": form.get("text"),
             "max_bytes": form.get("max_bytes") or 2048, "add_text": form.get("add_text"),
-            "add_note": form.get("add_note")}
+            "add_note": form.get("add_note"), "add_meta": form.get("add_meta")}
 
 
 async def add(request: Request) -> Response:
-    """Remember a text (with an optional note) in the partition."""
+    """Remember a text (with an optional note and metadata) in the partition."""
     session, form = await require_post(request)
     key = await partition_field(request, form)
     note = form.get("add_note").strip()
     try:
+        metadata = data.metadata_of(form.get("add_meta"))
         async with memory_of(request) as memory:
             result = await memory.remember(key, form.get("add_text"),
-                                           attrs={"note": note} if note else None)
+                                           attrs={"note": note} if note else None,
+                                           metadata=metadata)
     except InvalidInput as exc:
         return await _partition_page(request, session, key, form=_form_values(form),
                                      error=f"Not added: {exc.message}", status=status_of(exc))
     runtime(request).metrics.partition_count(key, result.get("count"))
-    done = "existing" if result.get("existing") else "added"
+    done = "added"
+    if result.get("existing"):  # a duplicate keeps its own metadata: say so when some was given
+        done = "existing_meta" if metadata else "existing"
     return redirect(url("/partition", p=key, done=done, n=result["n"]))
 
 
@@ -115,8 +119,17 @@ async def recall(request: Request) -> Response:
     return await _partition_page(request, session, key, form=values, preview=preview)
 
 
-def _changes(item: Item, form: Form) -> tuple[str | None, dict[str, str | None]]:
-    """The new text (``None``: unchanged) and the record fields that differ (``None``: clear)."""
+Changes = tuple[str | None, dict[str, str | None], dict[str, Scalar] | None]
+
+
+def _changes(item: Item, form: Form) -> Changes:
+    """The new text, the record fields and the metadata that differ from ``item``'s: ``None``
+    text or metadata is unchanged, a ``None`` field and ``{}`` metadata are cleared. A form
+    without the metadata field (a page from before it existed) leaves the metadata as it is.
+
+    Raises:
+        InvalidArguments: the metadata box holds a line without ``=`` or breaks its rules.
+    """
     text = form.get("text").strip()
     new_text = text if text != item.text.replace("\r\n", "\n") else None
     attrs: dict[str, str | None] = {}
@@ -124,11 +137,24 @@ def _changes(item: Item, form: Form) -> tuple[str | None, dict[str, str | None]]
         value = form.get(name).strip()
         if value != str(item.attrs.get(name) or ""):
             attrs[name] = value or None
-    return new_text, attrs
+    metadata = None
+    if "metadata" in form.fields:
+        wanted = data.metadata_of(form.get("metadata")) or {}
+        if canonical(wanted) != canonical(item.metadata):
+            metadata = wanted
+    return new_text, attrs, metadata
+
+
+def _kept(form: Form, item: Item) -> dict[str, str]:
+    """The edit form's fields as the owner sent them, to show again."""
+    return {"text": form.get("text"), **{f: form.get(f) for f in EDITABLE},
+            "metadata": form.get("metadata") if "metadata" in form.fields
+            else data.metadata_text(item.metadata)}
 
 
 async def edit(request: Request) -> Response:
-    """Save an item's text, note, status and surfacing, unless it changed since the form."""
+    """Save an item's text, note, status, surfacing, expiry and metadata, unless it changed
+    since the form."""
     session, form = await require_post(request)
     key = await partition_field(request, form)
     n = form.integer("n", 1, 2**62)
@@ -137,25 +163,28 @@ async def edit(request: Request) -> Response:
         current, fresh = await data.item_view(memory, key, n)
         if current is None:
             raise NotFound(f"item {n} is not in this partition (never added, or forgotten)")
-        new_text, attrs = _changes(current, form)
-        if new_text is None and not attrs:
-            return redirect(url("/partition", p=key, done="unchanged", n=n))
         try:
-            await memory.update(key, n, new_text, cursor=cursor, attrs=attrs)
+            new_text, attrs, metadata = _changes(current, form)
+            if new_text is None and not attrs and metadata is None:
+                return redirect(url("/partition", p=key, done="unchanged", n=n))
+            await memory.update(key, n, new_text, cursor=cursor, attrs=attrs, metadata=metadata)
         except (Conflict, InvalidInput) as exc:
+            conflict = isinstance(exc, Conflict)
             error = exc.message
-            if isinstance(exc, Conflict):
+            if conflict:
                 current, fresh = await data.item_view(memory, key, n)
                 error = (f"Item #{n} was changed by someone else after you opened it. Its "
                          "current version is shown; your edits are kept in the form: save "
                          "again to replace it.")
             if current is None:
                 raise
-            values = {"text": form.get("text"), **{f: form.get(f) for f in EDITABLE}}
+            # refused input keeps the form's cursor: a change made since the form was opened
+            # must still conflict when the corrected form is saved
             return page(request, "item.html", status_of(exc), title=f"Item #{n}",
-                        session=session, partition=key, item=current, cursor=fresh,
-                        values=values, error=error,
-                        current=current if isinstance(exc, Conflict) else None)
+                        session=session, partition=key, item=current,
+                        cursor=fresh if conflict or cursor is None else cursor,
+                        values=_kept(form, current), error=error,
+                        current=current if conflict else None)
     return redirect(url("/partition", p=key, done="edited", n=n))
 
 

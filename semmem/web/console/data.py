@@ -5,14 +5,17 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from semmem import filtering
 from semmem.contract import make_cursor, sha256_hex
 from semmem.items import Item
 from semmem.memory import Memory
+from semmem.metadata import Scalar, clean_metadata
 from semmem.ranking.ranker import Scored
-from semmem.scoping import Filter, pairs
+from semmem.scoping import Filter, pairs, typed
 
+EDITABLE = ("note", "status", "surfacing", "expiresAt")  # the edit form's record fields
 PAGE_SIZE = 25
 PARTITIONS_PAGE_SIZE = 25  # each listed partition is read
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -86,15 +89,43 @@ class PartitionView:
     matching: int | None = None  # how many items it covers (``None``: no filter)
 
 
+def _lines(text: str) -> list[str]:
+    """A form's ``key=value`` box: its lines, stripped, blank ones left out."""
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
 def meta_filter(text: str) -> Filter | None:
     """The listing's metadata filter from ``key=value`` lines (``None`` when blank).
 
     Raises:
         InvalidArguments: a line without ``=``, or metadata that breaks its rules.
     """
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    lines = _lines(text)
     found = pairs(lines, "a metadata filter") if lines else None
     return Filter.parse({"metadata": found}) if found else None
+
+
+def metadata_of(text: str) -> dict[str, Scalar] | None:
+    """The metadata typed in an add or edit form, one ``key=value`` a line, each value read as
+    the CLI's ``--meta`` reads it (``None`` when blank).
+
+    Raises:
+        InvalidArguments: a line without ``=``, or metadata that breaks its rules.
+    """
+    lines = _lines(text)
+    return clean_metadata(pairs(lines, "metadata") if lines else None)
+
+
+def metadata_text(metadata: dict[str, Any]) -> str:
+    """Metadata as the forms take it: one ``key=value`` a line, by key (``metadata_of`` reads
+    it back to the same object)."""
+    return "\n".join(typed(k, v) for k, v in sorted(metadata.items()))
+
+
+def edit_values(item: Item) -> dict[str, str]:
+    """The edit form's fields filled from ``item``."""
+    return {"text": item.text, **{f: str(item.attrs.get(f) or "") for f in EDITABLE},
+            "metadata": metadata_text(item.metadata)}
 
 
 async def partition_view(memory: Memory, partition: str, page: int,

@@ -36,6 +36,8 @@ from semmem.web.requests import runtime
 FLASH = {
     "added": "Item #{n} added.",
     "existing": "That text is already item #{n}; nothing new was stored.",
+    "existing_meta": "That text is already item #{n}; nothing new was stored and its "
+                     "metadata was left as it is (edit the item to change it).",
     "edited": "Item #{n} saved.",
     "unchanged": "Nothing changed in item #{n}.",
     "forgot": "Item #{n} forgotten.",
@@ -182,7 +184,7 @@ async def item(request: Request) -> Response:
     if found is None:
         raise NotFound(f"item {n} is not in this partition (never added, or forgotten)")
     return page(request, "item.html", title=f"Item #{n}", session=session, partition=key,
-                item=found, cursor=cursor, values=None, current=None)
+                item=found, cursor=cursor, values=data.edit_values(found), current=None)
 
 
 async def export(request: Request) -> Response:
