@@ -75,7 +75,7 @@ def clean_metadata(value: Any) -> dict[str, Scalar] | None:
                                {"maxProperties": MAX_KEYS})
     out: dict[str, Scalar] = {}
     for key, item in value.items():
-        if not isinstance(key, str) or not _KEY.match(key):
+        if not isinstance(key, str) or not _KEY.fullmatch(key):
             raise InvalidArguments("metadata keys are 1–64 characters: a letter or '_', then "
                                    "letters, digits, '_', '.', ':' or '-'",
                                    {"pattern": KEY_PATTERN})

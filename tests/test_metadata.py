@@ -35,6 +35,7 @@ def test_clean_metadata_keeps_scalars_and_makes_integral_floats_ints() -> None:
     ({"": 1}, "keys are"),
     ({"bad key": 1}, "keys are"),
     ({"1abc": 1}, "keys are"),
+    ({"user\n": 1}, "keys are"),  # `$` alone also matches before a final line break
     ({f"k{i}": i for i in range(MAX_KEYS + 1)}, "at most 16"),
     ({f"k{i}": "x" * 200 for i in range(12)}, "2048 bytes"),
 ])
