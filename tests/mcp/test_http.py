@@ -260,7 +260,8 @@ def test_app_started_twice_serves_mcp_each_time(tmp_path: Path) -> None:
 
 async def test_tool_calls_are_memory_spans(server: ServerProcess) -> None:
     """Over MCP too, each tool call is a GenAI memory span naming the partition by its hash,
-    the HTTP route and the MCP method, with the step spans under it; a refused forget names its fact and has status ERROR."""
+    the HTTP route and the MCP method, with the step spans under it; a refused forget names
+    its fact and has status ERROR."""
     async with http_client(_url(server), "traced-token-00000") as client:
         ok(await client.call_tool("remember", {"text": "the traced fact"}))
         assert "the traced fact" in text(await client.call_tool("recall", {"text": "traced"}))
