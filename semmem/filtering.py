@@ -131,6 +131,12 @@ class Counts:
         return count
 
 
+def columns(flt: Filter) -> list[str]:
+    """What an indexed read under ``flt`` reads of its candidates: a recall's columns, and
+    ``ts`` when the filter's check of them needs it (each column is a read per candidate)."""
+    return RECALL_COLUMNS if flt.ts == Range() else [*RECALL_COLUMNS, "ts"]
+
+
 def scoped(alive: Alive, scope: Filter | None) -> Alive:
     """``alive`` narrowed to the facts ``scope`` covers: a scoped binding's writes find
     duplicates, list similar facts and edit only among them (others are not found)."""
@@ -177,7 +183,7 @@ class Filtered:
                 qvec = await self._embed(query)
                 return qvec, await nearest_where(self.store, view, qvec,
                                                  max(limit, self.index_candidates), where,
-                                                 RECALL_COLUMNS)
+                                                 columns(flt))
 
             # the count beside the search, not before it: its time is hidden behind the search's
             count, (qvec, found) = await asyncio.gather(
@@ -214,7 +220,7 @@ class Filtered:
             qvec = await self._embed(text)
             found = await nearest_where(self.store, view, qvec,
                                         recall_candidates(max_bytes, self.index_candidates),
-                                        flt.where(), RECALL_COLUMNS)
+                                        flt.where(), columns(flt))
             found = kept(retention.keep(found, await retention.max_age(partition)), flt)
             return results.relevant(self.ranker, found, qvec, text, max_bytes, cursor)
         hidden = await retention.hidden(view)
