@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 from collections import OrderedDict, defaultdict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +30,7 @@ from semmem.metadata import canonical
 from semmem.results import Recall, recall_candidates
 from semmem.rules import Alive
 from semmem.scoping import Filter, Range
+from semmem.store.reads.persistent import Layered
 from semmem.store.rows import RECALL_COLUMNS
 from semmem.store.views import Candidates, Head, IndexedView, ItemSet, ReadView
 
@@ -49,39 +50,89 @@ def _key(value: Any) -> str:
     return repr(value) if type(value) is int else canonical(value)
 
 
+def _pairs(item: Item) -> list[tuple[str, str]]:
+    return [(key, _key(value)) for key, value in item.metadata.items()]
+
+
 @dataclass(frozen=True)
 class Columns:
-    """What a filter reads of a snapshot, built once per version (``ItemSet.cached``): the rows
-    holding each metadata pair, keyed as ``Filter.matches`` compares them, and the times."""
+    """What a filter reads of a snapshot, built once (``ItemSet.cached``) and carried forward
+    with it (``evolve``): the numbers holding each metadata pair, keyed as ``Filter.matches``
+    compares them, and per row the number and the times."""
 
-    pairs: dict[tuple[str, str], npt.NDArray[np.intp]]
+    pairs: Mapping[tuple[str, str], npt.NDArray[np.int64]]  # ascending numbers
+    numbers: npt.NDArray[np.int64]
     updated: npt.NDArray[np.int64]
     ts: npt.NDArray[np.int64]
 
     @classmethod
     def of(cls, items: ItemSet) -> Columns:
         """The columns of ``items``."""
-        rows: dict[tuple[str, str], list[int]] = defaultdict(list)
-        for i, it in enumerate(items.items):
-            for key, value in it.metadata.items():
-                rows[(key, _key(value))].append(i)
-        return cls({k: np.asarray(v, np.intp) for k, v in rows.items()},
-                   np.fromiter((it.updated for it in items.items), np.int64, items.size),
-                   np.fromiter((it.ts for it in items.items), np.int64, items.size))
+        held: dict[tuple[str, str], list[int]] = defaultdict(list)
+        for it in items.items:
+            for pair in _pairs(it):
+                held[pair].append(it.n)
+        size = items.size
+        return cls({k: np.asarray(v, np.int64) for k, v in held.items()},
+                   np.fromiter((it.n for it in items.items), np.int64, size),
+                   np.fromiter((it.updated for it in items.items), np.int64, size),
+                   np.fromiter((it.ts for it in items.items), np.int64, size))
+
+    def evolve(self, old: ItemSet, new: ItemSet, appended: range, changed: list[int],
+               removed: list[int]) -> Columns:
+        """These columns for ``new``: ``old`` with rows ``removed`` (old rows) cut, rows
+        ``changed`` (new rows) replaced and rows ``appended`` (what ``store/reads/evolve.py``
+        asks of a snapshot's derived structures). Only the pairs the change touches are
+        copied; the rest are shared with ``old``'s."""
+        cut: dict[tuple[str, str], list[int]] = defaultdict(list)
+        put: dict[tuple[str, str], list[int]] = defaultdict(list)
+        for row in removed:
+            for pair in _pairs(old.items[row]):
+                cut[pair].append(old.items[row].n)
+        for row in changed:
+            it, before = new.items[row], old.get(new.items[row].n)
+            if before is not None and set(_pairs(before)) == set(_pairs(it)):
+                continue
+            for pair in _pairs(before) if before is not None else []:
+                cut[pair].append(it.n)
+            for pair in _pairs(it):
+                put[pair].append(it.n)
+        for row in appended:
+            for pair in _pairs(new.items[row]):
+                put[pair].append(new.items[row].n)
+        touched = {}
+        for pair in cut.keys() | put.keys():
+            held = self.pairs.get(pair, _NONE)
+            if pair in cut:
+                held = held[~np.isin(held, cut[pair])]
+            touched[pair] = np.union1d(held, np.asarray(put.get(pair, ()), np.int64))
+        columns = []
+        for name, field_ in (("numbers", "n"), ("updated", "updated"), ("ts", "ts")):
+            held_column: npt.NDArray[np.int64] = getattr(self, name)
+            column = np.delete(held_column, removed) if removed else held_column.copy()
+            column[changed] = [getattr(new.items[row], field_) for row in changed]
+            columns.append(np.concatenate([column, np.fromiter(
+                (getattr(new.items[row], field_) for row in appended), np.int64,
+                len(appended))]))
+        return Columns(Layered.over(self.pairs, touched) if touched else self.pairs, *columns)
+
+
+_NONE = np.zeros(0, np.int64)
 
 
 def covered(view: ItemSet, flt: Filter) -> npt.NDArray[np.intp]:
     """Rows of ``view`` whose items ``flt`` covers, ascending (``Filter.matches`` on each, from
-    columns read once per snapshot rather than every item's metadata per read)."""
+    columns kept per snapshot rather than every item's metadata per read)."""
     cols = view.cached("filter:columns", Columns.of)
-    rows: npt.NDArray[np.intp] | None = None
+    numbers: npt.NDArray[np.int64] | None = None
     for key, value in flt.metadata.items():
         found = cols.pairs.get((key, _key(value)))
-        if found is None:
+        if found is None or not len(found):
             return np.zeros(0, np.intp)
-        rows = found if rows is None else np.intersect1d(rows, found, assume_unique=True)
-    if rows is None:
-        rows = np.arange(view.size, dtype=np.intp)
+        numbers = found if numbers is None \
+            else np.intersect1d(numbers, found, assume_unique=True)
+    rows = np.arange(view.size, dtype=np.intp) if numbers is None \
+        else np.searchsorted(cols.numbers, numbers).astype(np.intp)
     for name, column in (("updated", cols.updated), ("ts", cols.ts)):
         bounds: Range = getattr(flt, name)
         if bounds.lo is not None:
