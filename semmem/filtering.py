@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 from collections import OrderedDict, defaultdict
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -32,13 +32,12 @@ from semmem.rules import Alive
 from semmem.scoping import Filter, Range
 from semmem.store.reads.persistent import Layered
 from semmem.store.rows import RECALL_COLUMNS
-from semmem.store.views import Candidates, Head, IndexedView, ItemSet, ReadView
+from semmem.store.views import Candidates, IndexedView, ItemSet, ReadView
 
 if TYPE_CHECKING:
     from semmem.lifecycle.retention import Retention
     from semmem.ranking.ranker import Ranker
     from semmem.store import Store
-    from semmem.store.views import PartitionSnapshot
 
 
 def _key(value: Any) -> str:
@@ -158,28 +157,57 @@ def kept(found: Candidates, flt: Filter) -> Candidates:
     return Candidates([found.items[i] for i in rows], found.vectors[rows], found.head)
 
 
+COUNTS = "filter:counts"  # where an indexed view keeps its ``Counts`` (``IndexedView.derived``)
+
+
 class Counts:
-    """How many live facts a filter selects in an indexed partition at a version, held for the
-    latest ``size`` asked: a version's rows never change, so repeated searches under one filter
-    (a token's scope) read the count once per version."""
+    """How many live facts the filters asked of an indexed view select at its version, for the
+    latest ``size`` filters: kept on the view (``IndexedView.derived``), so they go with it,
+    and carried to the view of this process's next commit by what the commit changed
+    (``evolve``); a version another process made is counted again when first asked."""
 
-    def __init__(self, size: int = 256) -> None:
+    def __init__(self, held: OrderedDict[str, tuple[Filter, int]] | None = None,
+                 size: int = 64) -> None:
         self.size = size
-        self._held: OrderedDict[tuple[Head, str], int] = OrderedDict()
+        self._held = held if held is not None else OrderedDict()
 
-    async def of(self, store: Store, view: IndexedView, where: str) -> int:
-        """The count of ``where`` at ``view``'s version."""
-        from semmem.store.reads.filtered import count_where  # the engine: loaded here
+    def get(self, where: str) -> int | None:
+        """The count of ``where``, if kept."""
+        found = self._held.get(where)
+        if found is None:
+            return None
+        self._held.move_to_end(where)
+        return found[1]
 
-        key = (view.head, where)
-        if key in self._held:
-            self._held.move_to_end(key)
-            return self._held[key]
-        count = await count_where(store, view, where)
-        self._held[key] = count
+    def put(self, flt: Filter, where: str, count: int) -> None:
+        """Keep ``count`` for ``flt`` (whose expression is ``where``)."""
+        self._held[where] = (flt, count)
         while len(self._held) > self.size:
             self._held.popitem(last=False)
-        return count
+
+    def evolve(self, changes: Sequence[tuple[Item | None, Item | None]]) -> Counts:
+        """The counts after a commit that changed each item from its first state to its
+        second (``None``: not live)."""
+        held: OrderedDict[str, tuple[Filter, int]] = OrderedDict()
+        for where, (flt, count) in self._held.items():
+            count += sum(1 for _, now in changes if now is not None and flt.matches(now))
+            count -= sum(1 for was, _ in changes if was is not None and flt.matches(was))
+            held[where] = (flt, count)
+        return Counts(held, self.size)
+
+
+async def live_count(store: Store, view: IndexedView, flt: Filter, where: str) -> int:
+    """How many live facts ``flt`` (``where``) selects at ``view``'s version: kept on the view
+    once counted, or carried to it from the version before (``Counts``)."""
+    from semmem.store.reads.filtered import count_where  # the engine: loaded here
+
+    counts = view.derived.setdefault(COUNTS, Counts())
+    assert isinstance(counts, Counts)
+    known = counts.get(where)
+    found, same = await count_where(store, view, where, known)
+    if same and known is None:
+        counts.put(flt, where, found)
+    return found
 
 
 def columns(flt: Filter) -> list[str]:
@@ -212,11 +240,9 @@ class Filtered:
     ranker: Ranker
     retention: Retention
     index_candidates: int
-    filter_counts: Counts
     _embed: Callable[[str], Awaitable[np.ndarray]]
     _read_view: Callable[[str], Awaitable[ReadView]]
     _write: Callable[..., Awaitable[dict[str, Any]]]
-    snapshot: Callable[[str], Awaitable[PartitionSnapshot]]
     list: Callable[..., Awaitable[builtins.list[Item]]]
 
     async def filtered_search(self, view: ReadView, query: str, limit: int,
@@ -238,7 +264,7 @@ class Filtered:
 
             # the count beside the search, not before it: its time is hidden behind the search's
             count, (qvec, found) = await asyncio.gather(
-                self.filter_counts.of(self.store, view, where), nearest())
+                live_count(self.store, view, flt, where), nearest())
             if not count:
                 return {"items": [], "count": 0}
             found = kept(retention.keep(found, await retention.max_age(view.partition)), flt)
@@ -296,7 +322,18 @@ class Filtered:
         if flt.empty:
             raise InvalidArguments("a delete by filter needs a filter; to delete every fact, "
                                    "delete the partition")
-        numbers = [it.n for it in (await self.snapshot(partition)).items if flt.matches(it)]
+        view = await self._read_view(partition)
+        if isinstance(view, IndexedView):  # through the filter's indexes, not loaded whole
+            from semmem.store.reads.filtered import numbers_where  # the engine: loaded here
+
+            gone_already = set(await self.retention.expired(
+                view, await self.retention.max_age(partition)))
+            numbers = [n for n in await numbers_where(self.store, view, flt.where())
+                       if n not in gone_already]
+        else:
+            hidden = await self.retention.hidden(view)
+            numbers = [n for n in (view.items[i].n for i in covered(view, flt).tolist())
+                       if n not in hidden]
         gone: list[int] = []
         for start in range(0, len(numbers), CHUNK):
             chunk = numbers[start:start + CHUNK]

@@ -1,7 +1,7 @@
 """Filtered reads across versions: what a filtered read keeps per version (a snapshot's
-``Columns``) is carried forward by this process's writes and stays a brute-force filter over
-the export after every remember, update, forget, delete by filter and another replica's
-write."""
+``Columns``, an indexed view's ``Counts``) is carried forward by this process's writes and
+stays a brute-force filter over the export after every remember, update, forget, delete by
+filter, another replica's write, and a partition deleted and written again."""
 
 from __future__ import annotations
 
@@ -14,12 +14,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from semmem.embedding.fakes import HashingEmbedder
-from semmem.filtering import Columns
+from semmem.filtering import COUNTS, Columns, Counts
 from semmem.items import iso, parse_iso
 from semmem.memory import Memory
 from semmem.scoping import Filter
-from semmem.store.views import PartitionSnapshot
-from tests.support.memory import open_memory
+from semmem.store import Store
+from semmem.store.views import IndexedView, PartitionSnapshot
+from tests.support.memory import open_memory, small_indexed_memory
 
 DAY = 86_400_000
 T0 = parse_iso("2026-01-01T00:00:00Z")
@@ -85,15 +86,26 @@ def _columns(snap: PartitionSnapshot) -> tuple[Any, ...]:
 
 
 async def _carried(memory: Memory) -> None:
-    """What the last search kept was carried to this version, and is what a fresh build
-    gives (checked before any read of the version builds it)."""
+    """What the last search kept was carried to this version, and is what a fresh build or
+    count gives (checked before any read of the version builds or counts it)."""
     view = await memory.store.read_view("p")
-    assert isinstance(view, PartitionSnapshot)
-    assert "filter:columns" in view.derived  # evolved, not built by a read
-    carried = _columns(view)
-    fresh = PartitionSnapshot(list(view.items), view.vectors, view.head)
-    fresh.cached("filter:columns", Columns.of)
-    assert carried == _columns(fresh)
+    if isinstance(view, PartitionSnapshot):
+        assert "filter:columns" in view.derived  # evolved, not built by a read
+        carried = _columns(view)
+        fresh = PartitionSnapshot(list(view.items), view.vectors, view.head)
+        fresh.cached("filter:columns", Columns.of)
+        assert carried == _columns(fresh)
+        return
+    from semmem.store.reads.filtered import count_where
+
+    assert isinstance(view, IndexedView)
+    counts = view.derived.get(COUNTS)
+    assert isinstance(counts, Counts)
+    for raw in FILTERS:
+        where = Filter.parse(raw).where()
+        kept = counts.get(where)
+        assert kept is not None, raw
+        assert (kept, True) == await count_where(memory.store, view, where), raw
 
 
 async def _run(memory: Memory, other: Memory, oracle: Memory, steps: list[Any]) -> None:
@@ -141,3 +153,100 @@ def test_a_snapshots_filter_columns_are_carried_through_writes(steps: list[Any])
                     await m.close()
 
     asyncio.run(run())
+
+
+@settings(max_examples=12, deadline=None)
+@given(ops)
+def test_an_indexed_views_filter_counts_are_carried_through_writes(steps: list[Any]) -> None:
+    async def run() -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            memory, other, oracle = [await small_indexed_memory(Path(tmp)) for _ in range(3)]
+            try:
+                await memory.import_("p", _facts(60))
+                await memory.maintain("p")
+                assert (await memory.store.read_view("p")).indexed
+                await _run(memory, other, oracle, steps)
+            finally:
+                for m in (oracle, other, memory):
+                    await m.close()
+
+    asyncio.run(run())
+
+
+async def test_a_write_decided_on_another_replicas_version_is_counted_again(
+        tmp_path: Path) -> None:
+    # the counts held are of a version before the other replica's: carrying them by this
+    # write's changes alone would miss the other's fact
+    a = await small_indexed_memory(tmp_path / "db")
+    b = await small_indexed_memory(tmp_path / "db")
+    alice = Filter.parse({"metadata": {"user": "alice"}})
+    try:
+        await a.import_("p", _facts(60))
+        await a.maintain("p")
+        assert (await a.search("p", "topic", 5, filter=alice))["count"] == 20
+        await b.remember("p", "a fact from the other replica", metadata={"user": "alice"})
+        await a.remember("p", "a fact from this replica", metadata={"user": "alice"})
+        assert (await a.search("p", "topic", 5, filter=alice))["count"] == 22
+        await a.remember("p", "and one more", metadata={"user": "alice"})  # carried from there
+        assert (await a.search("p", "topic", 5, filter=alice))["count"] == 23
+    finally:
+        await b.close()
+        await a.close()
+
+
+async def _rewritten(reader: Memory, writer: Memory, tmp_path: Path) -> None:
+    """``reader`` counts each filter on a partition of alice's facts, ``writer`` deletes it
+    and writes the same number of bob's facts in one import: the same version, the same
+    head; the counts must be the new partition's."""
+    alice = Filter.parse({"metadata": {"user": "alice"}})
+    bob = Filter.parse({"metadata": {"user": "bob"}})
+    for who in ("alice", "bob"):
+        await writer.import_("p", [{"text": f"fact {i} about topic{i % 7}",
+                                    "metadata": {"user": who}} for i in range(60)])
+        view = await reader.store.read_view("p")
+        assert view.indexed and view.version == 2
+        counted = [(await reader.search("p", "fact about topic3", 50, filter=f))["count"]
+                   for f in (alice, bob)]
+        assert counted == ([60, 0] if who == "alice" else [0, 60])
+        if who == "alice":
+            await writer.delete_partition("p")
+    found = await reader.search("p", "fact about topic3", 50, filter=bob)
+    assert len(found["items"]) == 50 and found["items"][0]["metadata"] == {"user": "bob"}
+
+
+async def test_a_partition_deleted_and_written_again_to_the_same_version_is_counted_again(
+        tmp_path: Path) -> None:
+    memory = await small_indexed_memory(tmp_path / "db")
+    try:
+        await _rewritten(memory, memory, tmp_path)
+    finally:
+        await memory.close()
+
+
+async def test_another_replicas_delete_and_rewrite_to_the_same_version_is_counted_again(
+        tmp_path: Path) -> None:
+    # the reader's view of version 2 is still the old table's (nothing it reads tells them
+    # apart by number), but its counts are not answered from it
+    reader = await small_indexed_memory(tmp_path / "db")
+    writer = await small_indexed_memory(tmp_path / "db")
+    try:
+        await _rewritten(reader, writer, tmp_path)
+    finally:
+        await writer.close()
+        await reader.close()
+
+
+async def test_a_count_is_kept_per_view_and_not_read_again(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "db"), dim=64, model_id="hashing-64", index_threshold=50)
+    await store.open()
+    memory = Memory(store, HashingEmbedder(), index_candidates=40)
+    try:
+        await memory.import_("p", _facts(60))
+        await memory.maintain("p")
+        alice = Filter.parse({"metadata": {"user": "alice"}})
+        await memory.search("p", "topic", 5, filter=alice)
+        view = await store.read_view("p")
+        counts = view.derived[COUNTS] if isinstance(view, IndexedView) else None
+        assert isinstance(counts, Counts) and counts.get(alice.where()) == 20
+    finally:
+        await memory.close()
