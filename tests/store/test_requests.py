@@ -10,6 +10,7 @@ import logging
 import time
 from collections.abc import Iterator
 from datetime import timedelta
+from typing import Any
 
 import boto3
 import pytest
@@ -17,6 +18,7 @@ from moto.server import ThreadedMotoServer
 
 from semmem.embedding.fakes import HashingEmbedder
 from semmem.memory import Memory
+from semmem.scoping import Filter
 from semmem.store import Store
 from tests.support.s3proxy import S3Proxy
 
@@ -42,14 +44,15 @@ def proxy() -> Iterator[S3Proxy]:
         server.stop()
 
 
-async def _memory(proxy: S3Proxy, prefix: str) -> Memory:
+async def _memory(proxy: S3Proxy, prefix: str, **store_options: Any) -> Memory:
     emb = HashingEmbedder(dim=DIM, model_id=f"hashing-{DIM}")
     options = {"aws_access_key_id": "test", "aws_secret_access_key": "test",
                "aws_region": "us-east-1", "aws_endpoint": proxy.endpoint, "allow_http": "true"}
     store = Store(f"s3://{BUCKET}/{prefix}", dim=DIM, model_id=emb.model_id,
-                  storage_options=options, version_retention=timedelta(seconds=1))
+                  storage_options=options, version_retention=timedelta(seconds=1),
+                  **store_options)
     await store.open()
-    return Memory(store, emb)
+    return Memory(store, emb, index_candidates=40)
 
 
 def _requests(proxy: S3Proxy) -> tuple[int, str]:
@@ -119,3 +122,55 @@ async def test_a_writer_whose_own_commits_keep_it_current_lists_no_versions_befo
     assert i > 20
     assert listed == [1] * i, listed  # the engine's conflict check only
     await writer.close()
+
+
+@pytest.mark.timeout(300)
+async def test_unfiltered_calls_cost_what_they_cost_before_filters(proxy: S3Proxy) -> None:
+    """An unfiltered call reads nothing more for the filter code (the tags column, the scalar
+    indexes on tags, ts, kind and forgotten, the counts kept per view): each bound is what the
+    same call cost on the code before metadata and filters (08df87f), on a partition read
+    through its index and on a small one. A filtered search costs one request more than an
+    unfiltered one at a version read before (the check that its count is still of this
+    table), and no count is read again after this process's own write."""
+    memory = await _memory(proxy, "unfiltered", index_threshold=200)
+    await memory.import_("big", [{"text": f"fact {i} about topic {i % 7}",
+                                  "metadata": {"user": f"u{i % 3}"}} for i in range(300)])
+    await memory.maintain("big")
+    for i in range(30):
+        await memory.remember("small", f"fact {i} about topic {i % 7}")
+    for p in ("big", "small"):  # warm: the views, the index files
+        await memory.search(p, "topic 3", 10)
+        await memory.recall(p, "topic 3", 2000)
+        await memory.recall(p, "", 2000)
+    costs = {}
+
+    async def cost(name: str, call: Any) -> None:
+        proxy.reset()
+        await call
+        costs[name] = _requests(proxy)
+
+    for p in ("big", "small"):
+        await cost(f"{p} search", memory.search(p, "topic 3", 10))
+        await cost(f"{p} recall", memory.recall(p, "topic 3", 2000))
+        await cost(f"{p} blank recall", memory.recall(p, "", 2000))
+        await cost(f"{p} remember", memory.remember(p, f"one more fact in {p}"))
+        await cost(f"{p} search after a write", memory.search(p, "topic 4", 10))
+        await cost(f"{p} recall after a write", memory.recall(p, "topic 5", 2000))
+    before = {"big search": 4, "big recall": 4, "big blank recall": 9, "big remember": 13,
+              "big search after a write": 10, "big recall after a write": 7,
+              "small search": 1, "small recall": 1, "small blank recall": 1,
+              "small remember": 4, "small search after a write": 1,
+              "small recall after a write": 1}
+    grown = {k: v for k, v in costs.items() if v[0] > before[k]}
+    assert not grown, grown
+    user = Filter.parse({"metadata": {"user": "u1"}})
+    await memory.search("big", "topic 3", 10, filter=user)  # its count, once per version
+    await cost("filtered", memory.search("big", "topic 3", 10, filter=user))
+    await cost("unfiltered", memory.search("big", "topic 3", 10))
+    await memory.remember("big", "a fact of u1's", metadata={"user": "u1"})
+    await memory.search("big", "topic 4", 10)
+    await cost("filtered after a write", memory.search("big", "topic 4", 10, filter=user))
+    await cost("unfiltered after a write", memory.search("big", "topic 4", 10))
+    assert costs["filtered"][0] <= costs["unfiltered"][0] + 1, costs
+    assert costs["filtered after a write"][0] <= costs["unfiltered after a write"][0] + 1, costs
+    await memory.close()
