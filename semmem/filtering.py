@@ -26,7 +26,7 @@ from semmem import results, rules
 from semmem.contract import make_cursor
 from semmem.errors import InvalidArguments
 from semmem.items import Item
-from semmem.metadata import canonical
+from semmem.metadata import value_key
 from semmem.results import Recall, recall_candidates
 from semmem.rules import Alive
 from semmem.scoping import Filter, Range
@@ -40,17 +40,8 @@ if TYPE_CHECKING:
     from semmem.store import Store
 
 
-def _key(value: Any) -> str:
-    """A metadata value as ``Filter.matches`` compares it (equal exactly when their
-    ``canonical`` JSON is), without JSON for strings and integers: a string's key starts with
-    ``s``, which no other value's JSON does."""
-    if type(value) is str:
-        return "s" + value
-    return repr(value) if type(value) is int else canonical(value)
-
-
 def _pairs(item: Item) -> list[tuple[str, str]]:
-    return [(key, _key(value)) for key, value in item.metadata.items()]
+    return [(key, value_key(value)) for key, value in item.metadata.items()]
 
 
 @dataclass(frozen=True)
@@ -125,7 +116,7 @@ def covered(view: ItemSet, flt: Filter) -> npt.NDArray[np.intp]:
     cols = view.cached("filter:columns", Columns.of)
     numbers: npt.NDArray[np.int64] | None = None
     for key, value in flt.metadata.items():
-        found = cols.pairs.get((key, _key(value)))
+        found = cols.pairs.get((key, value_key(value)))
         if found is None or not len(found):
             return np.zeros(0, np.intp)
         numbers = found if numbers is None \

@@ -32,12 +32,12 @@ async def _readable(store: Store, view: IndexedView, where: str) -> bool:
     the dataset held for the view's version (read once per version, not per search)."""
     if "tags" not in where:
         return True
-    uri = await store.conn.uri_of(view.head.partition)
-    if uri is None:
-        return False
     name = table_name(view.head.partition)
     ds: Any = store.snapshots.held(name, view.version)
     if ds is None:
+        uri = await store.conn.uri_of(view.head.partition)
+        if uri is None:
+            return False
         ds = await asyncio.to_thread(store.snapshots.dataset, name, uri, view.version)
     return "tags" in ds.schema.names
 
