@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from semmem.embedding.fakes import HashingEmbedder
 from semmem.errors import InvalidArguments
-from semmem.items import iso, parse_iso
+from semmem.items import iso, now_ms, parse_iso
 from semmem.memory import Memory
 from semmem.scoping import Filter
 from semmem.store import Store
@@ -251,3 +251,33 @@ async def test_delete_by_filter_needs_a_filter(memory: Memory) -> None:
     with pytest.raises(InvalidArguments, match="needs a filter"):
         await memory.forget_matching("p", Filter.parse({}))
     assert len(await memory.list("p")) == 1
+
+
+@pytest.mark.parametrize("indexed", [False, True], ids=["small", "indexed"])
+async def test_delete_by_filter_forgets_the_live_facts_it_covers_not_the_expired(
+        tmp_path: Path, indexed: bool) -> None:
+    # an indexed partition's numbers come through the filter's indexes, not a loaded snapshot
+    memory = await small_indexed_memory(tmp_path / "db")
+    oracle = await small_indexed_memory(tmp_path / "db")  # its listings load the partition
+    try:
+        await memory.import_("p", [{"text": f"fact {i} about thing{i}",
+                                    "metadata": {"user": ["zed", "amy"][i % 2]}}
+                                   for i in range(60 if indexed else 6)])
+        if indexed:
+            await memory.maintain("p")
+        ended = (await memory.remember("p", "an ended fact", metadata={"user": "zed"}))["n"]
+        await memory.update("p", ended, attrs={"expiresAt": iso(now_ms() - 1)})
+        zed = Filter.parse({"metadata": {"user": "zed"}})
+        want = [it.n for it in await oracle.list("p", filter=zed)]
+        assert ended not in want and len(want) == (30 if indexed else 3)
+        assert (await memory.store.read_view("p")).indexed == indexed
+        loads = memory.store.snapshots.rebuilds
+        assert await memory.forget_matching("p", zed) == want
+        if indexed:  # not loaded whole
+            assert memory.store.snapshots.rebuilds == loads
+        assert await oracle.list("p", filter=zed) == []
+        # (an indexed count still holds the ended fact until the sweep forgets it)
+        assert (await memory.search("p", "fact", 10, filter=zed))["items"] == []
+    finally:
+        await oracle.close()
+        await memory.close()
