@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 from collections import OrderedDict, defaultdict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -26,62 +26,103 @@ from semmem import results, rules
 from semmem.contract import make_cursor
 from semmem.errors import InvalidArguments
 from semmem.items import Item
-from semmem.metadata import canonical
+from semmem.metadata import value_key
 from semmem.results import Recall, recall_candidates
 from semmem.rules import Alive
 from semmem.scoping import Filter, Range
+from semmem.store.reads.persistent import Layered
 from semmem.store.rows import RECALL_COLUMNS
-from semmem.store.views import Candidates, Head, IndexedView, ItemSet, ReadView
+from semmem.store.views import Candidates, IndexedView, ItemSet, ReadView
 
 if TYPE_CHECKING:
     from semmem.lifecycle.retention import Retention
     from semmem.ranking.ranker import Ranker
     from semmem.store import Store
-    from semmem.store.views import PartitionSnapshot
 
 
-def _key(value: Any) -> str:
-    """A metadata value as ``Filter.matches`` compares it (equal exactly when their
-    ``canonical`` JSON is), without JSON for strings and integers: a string's key starts with
-    ``s``, which no other value's JSON does."""
-    if type(value) is str:
-        return "s" + value
-    return repr(value) if type(value) is int else canonical(value)
+def _pairs(item: Item) -> list[tuple[str, str]]:
+    return [(key, value_key(value)) for key, value in item.metadata.items()]
 
 
 @dataclass(frozen=True)
 class Columns:
-    """What a filter reads of a snapshot, built once per version (``ItemSet.cached``): the rows
-    holding each metadata pair, keyed as ``Filter.matches`` compares them, and the times."""
+    """What a filter reads of a snapshot, built once (``ItemSet.cached``) and carried forward
+    with it (``evolve``): the numbers holding each metadata pair, keyed as ``Filter.matches``
+    compares them, and per row the number and the times."""
 
-    pairs: dict[tuple[str, str], npt.NDArray[np.intp]]
+    pairs: Mapping[tuple[str, str], npt.NDArray[np.int64]]  # ascending numbers
+    numbers: npt.NDArray[np.int64]
     updated: npt.NDArray[np.int64]
     ts: npt.NDArray[np.int64]
 
     @classmethod
     def of(cls, items: ItemSet) -> Columns:
         """The columns of ``items``."""
-        rows: dict[tuple[str, str], list[int]] = defaultdict(list)
-        for i, it in enumerate(items.items):
-            for key, value in it.metadata.items():
-                rows[(key, _key(value))].append(i)
-        return cls({k: np.asarray(v, np.intp) for k, v in rows.items()},
-                   np.fromiter((it.updated for it in items.items), np.int64, items.size),
-                   np.fromiter((it.ts for it in items.items), np.int64, items.size))
+        held: dict[tuple[str, str], list[int]] = defaultdict(list)
+        for it in items.items:
+            for pair in _pairs(it):
+                held[pair].append(it.n)
+        size = items.size
+        return cls({k: np.asarray(v, np.int64) for k, v in held.items()},
+                   np.fromiter((it.n for it in items.items), np.int64, size),
+                   np.fromiter((it.updated for it in items.items), np.int64, size),
+                   np.fromiter((it.ts for it in items.items), np.int64, size))
+
+    def evolve(self, old: ItemSet, new: ItemSet, appended: range, changed: list[int],
+               removed: list[int]) -> Columns:
+        """These columns for ``new``: ``old`` with rows ``removed`` (old rows) cut, rows
+        ``changed`` (new rows) replaced and rows ``appended`` (what ``store/reads/evolve.py``
+        asks of a snapshot's derived structures). Only the pairs the change touches are
+        copied; the rest are shared with ``old``'s."""
+        cut: dict[tuple[str, str], list[int]] = defaultdict(list)
+        put: dict[tuple[str, str], list[int]] = defaultdict(list)
+        for row in removed:
+            for pair in _pairs(old.items[row]):
+                cut[pair].append(old.items[row].n)
+        for row in changed:
+            it, before = new.items[row], old.get(new.items[row].n)
+            if before is not None and set(_pairs(before)) == set(_pairs(it)):
+                continue
+            for pair in _pairs(before) if before is not None else []:
+                cut[pair].append(it.n)
+            for pair in _pairs(it):
+                put[pair].append(it.n)
+        for row in appended:
+            for pair in _pairs(new.items[row]):
+                put[pair].append(new.items[row].n)
+        touched = {}
+        for pair in cut.keys() | put.keys():
+            held = self.pairs.get(pair, _NONE)
+            if pair in cut:
+                held = held[~np.isin(held, cut[pair])]
+            touched[pair] = np.union1d(held, np.asarray(put.get(pair, ()), np.int64))
+        columns = []
+        for name, field_ in (("numbers", "n"), ("updated", "updated"), ("ts", "ts")):
+            held_column: npt.NDArray[np.int64] = getattr(self, name)
+            column = np.delete(held_column, removed) if removed else held_column.copy()
+            column[changed] = [getattr(new.items[row], field_) for row in changed]
+            columns.append(np.concatenate([column, np.fromiter(
+                (getattr(new.items[row], field_) for row in appended), np.int64,
+                len(appended))]))
+        return Columns(Layered.over(self.pairs, touched) if touched else self.pairs, *columns)
+
+
+_NONE = np.zeros(0, np.int64)
 
 
 def covered(view: ItemSet, flt: Filter) -> npt.NDArray[np.intp]:
     """Rows of ``view`` whose items ``flt`` covers, ascending (``Filter.matches`` on each, from
-    columns read once per snapshot rather than every item's metadata per read)."""
+    columns kept per snapshot rather than every item's metadata per read)."""
     cols = view.cached("filter:columns", Columns.of)
-    rows: npt.NDArray[np.intp] | None = None
+    numbers: npt.NDArray[np.int64] | None = None
     for key, value in flt.metadata.items():
-        found = cols.pairs.get((key, _key(value)))
-        if found is None:
+        found = cols.pairs.get((key, value_key(value)))
+        if found is None or not len(found):
             return np.zeros(0, np.intp)
-        rows = found if rows is None else np.intersect1d(rows, found, assume_unique=True)
-    if rows is None:
-        rows = np.arange(view.size, dtype=np.intp)
+        numbers = found if numbers is None \
+            else np.intersect1d(numbers, found, assume_unique=True)
+    rows = np.arange(view.size, dtype=np.intp) if numbers is None \
+        else np.searchsorted(cols.numbers, numbers).astype(np.intp)
     for name, column in (("updated", cols.updated), ("ts", cols.ts)):
         bounds: Range = getattr(flt, name)
         if bounds.lo is not None:
@@ -107,28 +148,63 @@ def kept(found: Candidates, flt: Filter) -> Candidates:
     return Candidates([found.items[i] for i in rows], found.vectors[rows], found.head)
 
 
+COUNTS = "filter:counts"  # where an indexed view keeps its ``Counts`` (``IndexedView.derived``)
+
+
 class Counts:
-    """How many live facts a filter selects in an indexed partition at a version, held for the
-    latest ``size`` asked: a version's rows never change, so repeated searches under one filter
-    (a token's scope) read the count once per version."""
+    """How many live facts the filters asked of an indexed view select at its version, for the
+    latest ``size`` filters: kept on the view (``IndexedView.derived``), so they go with it,
+    and carried to the view of this process's next commit by what the commit changed
+    (``evolve``); a version another process made is counted again when first asked."""
 
-    def __init__(self, size: int = 256) -> None:
+    def __init__(self, held: OrderedDict[str, tuple[Filter, int]] | None = None,
+                 size: int = 64) -> None:
         self.size = size
-        self._held: OrderedDict[tuple[Head, str], int] = OrderedDict()
+        self._held = held if held is not None else OrderedDict()
 
-    async def of(self, store: Store, view: IndexedView, where: str) -> int:
-        """The count of ``where`` at ``view``'s version."""
-        from semmem.store.reads.filtered import count_where  # the engine: loaded here
+    def get(self, where: str) -> int | None:
+        """The count of ``where``, if kept."""
+        found = self._held.get(where)
+        if found is None:
+            return None
+        self._held.move_to_end(where)
+        return found[1]
 
-        key = (view.head, where)
-        if key in self._held:
-            self._held.move_to_end(key)
-            return self._held[key]
-        count = await count_where(store, view, where)
-        self._held[key] = count
+    def put(self, flt: Filter, where: str, count: int) -> None:
+        """Keep ``count`` for ``flt`` (whose expression is ``where``)."""
+        self._held[where] = (flt, count)
         while len(self._held) > self.size:
             self._held.popitem(last=False)
-        return count
+
+    def evolve(self, changes: Sequence[tuple[Item | None, Item | None]]) -> Counts:
+        """The counts after a commit that changed each item from its first state to its
+        second (``None``: not live)."""
+        held: OrderedDict[str, tuple[Filter, int]] = OrderedDict()
+        for where, (flt, count) in self._held.items():
+            count += sum(1 for _, now in changes if now is not None and flt.matches(now))
+            count -= sum(1 for was, _ in changes if was is not None and flt.matches(was))
+            held[where] = (flt, count)
+        return Counts(held, self.size)
+
+
+async def live_count(store: Store, view: IndexedView, flt: Filter, where: str) -> int:
+    """How many live facts ``flt`` (``where``) selects at ``view``'s version: kept on the view
+    once counted, or carried to it from the version before (``Counts``)."""
+    from semmem.store.reads.filtered import count_where  # the engine: loaded here
+
+    counts = view.derived.setdefault(COUNTS, Counts())
+    assert isinstance(counts, Counts)
+    known = counts.get(where)
+    found, same = await count_where(store, view, where, known)
+    if same and known is None:
+        counts.put(flt, where, found)
+    return found
+
+
+def columns(flt: Filter) -> list[str]:
+    """What an indexed read under ``flt`` reads of its candidates: a recall's columns, and
+    ``ts`` when the filter's check of them needs it (each column is a read per candidate)."""
+    return RECALL_COLUMNS if flt.ts == Range() else [*RECALL_COLUMNS, "ts"]
 
 
 def scoped(alive: Alive, scope: Filter | None) -> Alive:
@@ -155,11 +231,9 @@ class Filtered:
     ranker: Ranker
     retention: Retention
     index_candidates: int
-    filter_counts: Counts
     _embed: Callable[[str], Awaitable[np.ndarray]]
     _read_view: Callable[[str], Awaitable[ReadView]]
     _write: Callable[..., Awaitable[dict[str, Any]]]
-    snapshot: Callable[[str], Awaitable[PartitionSnapshot]]
     list: Callable[..., Awaitable[builtins.list[Item]]]
 
     async def filtered_search(self, view: ReadView, query: str, limit: int,
@@ -177,11 +251,11 @@ class Filtered:
                 qvec = await self._embed(query)
                 return qvec, await nearest_where(self.store, view, qvec,
                                                  max(limit, self.index_candidates), where,
-                                                 RECALL_COLUMNS)
+                                                 columns(flt))
 
             # the count beside the search, not before it: its time is hidden behind the search's
             count, (qvec, found) = await asyncio.gather(
-                self.filter_counts.of(self.store, view, where), nearest())
+                live_count(self.store, view, flt, where), nearest())
             if not count:
                 return {"items": [], "count": 0}
             found = kept(retention.keep(found, await retention.max_age(view.partition)), flt)
@@ -214,7 +288,7 @@ class Filtered:
             qvec = await self._embed(text)
             found = await nearest_where(self.store, view, qvec,
                                         recall_candidates(max_bytes, self.index_candidates),
-                                        flt.where(), RECALL_COLUMNS)
+                                        flt.where(), columns(flt))
             found = kept(retention.keep(found, await retention.max_age(partition)), flt)
             return results.relevant(self.ranker, found, qvec, text, max_bytes, cursor)
         hidden = await retention.hidden(view)
@@ -239,7 +313,18 @@ class Filtered:
         if flt.empty:
             raise InvalidArguments("a delete by filter needs a filter; to delete every fact, "
                                    "delete the partition")
-        numbers = [it.n for it in (await self.snapshot(partition)).items if flt.matches(it)]
+        view = await self._read_view(partition)
+        if isinstance(view, IndexedView):  # through the filter's indexes, not loaded whole
+            from semmem.store.reads.filtered import numbers_where  # the engine: loaded here
+
+            gone_already = set(await self.retention.expired(
+                view, await self.retention.max_age(partition)))
+            numbers = [n for n in await numbers_where(self.store, view, flt.where())
+                       if n not in gone_already]
+        else:
+            hidden = await self.retention.hidden(view)
+            numbers = [n for n in (view.items[i].n for i in covered(view, flt).tolist())
+                       if n not in hidden]
         gone: list[int] = []
         for start in range(0, len(numbers), CHUNK):
             chunk = numbers[start:start + CHUNK]

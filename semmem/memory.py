@@ -76,7 +76,6 @@ class Memory(Owners, Filtered):
         self.model = ModelQueue(embedder, model_executor)
         # What is expired is hidden from every read here (and swept by lifecycle/sweep.py).
         self.retention = retention or Retention(store)
-        self.filter_counts = filtering.Counts()  # an indexed partition's, per version and filter
 
     @classmethod
     async def open(cls, uri: str, embedder: Embedder, ranker: Ranker | None = None,

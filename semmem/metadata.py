@@ -91,6 +91,15 @@ def canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+def value_key(value: Any) -> str:
+    """A value as filters compare it: equal exactly when their ``canonical`` JSON is, without
+    JSON for strings and integers (a string's key starts with ``s``, which no other value's
+    JSON does): a filter checks every candidate's metadata with it."""
+    if type(value) is str:
+        return "s" + value
+    return repr(value) if type(value) is int else canonical(value)
+
+
 def tag(key: str, value: Scalar) -> str:
     """The index tag of one pair: a hash, so no caller's string reaches a filter expression.
     ``1`` and ``1.0`` are one value; ``true`` and ``1`` are not."""

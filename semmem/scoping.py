@@ -11,11 +11,20 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from semmem.errors import InvalidArguments
 from semmem.items import Item, iso, parse_iso
-from semmem.metadata import MAX_KEYS, METADATA, Scalar, canonical, clean_metadata, tag
+from semmem.metadata import (
+    MAX_KEYS,
+    METADATA,
+    Scalar,
+    canonical,
+    clean_metadata,
+    tag,
+    value_key,
+)
 
 BOUNDS = ("gte", "gt", "lte", "lt")
 RANGES = ("updated", "ts")  # the item fields a range applies to (epoch ms inside)
@@ -177,13 +186,16 @@ class Filter:
             raise InvalidArguments(f"metadata.{clash[0]} is fixed by this binding's scope")
         return clean_metadata({**given, **self.metadata})
 
+    @cached_property
+    def _keys(self) -> dict[str, str]:
+        return {k: value_key(v) for k, v in self.metadata.items()}
+
     def matches(self, item: Item) -> bool:
         """Whether ``item`` is covered (metadata compared as stored: ``1`` = ``1.0`` ≠ ``true``)."""
         if not (self.updated.holds(item.updated) and self.ts.holds(item.ts)):
             return False
         meta = item.metadata
-        return all(k in meta and canonical(meta[k]) == canonical(v)
-                   for k, v in self.metadata.items())
+        return all(k in meta and value_key(meta[k]) == v for k, v in self._keys.items())
 
     def where(self) -> str:
         """The filter as a filter expression over a partition table's columns (``tags``,

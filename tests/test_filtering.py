@@ -13,10 +13,11 @@ from hypothesis import strategies as st
 
 from semmem.embedding.fakes import HashingEmbedder
 from semmem.errors import InvalidArguments
-from semmem.items import iso, parse_iso
+from semmem.items import iso, now_ms, parse_iso
 from semmem.memory import Memory
 from semmem.scoping import Filter
 from semmem.store import Store
+from semmem.store.views import IndexedView
 from tests.support.memory import open_memory, small_indexed_memory
 
 DAY = 86_400_000
@@ -97,6 +98,7 @@ def test_filtered_search_equals_a_brute_force_filter_over_the_export(
 async def test_filtered_search_of_an_indexed_partition_is_the_brute_force_filter(
         tmp_path: Path) -> None:
     memory = await small_indexed_memory(tmp_path / "db")
+    oracle = await small_indexed_memory(tmp_path / "db")  # an export would load ``memory``
     try:
         await memory.import_("p", [
             {"text": f"fact {i} about topic{i % 7} and word{i}",
@@ -104,17 +106,22 @@ async def test_filtered_search_of_an_indexed_partition_is_the_brute_force_filter
              "ts": iso(T0 + (i % 10) * DAY), "updated": iso(T0 + (i % 10) * DAY)}
             for i in range(120)])
         await memory.maintain("p")
-        assert (await memory.store.read_view("p")).indexed
-        exported = [rec async for rec in memory.export("p")]
+        exported = [rec async for rec in oracle.export("p")]
         for raw in ({"metadata": {"user": "alice"}},
                     {"metadata": {"user": "bob", "run": 1}},
                     {"metadata": {"user": "carol"}, "updated": _range((2, 5))},
                     {"ts": _range((0, 3))},
+                    {"metadata": {"user": "carol"}, "ts": _range((2, 9))},
                     {"metadata": {"user": "nobody"}}):
             want = _brute(exported, raw)
             got = await memory.search("p", "fact about topic3", 50, filter=Filter.parse(raw))
             assert got["count"] == len(want)
             assert len(want) <= 50 and {e["n"] for e in got["items"]} == want
+            recalled = await memory.recall("p", "fact about topic3", 4096,
+                                           filter=Filter.parse(raw))
+            assert {int(s["id"]) for s in recalled.sources} <= want
+            assert bool(recalled.sources) == bool(want)
+        assert isinstance(memory.store.cached_view("p"), IndexedView)  # read through the index
         # a fact written after the index was built is found through its filter too
         n = (await memory.remember("p", "zebra quartz", metadata={"user": "dora"}))["n"]
         got = await memory.search("p", "zebra", 5, filter=Filter.parse(
@@ -130,6 +137,7 @@ async def test_filtered_search_of_an_indexed_partition_is_the_brute_force_filter
         assert (await memory.search("p", "zebra", 5, filter=Filter.parse(
             {"metadata": {"user": "dora"}})))["count"] == 0
     finally:
+        await oracle.close()
         await memory.close()
 
 
@@ -243,3 +251,33 @@ async def test_delete_by_filter_needs_a_filter(memory: Memory) -> None:
     with pytest.raises(InvalidArguments, match="needs a filter"):
         await memory.forget_matching("p", Filter.parse({}))
     assert len(await memory.list("p")) == 1
+
+
+@pytest.mark.parametrize("indexed", [False, True], ids=["small", "indexed"])
+async def test_delete_by_filter_forgets_the_live_facts_it_covers_not_the_expired(
+        tmp_path: Path, indexed: bool) -> None:
+    # an indexed partition's numbers come through the filter's indexes, not a loaded snapshot
+    memory = await small_indexed_memory(tmp_path / "db")
+    oracle = await small_indexed_memory(tmp_path / "db")  # its listings load the partition
+    try:
+        await memory.import_("p", [{"text": f"fact {i} about thing{i}",
+                                    "metadata": {"user": ["zed", "amy"][i % 2]}}
+                                   for i in range(60 if indexed else 6)])
+        if indexed:
+            await memory.maintain("p")
+        ended = (await memory.remember("p", "an ended fact", metadata={"user": "zed"}))["n"]
+        await memory.update("p", ended, attrs={"expiresAt": iso(now_ms() - 1)})
+        zed = Filter.parse({"metadata": {"user": "zed"}})
+        want = [it.n for it in await oracle.list("p", filter=zed)]
+        assert ended not in want and len(want) == (30 if indexed else 3)
+        assert (await memory.store.read_view("p")).indexed == indexed
+        loads = memory.store.snapshots.rebuilds
+        assert await memory.forget_matching("p", zed) == want
+        if indexed:  # not loaded whole
+            assert memory.store.snapshots.rebuilds == loads
+        assert await oracle.list("p", filter=zed) == []
+        # (an indexed count still holds the ended fact until the sweep forgets it)
+        assert (await memory.search("p", "fact", 10, filter=zed))["items"] == []
+    finally:
+        await oracle.close()
+        await memory.close()

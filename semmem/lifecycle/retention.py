@@ -24,7 +24,7 @@ import re
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -278,7 +278,8 @@ class Retention:
             hidden = await self._expired_indexed(view, max_age_ms)
             if hidden and self.found_expired is not None:
                 self.found_expired(view.partition)
-            return IndexedView(view.head, max(0, view.count - hidden)) if hidden else view
+            # the same version of the same table: what reads keep on it stays shared
+            return replace(view, count=max(0, view.count - hidden)) if hidden else view
         held = self._state(view, max_age_ms)
         if held.filtered is None:
             keep = ~np.isin(np.fromiter((it.n for it in view.items), np.int64, view.size),

@@ -46,6 +46,15 @@ def open_dataset(uri: str, storage_options: dict[str, str], version: int | None 
                          session=session, block_size=block)
 
 
+def incarnation(ds: Any) -> str:
+    """Which table a dataset's version is of: the file of its oldest fragment (data files are
+    named at random as they are written, so a partition deleted and made again, whose versions
+    number from 1 again, never gives one of its versions an earlier table's); ``""`` with no
+    data. From the manifest in hand: no request."""
+    first = next(iter(ds.fragment_ids()), None)
+    return "" if first is None else file_name(ds.get_fragment(first).data_files()[0].path)
+
+
 def file_name(path: str) -> str:
     """The last part of a data file's path."""
     return path.rsplit("/", 1)[-1]

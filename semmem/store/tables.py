@@ -30,7 +30,7 @@ from semmem.store.commit.quota import Quota
 from semmem.store.commit.tail import head_rows
 from semmem.store.commit.writes import Writer
 from semmem.store.connection import Connection
-from semmem.store.files import remote
+from semmem.store.files import incarnation, remote
 from semmem.store.reads.indexed import IndexedReads
 from semmem.store.reads.reading import decode
 from semmem.store.reads.snapshots import WRITE_LOADS, Snapshots
@@ -249,7 +249,7 @@ class Store(Registered, IndexedReads):
         if live is None:  # a head of older layout: counted until its next commit
             live = int(ds.count_rows(filter=LIVE_ITEMS))
             head = replace(head, live=live)
-        return IndexedView(head, live)
+        return IndexedView(head, live, incarnation(ds))
 
     async def count_forgotten(self, partition: str) -> int:
         """How many tombstones (forgotten numbers) the partition holds."""

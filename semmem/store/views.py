@@ -256,6 +256,12 @@ class IndexedView(_HeadFields):
 
     head: Head
     count: int
+    # Which table the version is of (``files.incarnation``; ``""``: not known): a partition
+    # deleted and made again numbers its versions from 1 again, never with the same files.
+    incarnation: str = field(default="", compare=False)
+    # What reads keep per view (a filter's counts), carried to the view of this process's
+    # next commit by its ``evolve`` (``store/reads/snapshots.py``).
+    derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def indexed(self) -> bool:

@@ -11,12 +11,17 @@ changes, except the vectors of a text edit or a forget: one copy of the matrix (
 since every snapshot's vectors are one contiguous array. Ranking's derived structures that
 know how (``evolve``) follow appended, changed and cut rows; the others are rebuilt when next
 needed. A number below the highest live one (a restore, a repair) rebuilds the snapshot.
+
+A partition read through its index has no snapshot, but what reads keep on its view (a
+filter's counts) is carried the same way across this process's own commits (``carried``): by
+each changed item's state before (the rows the write looked up) and after.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,7 +35,17 @@ from semmem.store.reads.persistent import (
     NumberMap,
     grown,
 )
-from semmem.store.views import Head, OpRecord, PartitionSnapshot, Tombstone, text_bytes
+from semmem.store.views import (
+    Head,
+    OpRecord,
+    PartitionSnapshot,
+    Tombstone,
+    WriteView,
+    text_bytes,
+)
+
+if TYPE_CHECKING:
+    from semmem.store.schema import Batch
 
 # What a snapshot's lineage shares, kept among its derived structures.
 _SHARED = ("rows", "numbers", "keys", "text_bytes")
@@ -159,3 +174,35 @@ def _rebuilt(snap: PartitionSnapshot, head: Head, items: list[tuple[Item, Vector
             new_items.append(snap.items[by_n[n]])
             vectors[row] = snap.vectors[by_n[n]]
     return PartitionSnapshot(new_items, vectors, head, dict(tombstones), dict(ops))
+
+
+# An item's state before a commit and after it (``None``: not live).
+Change = tuple[Item | None, Item | None]
+
+
+def changes(batch: Batch, looked: WriteView | None, model: str) -> list[Change] | None:
+    """What ``batch`` changed, item by item, given ``looked``, the rows it was decided on;
+    ``None`` when they are not those rows (another version, or an item not looked up)."""
+    if looked is None or looked.head != batch.head:
+        return None
+    items, _, tombstones = batch.changes(model)
+    after: dict[int, Item | None] = {it.n: it for it in items}
+    after.update(dict.fromkeys(tombstones))
+    out: list[Change] = []
+    for n, now in after.items():
+        before = looked.get(n)
+        if before is None and n <= batch.head.hwm and n not in looked.tombstones:
+            return None  # a number the write did not look up: its state before is not known
+        out.append((before, now))
+    return out
+
+
+def carried(derived: Mapping[str, Any], change: list[Change]) -> dict[str, Any]:
+    """The structures of ``derived`` that know how (``evolve``), brought forward by
+    ``change``; the others are left behind (built again when next needed)."""
+    out = {}
+    for name, value in derived.items():
+        step = getattr(value, "evolve", None)
+        if step is not None:
+            out[name] = step(change)
+    return out

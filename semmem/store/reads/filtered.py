@@ -1,7 +1,8 @@
 """An indexed partition read under a filter expression (``semmem.scoping.Filter.where``).
 
 The nearest live items among those the filter selects (a prefilter: the vector search sees
-only them, so a narrow filter still fills its ``k``), and how many live items it selects. A
+only them, so a narrow filter still fills its ``k``), and how many live items it selects (a
+count kept on the view answers while its version is still of its table). A
 table written only by code older than metadata has no ``tags`` column and no metadata: a
 filter on metadata selects nothing there, and the table is not read.
 """
@@ -9,12 +10,12 @@ filter on metadata selects nothing there, and the table is not read.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from semmem.store.files import open_dataset
-from semmem.store.rows import ITEM_COLUMNS
+from semmem.store.files import incarnation, open_dataset
+from semmem.store.rows import ITEM_COLUMNS, table_name
 from semmem.store.schema import LIVE_ITEMS
 from semmem.store.views import Candidates, IndexedView
 
@@ -27,11 +28,18 @@ def _none(store: Store, view: IndexedView) -> Candidates:
 
 
 async def _readable(store: Store, view: IndexedView, where: str) -> bool:
-    """Whether the table can answer ``where`` (it names ``tags`` only with metadata)."""
-    tbl = await store.conn.table(view.head.partition, create=False)
-    if tbl is None:
-        return False
-    return "tags" not in where or "tags" in (await tbl.schema()).names
+    """Whether the table can answer ``where`` (it names ``tags`` only with metadata), from
+    the dataset held for the view's version (read once per version, not per search)."""
+    if "tags" not in where:
+        return True
+    name = table_name(view.head.partition)
+    ds: Any = store.snapshots.held(name, view.version)
+    if ds is None:
+        uri = await store.conn.uri_of(view.head.partition)
+        if uri is None:
+            return False
+        ds = await asyncio.to_thread(store.snapshots.dataset, name, uri, view.version)
+    return "tags" in ds.schema.names
 
 
 async def nearest_where(store: Store, view: IndexedView, query: np.ndarray, k: int,
@@ -42,16 +50,45 @@ async def nearest_where(store: Store, view: IndexedView, query: np.ndarray, k: i
     return await store.nearest(view, query, k, columns, where)
 
 
-async def count_where(store: Store, view: IndexedView, where: str) -> int:
-    """How many live items ``where`` selects at ``view``'s version."""
+async def count_where(store: Store, view: IndexedView, where: str,
+                      known: int | None = None) -> tuple[int, bool]:
+    """How many live items ``where`` selects at ``view``'s version, and whether that version
+    is still of the view's table (``incarnation``): only then is ``known`` (a count kept on the
+    view) the answer, and only then may the count be kept on it. The version is opened again
+    for that (one request on object storage: Lance's check of its manifest, the manifest
+    itself kept in the session), because the view may be one another replica's delete and
+    rewrite of the partition took up to the same version number."""
     uri = await store.conn.uri_of(view.head.partition)
-    if uri is None or not await _readable(store, view, where):
-        return 0
+    if uri is None:
+        return 0, False
 
-    def count() -> int:
+    def count() -> tuple[int, bool]:
         # the snapshots' session: the indexes a count reads are loaded once, not per search
         ds = open_dataset(uri, store.storage_options, view.version,
                           session=store.snapshots.session)
-        return int(ds.count_rows(filter=f"{LIVE_ITEMS} AND {where}"))
+        same = incarnation(ds) == view.incarnation
+        if same and known is not None:
+            return known, True
+        if "tags" in where and "tags" not in ds.schema.names:
+            return 0, same
+        return int(ds.count_rows(filter=f"{LIVE_ITEMS} AND {where}")), same
 
     return await asyncio.to_thread(count)
+
+
+async def numbers_where(store: Store, view: IndexedView, where: str) -> list[int]:
+    """The numbers of the live items ``where`` selects at ``view``'s version, ascending (read
+    through the filter's indexes: only the selected rows' numbers are read)."""
+    uri = await store.conn.uri_of(view.head.partition)
+    if uri is None:
+        return []
+
+    def read() -> list[int]:
+        ds = open_dataset(uri, store.storage_options, view.version,
+                          session=store.snapshots.session)
+        if "tags" in where and "tags" not in ds.schema.names:
+            return []
+        found = ds.to_table(columns=["n"], filter=f"{LIVE_ITEMS} AND {where}").column("n")
+        return sorted(int(n) for n in found.to_pylist())
+
+    return await asyncio.to_thread(read)

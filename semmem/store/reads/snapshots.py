@@ -26,9 +26,9 @@ from lance.fragment import Session  # type: ignore[attr-defined]
 
 from semmem.items import EXPIRES
 from semmem.store.commit.tail import Layout, forward, layout_of, tail_limit
-from semmem.store.files import open_dataset
+from semmem.store.files import incarnation, open_dataset
 from semmem.store.reads.cache import ViewCache
-from semmem.store.reads.evolve import evolve
+from semmem.store.reads.evolve import carried, changes, evolve
 from semmem.store.reads.reading import decode
 from semmem.store.rows import Lookup, table_name
 from semmem.store.schema import LIVE_ITEMS, Batch, partition_schema, split_attrs
@@ -69,6 +69,9 @@ class Snapshots:
                                      index_cache_size_bytes=1 << 20)
         self._datasets: OrderedDict[str, Any] = OrderedDict()
         self._layouts: OrderedDict[str, Layout] = OrderedDict()
+        # Per table past the threshold: the rows the latest write decided on, and the table's
+        # incarnation they were read from (what its commit carries a view forward by).
+        self._looked: OrderedDict[str, tuple[str, WriteView]] = OrderedDict()
         self.max_datasets = max_views
         # Per table: the version this process just committed and whose snapshot is being
         # brought forward, with the event set when it is (a read of it waits, not rereads).
@@ -86,6 +89,7 @@ class Snapshots:
         self.cache.drop(name)
         self._datasets.pop(name, None)
         self._layouts.pop(name, None)
+        self._looked.pop(name, None)
         self._following.pop(name, None)  # its step puts nothing back; its readers read afresh
 
     def clear(self) -> None:
@@ -94,6 +98,7 @@ class Snapshots:
         self.confirmed.clear()
         self._datasets.clear()
         self._layouts.clear()
+        self._looked.clear()
         self._following.clear()
 
     async def latest(self, partition: str, tbl: Any) -> int:
@@ -217,6 +222,11 @@ class Snapshots:
             self._datasets.move_to_end(name)
         return ds
 
+    def held(self, name: str, version: int) -> Any | None:
+        """The dataset held for table ``name`` if it is at ``version`` (nothing is read)."""
+        ds = self._datasets.get(name)
+        return ds if ds is not None and ds.version == version else None
+
     def _keep(self, name: str, ds: Any) -> None:
         self._datasets[name] = ds
         self._datasets.move_to_end(name)
@@ -242,7 +252,12 @@ class Snapshots:
             layout = self._layouts.get(name)
             if layout is not None and layout.version == version:
                 return ds, cut(snap, lookup, count_bytes=self.count_bytes), layout
-        return await asyncio.to_thread(self._read_write_view, ds, partition, version, lookup)
+        read = await asyncio.to_thread(self._read_write_view, ds, partition, version, lookup)
+        self._looked[name] = (incarnation(ds), read[1])
+        self._looked.move_to_end(name)
+        while len(self._looked) > self.max_datasets:
+            self._looked.popitem(last=False)
+        return read
 
     def _read_write_view(self, ds: Any, partition: str, version: int,
                          lookup: Lookup) -> tuple[Any, WriteView, Layout]:
@@ -297,13 +312,20 @@ class Snapshots:
         the write decided (head, mark, live count), no read. Only its rows can differ from
         the version decided on (a commit Lance rebased went over a compaction or a record
         prune, which change no item), and only past the threshold (below it, reads hold the
-        snapshot)."""
+        snapshot). What reads kept on the view decided on is carried forward by the items the
+        commit changed, when the write read them from that view's table (its incarnation)."""
         self._keep(name, ds)  # the next read asks it for the latest version
+        read_from, looked = self._looked.pop(name, ("", None))
         if batch.live is None or int(ds.count_rows()) <= self.max_rows:  # the manifest's
             return
         head = Head(partition, int(ds.version), batch.hwm, batch.seq, self.model_id,
                     batch.live, batch.expiring)
-        self.cache.put(name, IndexedView(head, batch.live))
+        held, derived = self.cache.get(name, batch.head.version), {}
+        if isinstance(held, IndexedView) and held.derived \
+                and held.incarnation == read_from:
+            change = changes(batch, looked, self.model_id)
+            derived = carried(held.derived, change) if change is not None else {}
+        self.cache.put(name, IndexedView(head, batch.live, incarnation(ds), derived))
 
     def _follows(self, name: str, ready: asyncio.Event) -> bool:
         held = self._following.get(name)
@@ -323,7 +345,9 @@ class Snapshots:
             return
         if 1 + new.count + len(new.tombstones) + len(new.ops) > self.max_rows:
             self.cache.drop(name)  # the next read takes the indexed path: from this view
-            self.cache.put(name, IndexedView(replace(head, live=new.count), new.count))
+            ds = self._datasets.get(name)
+            table = incarnation(ds) if ds is not None and ds.version == version else ""
+            self.cache.put(name, IndexedView(replace(head, live=new.count), new.count, table))
         else:
             self.cache.put(name, new)
 
