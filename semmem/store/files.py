@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
 
@@ -134,23 +136,44 @@ def _fsync(path: str, directory: bool = False) -> None:
         os.close(fd)
 
 
+_syncing: ThreadPoolExecutor | None = None  # made on the first sync of several files
+_syncing_made = threading.Lock()
+
+
+def _fsync_all(paths: list[tuple[str, bool]]) -> None:
+    """fsync every ``(path, is_directory)`` at once, returning when all are on disk (the
+    first error raised then): the journal commits the concurrent syncs together, where one by
+    one each waited for its own (four files and folders: 0.39 against 0.80 ms here)."""
+    global _syncing
+    if len(paths) < 2:
+        for path, directory in paths:
+            _fsync(path, directory)
+        return
+    with _syncing_made:
+        if _syncing is None:
+            _syncing = ThreadPoolExecutor(4, thread_name_prefix="semmem-fsync")
+        pool = _syncing
+    done = [pool.submit(_fsync, path, directory) for path, directory in paths]
+    for future in done:  # every one waited for, so none is left running after an error
+        future.exception()
+    for future in done:
+        future.result()
+
+
 def sync_files(uri: str, data: Iterable[str], deletions: Iterable[tuple[int, Any]]) -> None:
     """Flush a local table's new data files (names under ``data/``) and deletion files (a
     fragment id and its ``DeletionFile``) to disk, with their folders, before a manifest may
     name them: a power loss must not leave a manifest pointing at an empty file."""
     root = local_root(uri)
-    folders = set()
-    for name in data:
-        _fsync(os.path.join(root, DATA, name))
-        folders.add(os.path.join(root, DATA))
+    files = [os.path.join(root, DATA, name) for name in data]
+    folders = {os.path.join(root, DATA)} if files else set()
     for fragment, deletion in deletions:
         if deletion is None:
             continue
         path = os.path.join(root, "_deletions", deletion.path(fragment).rsplit("/", 1)[-1])
-        _fsync(path)
+        files.append(path)
         folders.add(os.path.dirname(path))
-    for folder in folders:
-        _fsync(folder, directory=True)
+    _fsync_all([(path, False) for path in files] + [(folder, True) for folder in sorted(folders)])
 
 
 def sync_manifest(uri: str, version: int) -> None:
@@ -158,9 +181,10 @@ def sync_manifest(uri: str, version: int) -> None:
     is acknowledged). The transaction file is left to the page cache: after a power loss a
     lost one only makes a later commit decided on an older version fail and decide again."""
     versions = os.path.join(local_root(uri), "_versions")
+    synced = [(versions, True)]
     for name in (f"{(1 << 64) - 1 - version:020d}.manifest", f"{version}.manifest"):
         path = os.path.join(versions, name)
         if os.path.exists(path):
-            _fsync(path)
+            synced.insert(0, (path, False))
             break
-    _fsync(versions, directory=True)
+    _fsync_all(synced)

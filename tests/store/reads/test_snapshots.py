@@ -134,3 +134,25 @@ async def test_a_write_is_answered_before_its_snapshot_moves_and_a_read_waits_fo
     assert result["n"] in {it.n for it in snap.items}
     assert (store.snapshots.rebuilds, store.snapshots.forwards) == (rebuilds, forwards)
     assert store.snapshots._following == {}
+
+
+async def test_an_edit_in_place_moves_the_snapshot_without_reading_the_table(
+        memory: Memory) -> None:
+    """A text edit and a forget copy the vectors (on a worker thread): a read of the new
+    version waits for that step and gets it, with no rebuild and no delta read."""
+    await memory.import_("p", [{"text": f"{WORDS[i % 8]} fact {i}"} for i in range(40)])
+    await memory.recall("p", "green tea", 1024)  # the snapshot is cached
+    store = memory.store
+    tbl = await store.conn.writable("p")
+    rebuilds, forwards = store.snapshots.rebuilds, store.snapshots.forwards
+    older = await store.snapshot("p")
+    vectors = older.vectors.copy()
+    await memory.update("p", 3, "the sister moved to Porto")
+    await memory.forget("p", 4)
+    snap = await store.snapshots.at("p", tbl, await tbl.version())
+    edited = snap.get(3)
+    assert edited is not None and edited.text == "the sister moved to Porto"
+    assert snap.get(4) is None and 4 in snap.tombstones
+    assert (store.snapshots.rebuilds, store.snapshots.forwards) == (rebuilds, forwards)
+    assert store.snapshots._following == {}
+    assert np.array_equal(older.vectors, vectors) and older.get(4) is not None
