@@ -65,8 +65,11 @@ def test_json_logs_carry_request_and_trace_ids(tmp_path: Path) -> None:
         assert given.headers["x-request-id"] == "req-42.a"
         assert re.fullmatch(r"[0-9a-f]{32}", made.headers["x-request-id"])
         assert re.fullmatch(r"[0-9a-f]{32}", odd.headers["x-request-id"])  # not echoed raw
-        lines = _wait_for(lambda: [ln for ln in server.output().splitlines()
-                                   if '"req-404"' in ln and "semmem.access" in ln]
+        # Every request's access line is written (after its answer went out): wait for all.
+        ids = ("req-42.a", "req-404", "req-admin", "req-none", "req-console")
+        lines = _wait_for(lambda: all(any(f'"{rid}"' in ln and "semmem.access" in ln
+                                          for ln in server.output().splitlines())
+                                      for rid in ids)
                           and server.output().splitlines())
     finally:
         server.stop()
