@@ -137,9 +137,11 @@ async def seed(data: Path, size: int) -> None:
     await memory.close()
 
 
-def serve(data: Path, port: int, repo: Path, log: Path) -> subprocess.Popen[bytes]:
-    """``semmem serve`` of ``repo``'s code on ``data``, ready (the shared harness serves only
-    this checkout's code: ``-m`` puts the working directory first on the path)."""
+def serve(data: Path, port: int, repo: Path, log: Path,
+          argv: tuple[str, ...] = ("-m", "semmem.cli", "serve")) -> subprocess.Popen[bytes]:
+    """``semmem serve`` of ``repo``'s code on ``data`` (or Python with ``argv`` that serves
+    it), ready (the shared harness serves only this checkout's code: ``-m`` puts the working
+    directory first on the path)."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("SEMMEM_") or k in ("SEMMEM_MODEL", "SEMMEM_ENCODER")}
     env.update({"SEMMEM_TOKENS": TOKEN, "SEMMEM_DATA": str(data), "SEMMEM_PORT": str(port),
@@ -147,7 +149,7 @@ def serve(data: Path, port: int, repo: Path, log: Path) -> subprocess.Popen[byte
                 "SEMMEM_MODEL": env.get("SEMMEM_MODEL",
                                         str(REPO / "models" / "all-MiniLM-L6-v2"))})
     with log.open("w") as sink:
-        server = subprocess.Popen([sys.executable, "-m", "semmem.cli", "serve"], cwd=repo,
+        server = subprocess.Popen([sys.executable, *argv], cwd=repo,
                                   env=env, stdout=sink, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 180
     while True:

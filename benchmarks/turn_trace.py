@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import random
 import shutil
 import signal
@@ -47,7 +46,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.http_latency import envelope, make_facts
-from benchmarks.live_path import seed
+from benchmarks.live_path import seed, serve
 from tests.support.server import REPO, TOKEN, free_port
 
 TAG = "x-bench-tag"
@@ -137,25 +136,7 @@ SUMS = (("product", "hint products"), ("follow", "snapshot step after the commit
 def serve_traced(data: Path, port: int, repo: Path, log: Path, out: Path
                  ) -> subprocess.Popen[bytes]:
     """``semmem serve`` of ``repo``'s code with the recorder, ready."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("SEMMEM_") or k in ("SEMMEM_MODEL", "SEMMEM_ENCODER")}
-    env.update({"SEMMEM_TOKENS": TOKEN, "SEMMEM_DATA": str(data), "SEMMEM_PORT": str(port),
-                "SEMMEM_LOG_LEVEL": "warning", "PYTHONPATH": str(repo),
-                "SEMMEM_MODEL": env.get("SEMMEM_MODEL",
-                                        str(REPO / "models" / "all-MiniLM-L6-v2"))})
-    with log.open("w") as sink:
-        server = subprocess.Popen([sys.executable, "-c", RECORDER, str(out)], cwd=repo,
-                                  env=env, stdout=sink, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 180
-    while True:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=5).status_code == 200:
-                return server
-        except httpx.TransportError:
-            pass
-        if server.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit(f"server did not start:\n{log.read_text()}")
-        time.sleep(0.2)
+    return serve(data, port, repo, log, argv=("-c", RECORDER, str(out)))
 
 
 class Client:
