@@ -185,18 +185,38 @@ def test_serve_insecure_refused_off_loopback(tmp_path: Path) -> None:
     assert not (tmp_path / "db").exists()
 
 
-@pytest.mark.timeout(120)
-def test_serve_generates_token_printed_once(tmp_path: Path) -> None:
-    """`semmem serve` with no token generates one and accepts only it; with stdout a log (no
-    terminal) the token is not in it but in a file only its owner reads."""
+def _serve_tokenless(tmp_path: Path, **env: str) -> tuple[subprocess.Popen[str], Path, int]:
+    """`semmem serve` with no token configured, its output (no terminal) in a log: the process,
+    the log and the port."""
     port = free_port()
     cli = [sys.executable, "-m", "semmem.cli", "serve", "--port", str(port), "--data",
            str(tmp_path / "db")]
     log = tmp_path / "serve.log"
     with log.open("w") as sink:
-        proc = subprocess.Popen(cli, cwd=REPO, env=_env(PYTHONUNBUFFERED="1",
-                                                        SEMMEM_LOG_LEVEL="warning"),
+        proc = subprocess.Popen(cli, cwd=REPO, env=_env(PYTHONUNBUFFERED="1", **env),
                                 stdout=sink, stderr=subprocess.STDOUT, text=True)
+    return proc, log, port
+
+
+def _wait_healthy(c: httpx.Client, proc: subprocess.Popen[str], log: Path,
+                  deadline: float) -> None:
+    """Until the server answers ``/healthz`` (failing if it exits or ``deadline`` passes)."""
+    while True:
+        assert proc.poll() is None, log.read_text()
+        try:
+            if c.get("/healthz").status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
+@pytest.mark.timeout(120)
+def test_serve_generates_token_printed_once(tmp_path: Path) -> None:
+    """`semmem serve` with no token generates one and accepts only it; with stdout a log (no
+    terminal) the token is not in it but in a file only its owner reads."""
+    proc, log, port = _serve_tokenless(tmp_path, SEMMEM_LOG_LEVEL="warning")
     try:
         deadline = time.monotonic() + 60
         while "bearer token is not printed" not in log.read_text():
@@ -208,13 +228,7 @@ def test_serve_generates_token_printed_once(tmp_path: Path) -> None:
         assert where.stat().st_mode & 0o077 == 0
         token = where.read_text().strip()
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as c:
-            while True:
-                try:
-                    c.get("/healthz")
-                    break
-                except httpx.TransportError:
-                    assert time.monotonic() < deadline
-                    time.sleep(0.05)
+            _wait_healthy(c, proc, log, deadline)
             body = recall("x", partition="serve")
             assert_error(c.post("/memory", json=body), 401, "unauthorized")
             assert_error(c.post("/memory", json=body, headers=AUTH), 401, "unauthorized")
@@ -235,26 +249,10 @@ def test_serve_generates_token_printed_once(tmp_path: Path) -> None:
 def test_serve_in_json_log_mode_writes_only_json_lines(tmp_path: Path) -> None:
     """With ``SEMMEM_LOG_FORMAT=json`` the generated token's note is a JSON log line like
     every other (it was a plain line a collector could not parse)."""
-    port = free_port()
-    cli = [sys.executable, "-m", "semmem.cli", "serve", "--port", str(port), "--data",
-           str(tmp_path / "db")]
-    log = tmp_path / "serve.log"
-    with log.open("w") as sink:
-        proc = subprocess.Popen(cli, cwd=REPO, env=_env(PYTHONUNBUFFERED="1",
-                                                        SEMMEM_LOG_FORMAT="json"),
-                                stdout=sink, stderr=subprocess.STDOUT, text=True)
+    proc, log, port = _serve_tokenless(tmp_path, SEMMEM_LOG_FORMAT="json")
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as c:
-            deadline = time.monotonic() + 60
-            while True:
-                assert proc.poll() is None, log.read_text()
-                try:
-                    if c.get("/healthz").status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
+            _wait_healthy(c, proc, log, time.monotonic() + 60)
     finally:
         proc.terminate()
         proc.wait(30)
