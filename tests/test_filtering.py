@@ -18,6 +18,7 @@ from semmem.memory import Memory
 from semmem.scoping import Filter
 from semmem.store import Store
 from semmem.store.views import IndexedView
+from tests.support.filters import brute
 from tests.support.memory import open_memory, small_indexed_memory
 
 DAY = 86_400_000
@@ -41,23 +42,6 @@ def _range(days: tuple[int, int] | None) -> dict[str, str] | None:
     return {"gte": iso(T0 + lo * DAY), "lt": iso(T0 + hi * DAY)}
 
 
-def _brute(exported: list[dict[str, Any]], raw: dict[str, Any]) -> set[int]:
-    """The numbers an export's records say the filter covers, computed from the wire form."""
-    out = set()
-    for rec in exported:
-        meta = rec.get("metadata", {})
-        # equal as JSON values: 2 = 2.0, but true is no number
-        ok = all(k in meta and isinstance(meta[k], bool) == isinstance(v, bool) and meta[k] == v
-                 for k, v in raw.get("metadata", {}).items())
-        for name in ("updated", "ts"):
-            if raw.get(name):
-                at = parse_iso(rec[name])
-                ok = ok and parse_iso(raw[name]["gte"]) <= at < parse_iso(raw[name]["lt"])
-        if ok:
-            out.add(rec["n"])
-    return out
-
-
 async def _check(memory: Memory, rows: list[Any], meta: dict[str, Any],
                  upd: tuple[int, int] | None, ts: tuple[int, int] | None) -> None:
     await memory.import_("p", [
@@ -70,7 +54,7 @@ async def _check(memory: Memory, rows: list[Any], meta: dict[str, Any],
         if days is not None:
             raw[name] = _range(days)
     flt = Filter.parse(raw)
-    want = _brute(exported, raw)
+    want = brute(exported, raw)
     got = await memory.search("p", "fact about tea", 50, filter=flt)
     assert {e["n"] for e in got["items"]} == want
     assert got["count"] == len(want)
@@ -113,7 +97,7 @@ async def test_filtered_search_of_an_indexed_partition_is_the_brute_force_filter
                     {"ts": _range((0, 3))},
                     {"metadata": {"user": "carol"}, "ts": _range((2, 9))},
                     {"metadata": {"user": "nobody"}}):
-            want = _brute(exported, raw)
+            want = brute(exported, raw)
             got = await memory.search("p", "fact about topic3", 50, filter=Filter.parse(raw))
             assert got["count"] == len(want)
             assert len(want) <= 50 and {e["n"] for e in got["items"]} == want

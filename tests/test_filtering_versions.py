@@ -20,6 +20,7 @@ from semmem.memory import Memory
 from semmem.scoping import Filter
 from semmem.store import Store
 from semmem.store.views import IndexedView, PartitionSnapshot
+from tests.support.filters import brute
 from tests.support.memory import open_memory, small_indexed_memory
 
 DAY = 86_400_000
@@ -49,29 +50,12 @@ ops = st.lists(st.one_of(
 ), min_size=1, max_size=8)
 
 
-def _brute(exported: list[dict[str, Any]], raw: dict[str, Any]) -> set[int]:
-    """The numbers the export's records say ``raw`` covers, from the wire form alone."""
-    out = set()
-    for rec in exported:
-        meta = rec.get("metadata", {})
-        ok = all(k in meta and isinstance(meta[k], bool) == isinstance(v, bool) and meta[k] == v
-                 for k, v in raw.get("metadata", {}).items())
-        for name in ("updated", "ts"):
-            bounds = raw.get(name, {})
-            at = parse_iso(rec[name])
-            ok = ok and ("gte" not in bounds or at >= parse_iso(bounds["gte"])) \
-                and ("lte" not in bounds or at <= parse_iso(bounds["lte"]))
-        if ok:
-            out.add(rec["n"])
-    return out
-
-
 async def _agree(memory: Memory, oracle: Memory) -> None:
     """Every filter's search is the brute-force filter over the export (``oracle``'s: an
     export reads the whole partition, which would leave ``memory`` holding its snapshot)."""
     exported = [rec async for rec in oracle.export("p")]
     for raw in FILTERS:
-        want = _brute(exported, raw)
+        want = brute(exported, raw)
         got = await memory.search("p", "fact about topic", 50, filter=Filter.parse(raw))
         assert got["count"] == len(want), raw
         if len(want) <= 50:
