@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -136,24 +135,19 @@ def _fsync(path: str, directory: bool = False) -> None:
         os.close(fd)
 
 
-_syncing: ThreadPoolExecutor | None = None  # made on the first sync of several files
-_syncing_made = threading.Lock()
+# The syncs of several files at once (a pool starts its threads on its first task).
+_syncing = ThreadPoolExecutor(4, thread_name_prefix="semmem-fsync")
 
 
 def _fsync_all(paths: list[tuple[str, bool]]) -> None:
     """fsync every ``(path, is_directory)`` at once, returning when all are on disk (the
     first error raised then): the journal commits the concurrent syncs together, where one by
     one each waited for its own (four files and folders: 0.39 against 0.80 ms here)."""
-    global _syncing
     if len(paths) < 2:
         for path, directory in paths:
             _fsync(path, directory)
         return
-    with _syncing_made:
-        if _syncing is None:
-            _syncing = ThreadPoolExecutor(4, thread_name_prefix="semmem-fsync")
-        pool = _syncing
-    done = [pool.submit(_fsync, path, directory) for path, directory in paths]
+    done = [_syncing.submit(_fsync, path, directory) for path, directory in paths]
     for future in done:  # every one waited for, so none is left running after an error
         future.exception()
     for future in done:
