@@ -27,9 +27,22 @@ def _none(store: Store, view: IndexedView) -> Candidates:
     return Candidates([], np.zeros((0, store.dim), np.float32), view.head)
 
 
+def _answers(ds: Any, where: str) -> bool:
+    """Whether a table version can answer ``where``: it names ``tags`` only with metadata,
+    which a table written only by code older than metadata has no column for."""
+    return "tags" not in where or "tags" in ds.schema.names
+
+
+def _version(store: Store, uri: str, view: IndexedView) -> Any:
+    """``view``'s version opened in the snapshots' session: the indexes a filtered read uses
+    are loaded once, not per read."""
+    return open_dataset(uri, store.storage_options, view.version,
+                        session=store.snapshots.session)
+
+
 async def _readable(store: Store, view: IndexedView, where: str) -> bool:
-    """Whether the table can answer ``where`` (it names ``tags`` only with metadata), from
-    the dataset held for the view's version (read once per version, not per search)."""
+    """Whether the table can answer ``where``, from the dataset held for the view's version
+    (read once per version, not per search)."""
     if "tags" not in where:
         return True
     name = table_name(view.head.partition)
@@ -39,7 +52,7 @@ async def _readable(store: Store, view: IndexedView, where: str) -> bool:
         if uri is None:
             return False
         ds = await asyncio.to_thread(store.snapshots.dataset, name, uri, view.version)
-    return "tags" in ds.schema.names
+    return _answers(ds, where)
 
 
 async def nearest_where(store: Store, view: IndexedView, query: np.ndarray, k: int,
@@ -63,13 +76,11 @@ async def count_where(store: Store, view: IndexedView, where: str,
         return 0, False
 
     def count() -> tuple[int, bool]:
-        # the snapshots' session: the indexes a count reads are loaded once, not per search
-        ds = open_dataset(uri, store.storage_options, view.version,
-                          session=store.snapshots.session)
+        ds = _version(store, uri, view)
         same = incarnation(ds) == view.incarnation
         if same and known is not None:
             return known, True
-        if "tags" in where and "tags" not in ds.schema.names:
+        if not _answers(ds, where):
             return 0, same
         return int(ds.count_rows(filter=f"{LIVE_ITEMS} AND {where}")), same
 
@@ -84,9 +95,8 @@ async def numbers_where(store: Store, view: IndexedView, where: str) -> list[int
         return []
 
     def read() -> list[int]:
-        ds = open_dataset(uri, store.storage_options, view.version,
-                          session=store.snapshots.session)
-        if "tags" in where and "tags" not in ds.schema.names:
+        ds = _version(store, uri, view)
+        if not _answers(ds, where):
             return []
         found = ds.to_table(columns=["n"], filter=f"{LIVE_ITEMS} AND {where}").column("n")
         return sorted(int(n) for n in found.to_pylist())
