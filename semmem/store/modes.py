@@ -58,12 +58,13 @@ def owner_only(uri: str, *, default_dir: bool = False) -> Iterator[None]:
     try:
         path = local_path(uri)
         if path is not None:
-            if not path.exists():
+            try:  # no look first: another replica starting beside this one may make it now
                 path.mkdir(parents=True, mode=0o700)
-            elif stat.S_IMODE(path.stat().st_mode) & 0o077:
-                log.warning("the store directory %s is open to other users (mode %o); new "
-                            "files in it are private (0600), older ones keep their modes",
-                            path, stat.S_IMODE(path.stat().st_mode))
+            except FileExistsError:
+                if stat.S_IMODE(path.stat().st_mode) & 0o077:
+                    log.warning("the store directory %s is open to other users (mode %o); "
+                                "new files in it are private (0600), older ones keep their "
+                                "modes", path, stat.S_IMODE(path.stat().st_mode))
         yield
     finally:
         os.umask(before)
