@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from semmem.items import now_ms
+from semmem.store.rows import table_name
 
 if TYPE_CHECKING:
     from semmem.store.tables import Store
@@ -21,6 +22,7 @@ log = logging.getLogger("semmem.maintenance")  # the name operators filter on
 
 REGISTRY_DUE = None  # the key under which the registry, not a partition, is due
 MAX_BACKOFF_S = 300.0  # a partition whose passes keep failing is retried at least this often
+FINISH_S = 10.0  # the most a stop waits for the pass under way
 
 
 @dataclass
@@ -51,6 +53,7 @@ class Maintainer:
     passes: int = 0  # partition passes done
     registry_passes: int = 0
     _running: dict[str | None, bool] = field(default_factory=dict)  # passes under way: purge?
+    _stopping: bool = False
     pruned: Callable[[str], None] | None = None  # told of a pass that pruned records
 
     def touched(self, partition: str | None, forgot: bool) -> None:
@@ -76,22 +79,38 @@ class Maintainer:
 
     def start(self) -> None:
         """Run the scheduler on the current event loop."""
+        self._stopping = False
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name="semmem-maintenance")
 
-    async def stop(self) -> None:
-        """Stop the scheduler (pending work is left for the next start or `semmem maintain`)."""
-        if self._task is not None:
+    async def stop(self, finish_s: float = FINISH_S) -> None:
+        """Stop the scheduler; a pass under way finishes first, for at most ``finish_s``
+        (pending work is left for the next start or `semmem maintain`).
+
+        A pass runs in a thread, which cancelling does not stop; a server's exit once shut
+        down (uvicorn re-raises the signal) would cut it mid-write, leaving files only the
+        orphan sweep removes and versions holding a forgotten text."""
+        if self._task is None:
+            return
+        self._stopping = True
+        self._wake.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(self._task), finish_s)
+        except TimeoutError:
+            log.warning("a maintenance pass was still running %.0f s into the stop; "
+                        "stopping without it", finish_s)
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-            self._task = None
+        self._task = None
 
     async def run_due(self) -> int:
         """Maintain every partition whose time has come; returns how many were maintained."""
         now = time.monotonic()
         ready = [p for p, d in self._due.items() if d.at <= now]
         for partition in ready:
+            if self._stopping:
+                break
             due = self._due.pop(partition)
             self._running[partition] = due.purge
             try:
@@ -100,6 +119,8 @@ class Maintainer:
                     self.registry_passes += 1
                     log.info("maintained the registry")
                     continue
+                log.debug("maintaining partition table %s%s", table_name(partition),
+                          " (purge)" if due.purge else "")
                 report = await self.store.maintain(partition, purge=due.purge)
                 self.passes += report is not None
                 if report is not None and report.ops_pruned and self.pruned is not None:
@@ -145,10 +166,12 @@ class Maintainer:
         return 0 if due is None else due.failures
 
     async def _run(self) -> None:
-        while True:
+        while not self._stopping:
             await self.run_due()
             pending = [d.at for d in self._due.values() if d.at != float("inf")]
             timeout = max(0.05, min(pending) - time.monotonic()) if pending else None
             self._wake.clear()
+            if self._stopping:  # asked during the passes: the wake-up was cleared
+                return
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout)

@@ -31,6 +31,7 @@ class Purger:
         self.lag = retention_s + delay_s + max(delay_s, 1.0)
         self._latest: dict[str | None, float] = {}
         self._timers: dict[str | None, asyncio.TimerHandle] = {}
+        self._asked: dict[str, asyncio.TimerHandle] = {}  # requests' purges past the orphan age
         self._later: asyncio.TimerHandle | None = None
 
     @property
@@ -50,6 +51,21 @@ class Purger:
         self.maintainer.touched(partition, True)
         self._follow_up(partition)
 
+    def requested(self, partition: str, orphan_age_s: float) -> None:
+        """Purge ``partition`` for another process that asked (the CLI, a server stopping):
+        now, and again once files that process may have been writing when it stopped are
+        ``orphan_age_s`` old, so the orphan sweep takes them (a stopping server's last pass
+        may have been cut mid-write)."""
+        self.purge(partition)
+        if (old := self._asked.pop(partition, None)) is not None:
+            old.cancel()
+        self._asked[partition] = asyncio.get_running_loop().call_later(
+            orphan_age_s + self.delay_s, self._asked_due, partition)
+
+    def _asked_due(self, partition: str) -> None:
+        del self._asked[partition]
+        self.purge(partition)
+
     def _follow_up(self, partition: str | None) -> None:
         now = time.monotonic()
         self._latest[partition] = now
@@ -60,7 +76,7 @@ class Purger:
     def pending(self) -> set[str | None]:
         """Every partition whose purge is not done yet: a pass due or under way, or its
         follow-up still to come."""
-        return self.maintainer.purging() | set(self._timers)
+        return self.maintainer.purging() | set(self._timers) | set(self._asked)
 
     def follow_up_at(self, partition: str) -> float | None:
         """When (monotonic) ``partition``'s follow-up purge fires, if one is pending."""
@@ -91,10 +107,11 @@ class Purger:
 
     def stop(self) -> None:
         """Cancel pending follow-ups (the next start sweeps again)."""
-        for timer in self._timers.values():
+        for timer in [*self._timers.values(), *self._asked.values()]:
             timer.cancel()
         if self._later is not None:
             self._later.cancel()
             self._later = None
         self._timers.clear()
+        self._asked.clear()
         self._latest.clear()

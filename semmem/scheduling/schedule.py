@@ -47,7 +47,8 @@ class Maintenance:
         self.maintainer = Maintainer(store, delay_s, compact_every)
         self.purger = Purger(self.maintainer, store.version_retention.total_seconds(), delay_s)
         self.maintainer.pruned = self.purger.purge
-        self.orphan_age_s = store.orphan_age.total_seconds()
+        # when a file left by a process stopped mid-write is old enough for the orphan sweep
+        self.orphan_age_s = store.orphan_age.total_seconds() + store.fence.skew
         self.record_ttl_s = record_ttl_s
         self.follow_s = follow_s
         self._follow: asyncio.Task[None] | None = None
@@ -143,15 +144,15 @@ class Maintenance:
                 if seen is not None:
                     for partition, at in asked.items():
                         if seen.get(partition) != at:
-                            self.purger.purge(partition)
+                            self.purger.requested(partition, self.orphan_age_s)
                 seen = asked
             except Exception:  # the store may be failing now: the next round tries again
                 log.warning("could not read the store's purge requests", exc_info=True)
             await asyncio.sleep(self.follow_s)
 
     async def stop(self) -> None:
-        """Cancel follow-ups and the sweep, stop the scheduler, and hand the purges not done
-        yet to the store (``hand_off``)."""
+        """Cancel follow-ups and the sweep, hand the purges not done yet to the store
+        (``hand_off``), and stop the scheduler once the pass under way is done."""
         pending = self.purger.pending()
         for task in [*self._soon.values(), *([self._sweeping] if self._sweeping else [])]:
             task.cancel()
@@ -165,8 +166,10 @@ class Maintenance:
                 await self._follow
             self._follow = None
         self.purger.stop()
-        await self.maintainer.stop()
+        # First the hand-off (a host may kill a session soon after its signal), then the pass
+        # under way may finish: what a kill cuts short there, the others' later purge sweeps.
         await self.hand_off(sorted(p for p in pending if p is not REGISTRY_DUE))
+        await self.maintainer.stop()
 
     async def hand_off(self, partitions: list[str]) -> None:
         """Leave a purge request for ``partitions`` in the registry (one commit, at most

@@ -531,10 +531,13 @@ def run_stops(cycles: int, *, data: Path, fake_model: bool, partitions: int = 12
             started = time.monotonic()
             while left := _left(soak, embed):
                 if time.monotonic() - started > window_s:
-                    where = [str(f.relative_to(data)) for f in decoded_with(data, left[0])]
-                    soak._violation(f"{len(left)} dropped text(s) still on disk "
-                                    f"{window_s} s after a replica stopped: {left[:3]}, the "
-                                    f"first in {where}")
+                    where = [str(f.relative_to(data))
+                             for f in decoded_with(data, left[0], embed([left[0]])[0])]
+                    said = [line for r in replicas for line in r.output().splitlines()
+                            if "WARNING" in line or "ERROR" in line or "Traceback" in line]
+                    soak._violation(f"{len(left)} dropped text(s) or their vectors still on "
+                                    f"disk {window_s} s after a replica stopped: {left[:3]}, "
+                                    f"the first in {where}; the replicas warned: {said[-8:]}")
                     break
                 time.sleep(0.5)
             soak.figures.purged_after_stop_s.append(round(time.monotonic() - started, 1))
