@@ -125,6 +125,7 @@ class Memory(Owners, Filtered):
         self, partition: str, plan: Plan, op: Operation | None,
         dropped: bool = False, *, numbers: Iterable[Any] = (), texts: list[str] | None = None,
     ) -> dict[str, Any]:
+        await self.retention.refresh()
         lookup = Lookup(ops=[op_key(op.operation_id)] if op is not None else [],
                         numbers=rules.as_numbers(list(numbers)), texts=texts or [])
         attempted = False
@@ -352,6 +353,7 @@ class Memory(Owners, Filtered):
 
     async def _read_view(self, partition: str) -> ReadView:
         """The partition's read view (the ``view read`` span of a read)."""
+        await self.retention.refresh()
         with tracing.span("semmem.view_read") as span:
             view = await self.store.read_view(partition)
             span.set("semmem.view.items", view.count)
@@ -360,16 +362,19 @@ class Memory(Owners, Filtered):
     async def ranked(self, partition: str, text: str) -> list[Scored]:
         """Every recallable item above the relevance floor for ``text``, best first, with
         near-duplicates left out: the order recall packs from (for evaluation)."""
+        await self.retention.refresh()
         snap = await self.store.snapshot(partition)
         qvec = (await self.model.embed([text]))[0]
         return results.ranked(self.ranker, snap, qvec, text, await self.retention.hidden(snap))
 
     async def read_view(self, partition: str) -> ReadView:
         """The store's read view without the facts expired now."""
+        await self.retention.refresh()
         return await self.retention.live(await self.store.read_view(partition))
 
     async def snapshot(self, partition: str) -> PartitionSnapshot:
         """Every live item (none expired), tombstone and counter of ``partition``, as of now."""
+        await self.retention.refresh()
         snap = await self.retention.live(await self.store.snapshot(partition))
         assert isinstance(snap, PartitionSnapshot)
         return snap

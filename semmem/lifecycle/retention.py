@@ -190,6 +190,12 @@ class Retention:
             self._read_at = time.monotonic()
         return self._overrides
 
+    async def refresh(self) -> None:
+        """Read the policies again if they are ``refresh_s`` old: before a read or a write,
+        so what the store holds of a table another process deleted is dropped first
+        (``Store.follow_deleted``)."""
+        await self._current()
+
     async def policy(self, partition: str) -> Policy:
         """``partition``'s policy (overrides set by other processes: within ``refresh_s``)."""
         overrides = await self._current()

@@ -31,7 +31,7 @@ class Purger:
         self.lag = retention_s + delay_s + max(delay_s, 1.0)
         self._latest: dict[str | None, float] = {}
         self._timers: dict[str | None, asyncio.TimerHandle] = {}
-        self._asked: dict[str, asyncio.TimerHandle] = {}  # requests' purges past the orphan age
+        self._asked: dict[str | None, asyncio.TimerHandle] = {}  # purges asked for later
         self._later: asyncio.TimerHandle | None = None
 
     @property
@@ -57,12 +57,16 @@ class Purger:
         ``orphan_age_s`` old, so the orphan sweep takes them (a stopping server's last pass
         may have been cut mid-write)."""
         self.purge(partition)
+        self.purge_later(partition, orphan_age_s)
+
+    def purge_later(self, partition: str | None, seconds: float) -> None:
+        """Purge ``partition`` in ``seconds`` (after the maintenance delay)."""
         if (old := self._asked.pop(partition, None)) is not None:
             old.cancel()
         self._asked[partition] = asyncio.get_running_loop().call_later(
-            orphan_age_s + self.delay_s, self._asked_due, partition)
+            seconds + self.delay_s, self._asked_due, partition)
 
-    def _asked_due(self, partition: str) -> None:
+    def _asked_due(self, partition: str | None) -> None:
         del self._asked[partition]
         self.purge(partition)
 

@@ -107,8 +107,10 @@ class Maintenance:
         return None
 
     def partition_deleted(self, partition: str) -> None:
-        """Purge a deleted partition's name from the registry."""
+        """Purge a deleted partition's name from the registry now, and its deleted-table entry
+        once the registry's maintenance drops it (``GONE_KEEP_MS``)."""
         self.purger.purge(REGISTRY_DUE)
+        self.purger.purge_later(REGISTRY_DUE, self.store.gone_keep_s)
 
     def start(self, partitions: list[str]) -> None:
         """Start the scheduler; purge every partition once (a killed process's schedule is

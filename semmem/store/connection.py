@@ -143,6 +143,16 @@ class Connection:
         """Drop the cached handle of a partition (it failed, or its table was replaced)."""
         self._tables.pop(table_name(partition), None)
 
+    def forget_table(self, name: str) -> None:
+        """Drop the cached handle of table ``name`` (another process deleted it)."""
+        self._tables.pop(name, None)
+        self._current.discard(name)
+
+    def forget_handles(self) -> None:
+        """Drop every cached table handle."""
+        self._tables.clear()
+        self._current.clear()
+
     async def uri_of(self, partition: str) -> str | None:
         """The URI of the partition's table, ``None`` if it has none."""
         tbl = await self.table(partition, create=False)
@@ -165,6 +175,8 @@ class Connection:
         uri = await self.uri_of(partition)
         self._tables.pop(name, None)
         self._current.discard(name)
+        if uri is not None:
+            await self.registry.mark_gone(name)
         try:
             await self.db.drop_table(name)
         except (ValueError, FileNotFoundError):

@@ -6,10 +6,15 @@ retention overrides and the applied default, purge requests (``Registered``, thi
 from __future__ import annotations
 
 import logging
-from typing import Any
+import time
+from typing import TYPE_CHECKING, Any
 
 from semmem.store.connection import Connection
+from semmem.store.registry import GONE_KEEP_MS
 from semmem.store.rows import table_name
+
+if TYPE_CHECKING:
+    from semmem.store.reads.snapshots import Snapshots
 
 log = logging.getLogger("semmem.store")
 
@@ -18,7 +23,9 @@ class Registered:
     """The registry's doors of ``Store``: what they use of it, and the doors."""
 
     conn: Connection
+    snapshots: Snapshots
     _asked: tuple[int, dict[str, int]] | None
+    _gone: tuple[float, dict[str, int]] | None = None  # deleted tables followed: when, which
 
     async def request_purge(self, *partitions: str) -> None:
         """Ask the servers of this store to purge ``partitions`` (this process runs no
@@ -58,8 +65,34 @@ class Registered:
     async def retention_policies(self) -> tuple[dict[str, int | None], tuple[bool, int | None]]:
         """The retention overrides (as ``retention``) and whether a deployment default was
         recorded as applied by a full sweep, with its max age in ms (``None``: forever), in
-        one read of the registry."""
-        return await self.conn.registry.policies()
+        one read of the registry. What this process holds of a table another process
+        deleted since the last call is dropped (``follow_deleted``)."""
+        policies = await self.conn.registry.policies()
+        self.follow_deleted(self.conn.registry.gone)
+        return policies
+
+    @property
+    def gone_keep_s(self) -> float:
+        """How long the registry tells other processes of a deleted table (``follow_deleted``)."""
+        return GONE_KEEP_MS / 1000
+
+    def follow_deleted(self, gone: dict[str, int]) -> None:
+        """Drop what this process holds (views, datasets, the table's handle) of each table
+        deleted since the last call (``gone``: the registry's entries, by table): a table made
+        again under the same name numbers its versions from 1, and reaching the version held
+        it would otherwise be taken for the deleted one (its facts served, writes decided on
+        them). Past half the time the registry keeps the entries since the last call, some may
+        have gone unseen: everything held is dropped."""
+        now = time.monotonic()
+        if self._gone is not None and now - self._gone[0] > self.gone_keep_s / 2:
+            self.snapshots.clear()
+            self.conn.forget_handles()
+        else:
+            seen = self._gone[1] if self._gone is not None else {}
+            for name in [t for t, at in gone.items() if seen.get(t) != at]:
+                self.snapshots.drop(name)
+                self.conn.forget_table(name)
+        self._gone = (now, dict(gone))
 
     async def set_applied_retention(self, max_age_ms: int | None) -> None:
         """Record the deployment default a full sweep just applied."""

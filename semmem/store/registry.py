@@ -32,6 +32,9 @@ META = "meta"
 SECRET = "secret"
 LOCK_FILE = ".create.lock"  # in the registry's folder: held while a local one is created
 APPLIED = "d:retention"  # the deployment default the last full sweep applied
+# A deleted table's entry (``g:<table>``: when), kept this long: what tells the other processes
+# to drop what they hold of it, before a table made again under its name reaches its versions.
+GONE_KEEP_MS = 3_600_000
 MAX_ATTEMPTS = 10
 
 
@@ -45,6 +48,7 @@ class Registry:
         self._followed: Any = None  # the handle the purge requests are read through
         # Retention overrides and the default last applied, by version.
         self._policies: tuple[int, dict[str, int | None], tuple[bool, int | None]] | None = None
+        self.gone: dict[str, int] = {}  # deleted tables and when, as of the last policies read
         # New tables' entries waiting for the append in flight (``add_table``).
         self._adding: list[tuple[dict[str, str], asyncio.Future[None]]] = []
         self._appender: asyncio.Future[None] | None = None
@@ -195,10 +199,12 @@ class Registry:
         version = int(await reg.version())
         if self._policies is not None and self._policies[0] == version:
             return self._policies[1], self._policies[2]
-        rows = (await reg.query().where(f"key LIKE 'r:%' OR key = '{APPLIED}'")
+        rows = (await reg.query().where(f"key LIKE 'r:%' OR key = '{APPLIED}' OR key LIKE 'g:%'")
                 .to_arrow()).to_pylist()
         found = {str(r["key"])[2:]: json.loads(r["value"])["maxAgeMs"] for r in rows
-                 if r["key"] != APPLIED}
+                 if str(r["key"]).startswith("r:")}
+        self.gone = {str(r["key"])[2:]: int(json.loads(r["value"])["at"]) for r in rows
+                     if str(r["key"]).startswith("g:")}
         applied = next(((True, json.loads(r["value"])["maxAgeMs"]) for r in rows
                         if r["key"] == APPLIED), (False, None))
         self._policies = (version, found, applied)
@@ -258,6 +264,13 @@ class Registry:
                     if not done.done():
                         done.set_result(None)
 
+    async def mark_gone(self, name: str) -> None:
+        """Record that table ``name`` is being deleted (``g:<table>``, kept ``GONE_KEEP_MS``):
+        a process holding views of it drops them when it reads that (``policies``), so a
+        table made again under the name is not taken for the one it holds once it reaches
+        the version held. Before the table goes: whoever makes it again comes after."""
+        await self.put(f"g:{name}", {"at": now_ms()})
+
     async def remove_table(self, name: str) -> None:
         """Forget a dropped table's partition name (purged from files by ``maintain``)."""
         reg = await self._table(create=False)
@@ -272,11 +285,17 @@ class Registry:
                        if k.startswith("t:") and k[2:] in existing})
 
     async def maintain(self, retention: timedelta | None = None) -> None:
-        """Compact the registry and remove its old versions, so a deleted partition's name
-        leaves every file once its versions are older than ``retention``."""
+        """Drop deleted tables' entries older than ``GONE_KEEP_MS``, compact the registry and
+        remove its old versions, so a deleted partition's name leaves every file once its
+        versions are older than ``retention``."""
         reg = await self._table(create=False)
         if reg is None:
             return
+        rows = (await reg.query().where("key LIKE 'g:%'").to_arrow()).to_pylist()
+        old = [str(r["key"]) for r in rows
+               if int(json.loads(r["value"])["at"]) < now_ms() - GONE_KEEP_MS]
+        if old:  # keys are "g:" and a hex name: safe in a filter
+            await reg.delete(" OR ".join(f"key = '{k}'" for k in old))
         await asyncio.to_thread(self.upkeep.maintain_small, await reg.uri(), retention)
         await reg.checkout_latest()
 
