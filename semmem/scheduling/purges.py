@@ -6,10 +6,57 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 
 from semmem.scheduling.maintainer import REGISTRY_DUE, Maintainer
 
 purge_log = logging.getLogger("semmem.web")
+
+
+class Later:
+    """A call of ``fire`` per partition once the latest time asked for has come: an ask while
+    one waits pushes the waiting one back by nothing; it fires when first due, then once more
+    for what was asked later meanwhile."""
+
+    def __init__(self, fire: Callable[[str | None], None]) -> None:
+        self._fire = fire
+        self._until: dict[str | None, float] = {}  # the latest due time asked (monotonic)
+        self._timers: dict[str | None, tuple[asyncio.TimerHandle, float]] = {}  # and its due
+
+    def ask(self, partition: str | None, seconds: float) -> None:
+        """Have ``fire(partition)`` called ``seconds`` from now at the latest."""
+        due = time.monotonic() + seconds
+        self._until[partition] = max(due, self._until.get(partition, due))
+        if partition not in self._timers:
+            self._arm(partition, seconds, due)
+
+    def _arm(self, partition: str | None, seconds: float, due: float) -> None:
+        handle = asyncio.get_running_loop().call_later(seconds, self._due, partition)
+        self._timers[partition] = (handle, due)
+
+    def _due(self, partition: str | None) -> None:
+        _, due = self._timers.pop(partition)
+        self._fire(partition)
+        until = self._until.pop(partition)
+        if until > due:  # asked for later meanwhile: that one fires too
+            self._until[partition] = until
+            self._arm(partition, max(0.0, until - time.monotonic()), until)
+
+    def when(self, partition: str | None) -> float | None:
+        """When (monotonic) the next call for ``partition`` is, if one is pending."""
+        timer = self._timers.get(partition)
+        return None if timer is None else float(timer[0].when())  # the loop's clock
+
+    def pending(self) -> set[str | None]:
+        """The partitions with a call to come."""
+        return set(self._timers)
+
+    def cancel(self) -> None:
+        """Call nothing more."""
+        for handle, _ in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+        self._until.clear()
 
 
 class Purger:
@@ -29,9 +76,8 @@ class Purger:
         # The follow-up's pass must start at least a retention after the first pass compacted;
         # the extra max(delay, 1 s) absorbs the first pass waiting behind other partitions.
         self.lag = retention_s + delay_s + max(delay_s, 1.0)
-        self._latest: dict[str | None, float] = {}
-        self._timers: dict[str | None, asyncio.TimerHandle] = {}
-        self._asked: dict[str | None, asyncio.TimerHandle] = {}  # purges asked for later
+        self._follow_ups = Later(lambda partition: self.maintainer.touched(partition, True))
+        self._asked = Later(self.purge)  # purges asked for later
         self._later: asyncio.TimerHandle | None = None
 
     @property
@@ -60,43 +106,21 @@ class Purger:
         self.purge_later(partition, orphan_age_s)
 
     def purge_later(self, partition: str | None, seconds: float) -> None:
-        """Purge ``partition`` in ``seconds`` (after the maintenance delay)."""
-        if (old := self._asked.pop(partition, None)) is not None:
-            old.cancel()
-        self._asked[partition] = asyncio.get_running_loop().call_later(
-            seconds + self.delay_s, self._asked_due, partition)
-
-    def _asked_due(self, partition: str | None) -> None:
-        del self._asked[partition]
-        self.purge(partition)
+        """Purge ``partition`` in ``seconds`` (after the maintenance delay); asked again
+        meanwhile, it purges when first due and again when last due."""
+        self._asked.ask(partition, seconds + self.delay_s)
 
     def _follow_up(self, partition: str | None) -> None:
-        now = time.monotonic()
-        self._latest[partition] = now
-        if partition not in self._timers:
-            loop = asyncio.get_running_loop()
-            self._timers[partition] = loop.call_later(self.lag, self._fire, partition, now)
+        self._follow_ups.ask(partition, self.lag)
 
     def pending(self) -> set[str | None]:
         """Every partition whose purge is not done yet: a pass due or under way, or its
         follow-up still to come."""
-        return self.maintainer.purging() | set(self._timers) | set(self._asked)
+        return self.maintainer.purging() | self._follow_ups.pending() | self._asked.pending()
 
     def follow_up_at(self, partition: str) -> float | None:
         """When (monotonic) ``partition``'s follow-up purge fires, if one is pending."""
-        timer = self._timers.get(partition)
-        return None if timer is None else float(timer.when())  # the loop's clock: monotonic
-
-    def _fire(self, partition: str | None, scheduled_at: float) -> None:
-        del self._timers[partition]
-        self.maintainer.touched(partition, True)
-        latest = self._latest.get(partition, scheduled_at)
-        if latest > scheduled_at:  # dropped again since: that one needs its own follow-up
-            loop = asyncio.get_running_loop()
-            delay = max(0.0, latest + self.lag - time.monotonic())
-            self._timers[partition] = loop.call_later(delay, self._fire, partition, latest)
-        else:
-            self._latest.pop(partition, None)
+        return self._follow_ups.when(partition)
 
     def sweep(self, partitions: list[str], orphan_age_s: float | None = None) -> None:
         """After a start: purge every partition and the registry once (a killed process's
@@ -111,11 +135,8 @@ class Purger:
 
     def stop(self) -> None:
         """Cancel pending follow-ups (the next start sweeps again)."""
-        for timer in [*self._timers.values(), *self._asked.values()]:
-            timer.cancel()
+        self._follow_ups.cancel()
+        self._asked.cancel()
         if self._later is not None:
             self._later.cancel()
             self._later = None
-        self._timers.clear()
-        self._asked.clear()
-        self._latest.clear()

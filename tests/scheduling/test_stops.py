@@ -33,12 +33,6 @@ FAST_ENV = {"SEMMEM_VERSION_RETENTION_S": str(RETENTION),
             "SEMMEM_MAINTENANCE_DELAY_S": str(DELAY)}
 
 
-def table_of(data: Path) -> Path:
-    """The one partition table of the store."""
-    (table,) = data.glob("p_*.lance")
-    return table
-
-
 @pytest.mark.timeout(180)
 async def test_a_stop_during_a_pass_returns_once_the_pass_is_done(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -92,7 +86,7 @@ def test_files_a_stopped_process_left_are_swept_once_old_enough(tmp_path: Path) 
         with server.client() as c:
             n = remember(c, "p", text)
             remember(c, "p", "an ordinary fact")
-        table = table_of(data)
+        table = data / f"{table_name('p')}.lance"
         rows = lance.dataset(str(table)).to_table(filter=f"n = {n}")
         assert rows.num_rows >= 1
         # The other process's half-done work: the row written again, never committed.
@@ -115,3 +109,24 @@ def test_files_a_stopped_process_left_are_swept_once_old_enough(tmp_path: Path) 
     finally:
         server.stop()
     assert "Traceback" not in server.output()
+
+
+async def test_a_purge_asked_for_again_later_still_comes_when_first_due() -> None:
+    """Purge requests every few minutes must not keep pushing back the purge an older one
+    asked for (each used to cancel the waiting timer and start a new one): the first fires
+    when due, and the later one is still to come."""
+    from semmem.scheduling.purges import Later
+
+    fired: list[str | None] = []
+    later = Later(fired.append)
+    later.ask("p", 0.05)
+    later.ask("p", 3600.0)
+    deadline = time.monotonic() + 30
+    while not fired:
+        assert time.monotonic() < deadline, "the first purge never came"
+        await asyncio.sleep(0.01)
+    assert fired == ["p"] and later.pending() == {"p"}
+    when = later.when("p")
+    assert when is not None and when > time.monotonic() + 3000
+    later.cancel()
+    assert later.pending() == set()
