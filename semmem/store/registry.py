@@ -295,7 +295,8 @@ class Registry:
         old = [str(r["key"]) for r in rows
                if int(json.loads(r["value"])["at"]) < now_ms() - GONE_KEEP_MS]
         if old:  # keys are "g:" and a hex name: safe in a filter
-            await reg.delete(" OR ".join(f"key = '{k}'" for k in old))
+            where = " OR ".join(f"key = '{k}'" for k in old)
+            await self._commit(lambda reg: reg.delete(where))
         await asyncio.to_thread(self.upkeep.maintain_small, await reg.uri(), retention)
         await reg.checkout_latest()
 
