@@ -102,10 +102,12 @@ def decoded_with(root: Path, text: str | None = None, vector: Any = None) -> lis
     return found
 
 
-def decoded_hits(root: Path, texts: list[str], vectors: Any = None) -> set[int]:
+def decoded_hits(root: Path, texts: list[str], vectors: Any = None,
+                 by_text: Any = None) -> set[int]:
     """Which of ``texts`` (by index) some file under ``root`` still holds, raw or decoded, or
-    holds the vector of (``vectors``: one row per text, as ``decoded_with`` finds one): every
-    file read and decoded once, for many texts at a time (the soak's final scan)."""
+    holds the vector of (``vectors``: one row per text, as ``decoded_with`` finds one; not
+    looked for where ``by_text``, a mask per text, is true): every file read and decoded
+    once, for many texts at a time (the soak's final scan)."""
     import numpy as np
 
     needles = [t.encode() for t in texts]
@@ -115,6 +117,7 @@ def decoded_hits(root: Path, texts: list[str], vectors: Any = None) -> set[int]:
         units = units / np.maximum(np.linalg.norm(units, axis=1, keepdims=True), 1e-12)
         shifted = units - units.mean(axis=1, keepdims=True)
         centred = shifted / np.maximum(np.linalg.norm(shifted, axis=1, keepdims=True), 1e-12)
+    looked = np.ones(len(texts), bool) if by_text is None else ~np.asarray(by_text, bool)
     found: set[int] = set()
     for p in root.rglob("*"):
         if not p.is_file() or len(found) == len(texts):
@@ -126,7 +129,8 @@ def decoded_hits(root: Path, texts: list[str], vectors: Any = None) -> set[int]:
         if units is None or centred is None:
             continue
         for i in range(len(units)):
-            if i not in found and np.asarray(vectors[i], np.float32).tobytes() in raw:
+            if looked[i] and i not in found and \
+                    np.asarray(vectors[i], np.float32).tobytes() in raw:
                 found.add(i)
         for m in matrices:
             if m.shape[1] != units.shape[1] or not len(m):
@@ -134,5 +138,5 @@ def decoded_hits(root: Path, texts: list[str], vectors: Any = None) -> set[int]:
             norm = m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
             near = np.maximum((norm @ units.T).max(axis=0) >= 0.9999,
                               (norm @ centred.T).max(axis=0) >= 0.999)
-            found.update(int(i) for i in np.flatnonzero(near))
+            found.update(int(i) for i in np.flatnonzero(near & looked))
     return found

@@ -485,13 +485,7 @@ def _left(soak: Soak, embed: Any) -> list[str]:
     twin = np.zeros(len(dropped), bool)
     if live:
         twin = (vectors @ np.asarray(embed(live), np.float32).T).max(axis=1) >= 0.9999
-    telling = [i for i in range(len(dropped)) if not twin[i]]
-    found = {telling[i] for i in decoded_hits(soak.server.data, [dropped[i] for i in telling],
-                                               vectors[telling])}
-    twins = [i for i in range(len(dropped)) if twin[i]]
-    if twins:
-        found |= {twins[i] for i in decoded_hits(soak.server.data,
-                                                 [dropped[i] for i in twins])}
+    found = decoded_hits(soak.server.data, dropped, vectors, by_text=twin)
     return [dropped[i] for i in sorted(found)]
 
 
