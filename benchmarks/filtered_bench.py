@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from semmem.embedding.fakes import HashingEmbedder
 from semmem.items import Item, iso
 from semmem.memory import Memory
-from semmem.scoping import Filter
+from semmem.scoped.filters import Filter
 from semmem.store import Store
 from semmem.store.copies.dump import Dump, write_partition
 from semmem.store.views import Head

@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from semmem.contract import MAX_TEXT_CHARS
 from semmem.errors import InvalidArguments
-from semmem.metadata import METADATA, clean_metadata
+from semmem.scoped.metadata import METADATA, clean_metadata
 
 # Embeddings, one float32 row per text or item (L2-normalised where a model made them).
 Vectors = npt.NDArray[np.float32]
@@ -102,7 +102,7 @@ def clean_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
     Raises:
         InvalidArguments: an unknown field, a non-string note/status/surfacing/slug, a note
             over 500 characters, an ``expiresAt`` that is not ISO 8601, or metadata that
-            breaks ``semmem.metadata``'s rules (``{}`` clears it, as ``None`` does).
+            breaks ``semmem.scoped.metadata``'s rules (``{}`` clears it, as ``None`` does).
     """
     out: dict[str, Any] = {}
     for key, value in attrs.items():

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from semmem import filtering, results, rules, tracing
+from semmem import results, rules, tracing
 from semmem.contract import (
     MAX_RECALL_BYTES,
     MAX_SEARCH_LIMIT,
@@ -25,13 +25,11 @@ from semmem.contract import (
 from semmem.embedding.embedder import Embedder
 from semmem.embedding.queue import ModelQueue
 from semmem.errors import InvalidArguments, InvalidInput
-from semmem.filtering import Filtered
 from semmem.importing import ImportReport
 from semmem.items import EXPIRES, Item, clean_attrs, clean_text, future_expiry, trim
 from semmem.lifecycle.owners import Owners
 from semmem.lifecycle.retention import Retention
 from semmem.lifecycle.stats import PartitionStats
-from semmem.metadata import METADATA
 from semmem.ranking.ranker import Ranker, Scored
 from semmem.ranking.similar import (
     MAX_SIMILAR,
@@ -43,7 +41,10 @@ from semmem.ranking.similar import (
 from semmem.results import Recall, recall_candidates
 from semmem.rules import Operation
 from semmem.scheduling.observing import QuietObserver, WriteObserver
-from semmem.scoping import Filter
+from semmem.scoped import filtered
+from semmem.scoped.filtered import Filtered
+from semmem.scoped.filters import Filter
+from semmem.scoped.metadata import METADATA
 from semmem.store.rows import HINT_COLUMNS, RECALL_COLUMNS, Lookup, Mutation, Plan, op_key
 from semmem.store.views import IndexedView, PartitionSnapshot, ReadView, WriteView
 
@@ -158,7 +159,7 @@ class Memory(Owners, Filtered):
         attrs: dict[str, Any] | None = None, expires_at: str | None = None,
         metadata: dict[str, Any] | None = None, scope: Filter | None = None,
     ) -> dict[str, Any]:
-        """Store a new fact (with ``metadata``, ``semmem.metadata``), or point at the
+        """Store a new fact (with ``metadata``, ``semmem.scoped.metadata``), or point at the
         existing one with the same text (its metadata left as it is); ``scope``: a binding's,
         stamped on the fact, duplicates and similar facts found only within it.
 
@@ -181,7 +182,7 @@ class Memory(Owners, Filtered):
         with self.store.coming(partition):  # its group waits for it (the rest of the turn)
             vector = await self._embed(text)
             hints = await self._hints(partition, vector)
-        alive = filtering.scoped(self.retention.alive(await self.retention.max_age(partition)),
+        alive = filtered.scoped(self.retention.alive(await self.retention.max_age(partition)),
                                  scope)
         plan = rules.remember(text, vector, fields, op, self.idempotency_ttl_ms, hints, alive)
         return await self.retention.counted(partition, await self._write(
@@ -217,7 +218,7 @@ class Memory(Owners, Filtered):
             with self.store.coming(partition):
                 vector = await self._embed(new_text)
                 hints = await self._hints(partition, vector)
-        alive = filtering.scoped(self.retention.alive(await self.retention.max_age(partition)),
+        alive = filtered.scoped(self.retention.alive(await self.retention.max_age(partition)),
                                  scope)
         plan = rules.update(n, new_text, vector, changes, cursor_seq, op, self.idempotency_ttl_ms,
                             owner, hints, alive)
@@ -275,7 +276,7 @@ class Memory(Owners, Filtered):
         op = op and op.keyed(self.store.secret)
         cursor_seq = parse_cursor(partition, cursor) if cursor else None
         plan = rules.forget(n, cursor_seq, op, self.idempotency_ttl_ms, owner,
-                            filtering.scoped(lambda item: True, scope))
+                            filtered.scoped(lambda item: True, scope))
         return await self._write(partition, plan, op, dropped=True, numbers=[n])
 
     # ----- reads -------------------------------------------------------------------------------
@@ -322,7 +323,7 @@ class Memory(Owners, Filtered):
     async def search(self, partition: str, query: str, limit: int = 10, *,
                      filter: Filter | None = None) -> dict[str, Any]:
         """The ``limit`` items most similar to ``query``, with scores (no relevance floor),
-        among the facts ``filter`` covers (``semmem.filtering``).
+        among the facts ``filter`` covers (``semmem.scoped.filtered``).
 
         Returns:
             ``{"items": [{"n", "text", "score", "updatedAt", record fields…}], "count"}``.
@@ -393,7 +394,7 @@ class Memory(Owners, Filtered):
     ) -> list[Item]:
         """Live items (those ``filter`` covers) in number order (or newest first), paged."""
         snap = await self.snapshot(partition)
-        items = filtering.listed(list(snap.items), filter)
+        items = filtered.listed(list(snap.items), filter)
         items = list(reversed(items)) if newest_first else items
         end = None if limit is None else offset + limit
         return items[offset:end]

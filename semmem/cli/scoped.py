@@ -7,9 +7,9 @@ from typing import Annotated, Any
 
 import typer
 
-from semmem import scoping
 from semmem.cli.options import DataOpt, ModelOpt, PartitionOpt, errors, run, show
-from semmem.scoping import Filter
+from semmem.scoped import filters
+from semmem.scoped.filters import Filter
 
 MetaOpt = Annotated[list[str] | None, typer.Option(
     "--meta", help="key=value (repeat for more); a value that reads as a JSON number or "
@@ -30,7 +30,7 @@ def metadata(pairs: list[str] | None) -> dict[str, Any] | None:
     Raises:
         InvalidArguments: a pair without ``=``.
     """
-    return scoping.pairs(pairs, "--meta") if pairs else None
+    return filters.pairs(pairs, "--meta") if pairs else None
 
 
 def filter_of(pairs: list[str] | None, updated_after: str | None = None,

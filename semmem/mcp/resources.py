@@ -14,7 +14,7 @@ from semmem.errors import InvalidInput, NotFound
 from semmem.items import Item, one_line
 from semmem.memory import Memory
 from semmem.protocol.untrusted import ascii_int
-from semmem.scoping import Filter
+from semmem.scoped.filters import Filter
 
 PAGE = 100
 SCHEME = "semmem://items/"

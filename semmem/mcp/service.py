@@ -34,7 +34,7 @@ from semmem.memory import Memory
 from semmem.protocol.fitting import fit_recall
 from semmem.protocol.jsonio import dumps
 from semmem.protocol.untrusted import ascii_int
-from semmem.scoping import Filter
+from semmem.scoped.filters import Filter
 from semmem.serving.dispatch import Dispatcher, ToolCall, records
 from semmem.serving.guard import served
 from semmem.serving.runtime import Runtime

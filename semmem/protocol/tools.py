@@ -22,7 +22,7 @@ from semmem.contract import (
 )
 from semmem.errors import InvalidArguments
 from semmem.items import NON_BLANK_PATTERN, TEXT_PATTERN
-from semmem.metadata import KEY_PATTERN, MAX_KEYS, MAX_VALUE_CHARS
+from semmem.scoped.metadata import KEY_PATTERN, MAX_KEYS, MAX_VALUE_CHARS
 
 Access = Literal["read", "write"]
 

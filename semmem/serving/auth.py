@@ -5,8 +5,9 @@ A token line may bind the token to one partition for the MCP endpoint, after the
 whitespace: ``<token> partition=<name> [access=read|read-write]``. A line with the token alone
 is a provider token, as before; a bound token is accepted on ``/mcp`` only, where the binding
 (not the caller) names the partition. Either may carry a scope, ``scope.<key>=<value>`` (a
-string; repeat for more keys): every call with the token sees and edits only the facts whose
-metadata has those values, and writes them on its new facts (``semmem.scoping.Filter.stamp``).
+string; repeat for more keys): every call with the token sees and edits only the facts
+whose metadata has those values, and writes them on its new facts
+(``semmem.scoped.filters.Filter.stamp``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pathlib import Path
 
 from semmem.contract import MAX_PARTITION_BYTES
 from semmem.errors import Forbidden, InvalidInput, SemmemError, Unauthorized
-from semmem.scoping import Filter
+from semmem.scoped.filters import Filter
 
 log = logging.getLogger("semmem.web")
 

@@ -19,7 +19,7 @@ from semmem.protocol.fitting import fit_recall, fit_search
 from semmem.protocol.jsonio import dumps
 from semmem.protocol.tools import ToolSpec
 from semmem.rules import Operation
-from semmem.scoping import Filter
+from semmem.scoped.filters import Filter
 from semmem.serving.metrics import Metrics
 
 if TYPE_CHECKING:

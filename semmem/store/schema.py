@@ -9,7 +9,7 @@ A partition table holds three kinds of row, keyed by ``key``:
 - item rows (``key = "i:<n>"``): live items and the tombstones of forgotten ones (no text);
   ``attrs`` holds the owner's record fields and, under ``CREATED``, the write sequence that
   created the item (kept out of ``Item.attrs``; rows written before it was recorded lack it);
-  ``tags`` holds a hash of each of the item's metadata pairs (``semmem.metadata``), derived
+  ``tags`` holds a hash of each of the item's metadata pairs (``semmem.scoped.metadata``), derived
   from ``attrs`` where rows are built, for filters and their ``LABEL_LIST`` index;
 - op rows (``key = "o:<sha256(operationId)>"``): idempotency records.
 """
@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from semmem.items import Item, now_ms
-from semmem.metadata import tags_of_attrs
+from semmem.scoped.metadata import tags_of_attrs
 from semmem.store.commit.conflicts import retry_conflicts
 from semmem.store.files import open_dataset
 from semmem.store.rows import (

@@ -19,7 +19,7 @@ from semmem.items import RECORD_FIELDS
 from semmem.lifecycle import policies
 from semmem.memory import Memory
 from semmem.protocol.jsonio import dumps, loads
-from semmem.scoping import Filter
+from semmem.scoped.filters import Filter
 from semmem.serving.guard import nameable, served
 from semmem.serving.runtime import Runtime
 from semmem.web.bodies import read_body

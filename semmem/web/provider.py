@@ -21,7 +21,7 @@ from semmem.memory import Memory
 from semmem.protocol.envelope import RecallRequest, ToolRequest, operation_id_of, parse_envelope
 from semmem.protocol.fitting import fit_recall
 from semmem.protocol.jsonio import dumps, loads
-from semmem.scoping import Filter
+from semmem.scoped.filters import Filter
 from semmem.serving.dispatch import ToolCall, records
 from semmem.serving.guard import served
 from semmem.serving.runtime import Runtime

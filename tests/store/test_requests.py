@@ -19,7 +19,7 @@ from moto.server import ThreadedMotoServer
 
 from semmem.embedding.fakes import HashingEmbedder
 from semmem.memory import Memory
-from semmem.scoping import Filter
+from semmem.scoped.filters import Filter
 from semmem.store import Store
 from semmem.store.commit.fence import Fence
 from tests.support.s3proxy import S3Proxy

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from semmem.cli.scoped import metadata as cli_metadata
-from semmem.metadata import KEY_PATTERN, MAX_KEYS, canonical, clean_metadata, tags
+from semmem.scoped.metadata import KEY_PATTERN, MAX_KEYS, canonical, clean_metadata, tags
 from semmem.store.rows import table_name
 from semmem.web.console import data
 from tests.support.server import ADMIN, AUTH

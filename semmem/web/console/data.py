@@ -7,13 +7,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from semmem import filtering
 from semmem.contract import make_cursor, sha256_hex
 from semmem.items import Item
 from semmem.memory import Memory
-from semmem.metadata import Scalar, clean_metadata
 from semmem.ranking.ranker import Scored
-from semmem.scoping import Filter, pairs, typed
+from semmem.scoped import filtered
+from semmem.scoped.filters import Filter, pairs, typed
+from semmem.scoped.metadata import Scalar, clean_metadata
 
 EDITABLE = ("note", "status", "surfacing", "expiresAt")  # the edit form's record fields
 PAGE_SIZE = 25
@@ -138,7 +138,7 @@ async def partition_view(memory: Memory, partition: str, page: int,
     """
     flt = meta_filter(meta)
     snap = await memory.snapshot(partition)
-    listed = filtering.listed(list(snap.items), flt)
+    listed = filtered.listed(list(snap.items), flt)
     paging = Paging.of(page, len(listed), PAGE_SIZE)
     newest_first = listed[::-1]
     return PartitionView(

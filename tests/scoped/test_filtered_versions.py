@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from semmem.embedding.fakes import HashingEmbedder
-from semmem.filtering import COUNTS, Columns, Counts
 from semmem.items import iso, parse_iso
 from semmem.memory import Memory
-from semmem.scoping import Filter
+from semmem.scoped.filtered import COUNTS, Columns, Counts
+from semmem.scoped.filters import Filter
 from semmem.store import Store
 from semmem.store.views import IndexedView, PartitionSnapshot
 from tests.support.filters import brute

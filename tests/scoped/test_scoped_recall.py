@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from semmem.errors import NotFound
-from semmem.scoping import Filter
+from semmem.scoped.filters import Filter
 from tests.support.memory import small_indexed_memory
 
 
