@@ -215,6 +215,12 @@ def scoped(alive: Alive, scope: Filter | None) -> Alive:
     return lambda item: alive(item) and scope.matches(item)
 
 
+def reach(scope: Filter | None) -> Alive | None:
+    """Which facts a binding's scope reaches, ``None`` for every one (no scope): outside it an
+    edit's target reads as a number never given (``rules.check_target``)."""
+    return None if scope is None or scope.empty else scope.matches
+
+
 def listed(items: list[Item], flt: Filter | None) -> list[Item]:
     """``items`` the filter covers (all of them without one)."""
     return items if flt is None or flt.empty else [it for it in items if flt.matches(it)]

@@ -3,8 +3,9 @@ constant time.
 
 A token line may bind the token to one partition for the MCP endpoint, after the token and
 spaces or tabs (the only field separators; lines end at ``\n`` only, and a line holding any
-other control or separator character is refused): ``<token> partition=<name> [access=read|read-write]``. A line with the token alone
-is a provider token, as before; a bound token is accepted on ``/mcp`` only, where the binding
+other control or separator character is refused):
+``<token> partition=<name> [access=read|read-write]``. A line with the token alone is a
+provider token, as before; a bound token is accepted on ``/mcp`` only, where the binding
 (not the caller) names the partition. Either may carry a scope, ``scope.<key>=<value>`` (a
 string; repeat for more keys): every call with the token sees and edits only the facts
 whose metadata has those values, and writes them on its new facts
