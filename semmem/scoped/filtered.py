@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from semmem import results, rules
-from semmem.contract import make_cursor
+from semmem.contract import MAX_SOURCES, make_cursor
 from semmem.errors import InvalidArguments
 from semmem.items import Item
 from semmem.results import Recall, recall_candidates
@@ -289,8 +289,12 @@ class Filtered:
         if isinstance(view, IndexedView):
             from semmem.store.reads.filtered import nearest_where  # the engine: loaded here
 
-            if text is None or not text.strip():  # newest first: from the live snapshot
-                return results.recent(await self.list(partition, filter=flt), max_bytes, cursor)
+            if text is None or not text.strip():  # newest first, as many as unfiltered reads
+                from semmem.store.reads.filtered import recent_where
+
+                found = await recent_where(self.store, view, 3 * MAX_SOURCES, flt.where())
+                found = kept(retention.keep(found, await retention.max_age(partition)), flt)
+                return results.recent(found.items, max_bytes, cursor)
             qvec = await self._embed(text)
             found = await nearest_where(self.store, view, qvec,
                                         recall_candidates(max_bytes, self.index_candidates),
