@@ -334,17 +334,18 @@ class ProviderAuth:
         self.insecure = insecure
 
     def check(self, header: str | None) -> Filter | None:
-        """Allow a provider call; the scope of its token (``None``: unscoped, or insecure),
-        read with the token itself, so a call keeps the scope it was admitted with.
+        """Allow a provider call; the scope of its token (``None``: unscoped), read with the
+        token itself, so a call keeps the scope it was admitted with (running insecure, a
+        call with no configured token is allowed, unscoped).
 
         Raises:
             Unauthorized: missing or wrong token (and not running insecure).
         """
-        if self.insecure:
-            return None
         identity = self.tokens.identify(header)
         if identity is not None and identity.binding is None:
             return None if identity.scope.empty else identity.scope
+        if self.insecure:
+            return None
         if bearer_of(header) is None:
             raise Unauthorized("missing bearer token: send 'Authorization: Bearer <token>'")
         raise Unauthorized("wrong bearer token")
