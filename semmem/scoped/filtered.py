@@ -287,11 +287,12 @@ class Filtered:
         view = await self._read_view(partition)
         cursor = make_cursor(partition, view.seq)
         if isinstance(view, IndexedView):
-            from semmem.store.reads.filtered import nearest_where  # the engine: loaded here
+            from semmem.store.reads.filtered import (  # the engine: loaded here
+                nearest_where,
+                recent_where,
+            )
 
             if text is None or not text.strip():  # newest first, as many as unfiltered reads
-                from semmem.store.reads.filtered import recent_where
-
                 found = await recent_where(self.store, view, 3 * MAX_SOURCES, flt.where())
                 found = kept(retention.keep(found, await retention.max_age(partition)), flt)
                 return results.recent(found.items, max_bytes, cursor)

@@ -109,7 +109,9 @@ def _texts(inline: str | None, lines: Iterable[str], item: Callable[[int], str],
            line: Callable[[int], str]) -> list[tuple[str, str]]:
     """(where, text) of every token entry given: the comma-separated inline items, then the
     file's lines that are neither blank nor comments (``item``/``line`` name them by number)."""
-    texts = [(item(i + 1), t) for i, t in enumerate((inline or "").split(","))]
+    # an inline item's ends may hold line breaks (a variable written over several lines)
+    texts = [(item(i + 1), t.strip(_BLANK + "\r\n"))
+             for i, t in enumerate((inline or "").split(","))]
     texts.extend((line(i + 1), text) for i, text in enumerate(lines)
                  if not text.lstrip(_BLANK).startswith("#"))
     return [(where, text) for where, text in texts if text.strip(_BLANK)]

@@ -81,3 +81,12 @@ def test_a_token_line_keeps_spaces_tabs_crlf_and_a_byte_order_mark(tmp_path: Pat
                      "  # a comment with \u2028 in it\n".encode())
     assert {t: b for t, b, _ in load_entries(None, file)} == {
         "plain-token-00001": None, "alice-token-00001": Binding("alice", True)}
+
+
+def test_inline_tokens_may_end_with_line_breaks_but_not_hold_one() -> None:
+    """``SEMMEM_TOKENS`` written over several lines still reads; a break inside an item does
+    not split it."""
+    assert load_tokens("\n  plain-token-00001,\r\n  other-token-00001\n", None) == (
+        "plain-token-00001", "other-token-00001")
+    with pytest.raises(InvalidInput, match=r"SEMMEM_TOKENS item 1: holds U\+000A"):
+        load_entries("alice-token-00001 partition=a\nmallory partition=b", None)
