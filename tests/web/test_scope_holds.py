@@ -58,9 +58,11 @@ def _remember(c: httpx.Client, partition: str, text: str, agent: str) -> int:
     return int(_ok(_call(c, TOKEN, body))["n"])
 
 
-def test_a_scope_is_taken_with_the_token_at_admission(tmp_path: Path) -> None:
+@pytest.mark.parametrize("change", ["replaced", "deleted"])
+def test_a_scope_is_taken_with_the_token_at_admission(tmp_path: Path, change: str) -> None:
     """Revocation failed open: the scope was looked up again after the body was read, so a
-    tokens file replaced mid-body ran the request unscoped (200 with another scope's fact)."""
+    tokens file replaced (or deleted) mid-body ran the request unscoped (200 with another
+    scope's fact)."""
     tokens = tmp_path / "tokens"
     server = _start(tmp_path / "db", tokens)
     try:
@@ -75,10 +77,13 @@ def test_a_scope_is_taken_with_the_token_at_admission(tmp_path: Path) -> None:
                              f"Authorization: Bearer {A}\r\nContent-Type: application/json\r\n"
                              f"Content-Length: {len(body)}\r\n\r\n".encode()
                              + body[:len(body) // 2])
-                moved = tmp_path / "tokens.new"
-                moved.write_text(f"{B} scope.agent=b\n")  # A's line is gone
-                moved.chmod(0o600)
-                os.replace(moved, tokens)
+                if change == "deleted":
+                    tokens.unlink()
+                else:
+                    moved = tmp_path / "tokens.new"
+                    moved.write_text(f"{B} scope.agent=b\n")  # A's line is gone
+                    moved.chmod(0o600)
+                    os.replace(moved, tokens)
                 deadline = time.monotonic() + 20
                 # the server has read the new file once A is refused on another connection
                 while _call(c, A, recall(None, partition="p")).status_code != 401:
