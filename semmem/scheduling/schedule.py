@@ -57,6 +57,10 @@ class Maintenance:
         self._sweeping: asyncio.Task[None] | None = None
         self._soon: dict[str, asyncio.Task[None]] = {}
         self.sweeps = 0  # retention sweeps done
+        # At stop, after the hand-off: purge passes run now for this long (a stdio session's
+        # end, which no process may follow for a while; 0: a server's stop hands off only).
+        self.settle_s = 0.0
+        self._dropped: set[str] = set()  # partitions this process dropped values in
 
     def sweeping(self, sweep: Callable[[list[str] | None], Awaitable[object]],
                  interval_s: float) -> None:
@@ -93,6 +97,8 @@ class Maintenance:
         record (if any) expires a record TTL from now: a pass is due then at the latest."""
         self.purger.written(partition, dropped)
         self.maintainer.due_at(partition, self.record_ttl_s + 1.0)
+        if dropped:
+            self._dropped.add(partition)
 
     def purge_pending(self, partition: str) -> float | None:
         """Seconds until the last pass of ``partition``'s pending purge: its follow-up, else
@@ -172,6 +178,32 @@ class Maintenance:
         # under way may finish: what a kill cuts short there, the others' later purge sweeps.
         await self.hand_off(sorted(p for p in pending if p is not REGISTRY_DUE))
         await self.maintainer.stop()
+        if self.settle_s > 0:
+            await self.settle(pending, self.settle_s)
+
+    async def settle(self, pending: set[str | None], seconds: float) -> int:
+        """Run a purge pass of each ``pending`` partition now (those this process dropped
+        values in first, the registry last), starting none after ``seconds``: what is past the
+        retention leaves before the process ends, the rest was handed off. Returns the passes
+        done."""
+        deadline = time.monotonic() + seconds
+        order = sorted((p for p in pending if p is not REGISTRY_DUE),
+                       key=lambda p: (p not in self._dropped, p))
+        done = 0
+        for partition in [*order, *([REGISTRY_DUE] if REGISTRY_DUE in pending else [])]:
+            if time.monotonic() >= deadline:
+                log.info("stopping: %d purge pass(es) left to the hand-off",
+                         len(pending) - done)
+                break
+            try:  # a pass is never cut: the bound is checked between passes
+                if partition is REGISTRY_DUE:
+                    await self.store.maintain_registry()
+                else:
+                    await self.store.maintain(partition)
+                done += 1
+            except Exception:  # handed off already: the next start or server purges it
+                log.warning("a purge pass at stop failed; it was handed off", exc_info=True)
+        return done
 
     async def hand_off(self, partitions: list[str]) -> None:
         """Leave a purge request for ``partitions`` in the registry (one commit, at most
