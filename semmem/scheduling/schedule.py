@@ -10,7 +10,9 @@ are past the store's retention, so a forgotten text leaves every file within
 ``version_retention + delay + the maintenance pass`` (documented as the forget window).
 The registry (partition names) is maintained under the key ``REGISTRY_DUE`` after a partition is
 deleted. A server that stops (SIGTERM, a session's end) before its purges are done hands them
-to the store: a purge request in the registry, which every other server follows. The
+to the store: a purge request in the registry, which every other server follows; a stdio
+session's end then runs purge passes for a bounded time, and every start runs its first purge
+pass at once, so short sessions alone purge what is past the retention. The
 retention sweep (``lifecycle/sweep.py``) runs here too, at start and every
 ``SEMMEM_RETENTION_SWEEP_S``: what it forgets is purged like any forget.
 """
@@ -160,7 +162,8 @@ class Maintenance:
 
     async def stop(self) -> None:
         """Cancel follow-ups and the sweep, hand the purges not done yet to the store
-        (``hand_off``), and stop the scheduler once the pass under way is done."""
+        (``hand_off``), stop the scheduler once the pass under way is done, then run purge
+        passes for ``settle_s`` (``settle``: a stdio session's end)."""
         pending = self.purger.pending()
         for task in [*self._soon.values(), *([self._sweeping] if self._sweeping else [])]:
             task.cancel()
