@@ -163,6 +163,7 @@ async def serve_stdio(settings: Settings, *, partition: str, writable: bool = Tr
         maintenance = runtime.maintainer
         if maintenance is not None:
             maintenance.settle_s = SESSION_END_S
+            maintenance.settle_first.add(partition)  # the one this session served
         await runtime.stop()
 
     def stop_once() -> asyncio.Task[None]:

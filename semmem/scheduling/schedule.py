@@ -62,7 +62,8 @@ class Maintenance:
         # At stop, after the hand-off: purge passes run now for this long (a stdio session's
         # end, which no process may follow for a while; 0: a server's stop hands off only).
         self.settle_s = 0.0
-        self._dropped: set[str] = set()  # partitions this process dropped values in
+        # partitions settled first: those this process dropped values in, and those it serves
+        self.settle_first: set[str] = set()
 
     def sweeping(self, sweep: Callable[[list[str] | None], Awaitable[object]],
                  interval_s: float) -> None:
@@ -100,7 +101,7 @@ class Maintenance:
         self.purger.written(partition, dropped)
         self.maintainer.due_at(partition, self.record_ttl_s + 1.0)
         if dropped:
-            self._dropped.add(partition)
+            self.settle_first.add(partition)
 
     def purge_pending(self, partition: str) -> float | None:
         """Seconds until the last pass of ``partition``'s pending purge: its follow-up, else
@@ -185,13 +186,12 @@ class Maintenance:
             await self.settle(pending, self.settle_s)
 
     async def settle(self, pending: set[str | None], seconds: float) -> int:
-        """Run a purge pass of each ``pending`` partition now (those this process dropped
-        values in first, the registry last), starting none after ``seconds``: what is past the
-        retention leaves before the process ends, the rest was handed off. Returns the passes
-        done."""
+        """Run a purge pass of each ``pending`` partition now (``settle_first`` first, the
+        registry last), starting none after ``seconds``: what is past the retention leaves
+        before the process ends, the rest was handed off. Returns the passes done."""
         deadline = time.monotonic() + seconds
         order = sorted((p for p in pending if p is not REGISTRY_DUE),
-                       key=lambda p: (p not in self._dropped, p))
+                       key=lambda p: (p not in self.settle_first, p))
         done = 0
         for partition in [*order, *([REGISTRY_DUE] if REGISTRY_DUE in pending else [])]:
             if time.monotonic() >= deadline:
