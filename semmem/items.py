@@ -153,9 +153,15 @@ def dedupe_key(text: str) -> str:
     return _SPACE.sub(" ", text.strip()).casefold()
 
 
+# Every character ``str.splitlines`` ends a line at: a fact holding any of them (U+2028, NEL,
+# a form feed…) would otherwise render as two lines, the second forging a numbered one.
+LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+_BREAK = re.compile(f"[{LINE_BREAKS}]")
+
+
 def one_line(text: str) -> str:
-    """The text as one line: line breaks become spaces."""
-    return " ".join(text.splitlines()) if ("\n" in text or "\r" in text) else text
+    """The text as one line: each line break (``\r\n`` too) becomes a space."""
+    return " ".join(text.splitlines()) if _BREAK.search(text) else text
 
 
 @dataclass(frozen=True)

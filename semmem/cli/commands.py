@@ -25,6 +25,7 @@ from semmem.cli.scoped import (
     metadata,
 )
 from semmem.errors import InvalidArguments
+from semmem.items import one_line
 from semmem.memory import Memory
 
 app = typer.Typer(
@@ -235,7 +236,8 @@ def similar(
         if i:
             typer.echo("")
         for member in group.members:
-            typer.echo(f"{member.item.n}. {member.item.text}  (~#{member.to} {member.score:.2f})")
+            text = one_line(member.item.text)
+            typer.echo(f"{member.item.n}. {text}  (~#{member.to} {member.score:.2f})")
 
 
 @app.command()
