@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -27,6 +26,7 @@ from semmem.cli.scoped import (
 from semmem.errors import InvalidArguments
 from semmem.items import one_line
 from semmem.memory import Memory
+from semmem.protocol.jsonio import jsonl_line
 
 app = typer.Typer(
     name="semmem",
@@ -253,7 +253,7 @@ def export(
         return [rec async for rec in m.export(partition)]
 
     records = run(data, model, go)
-    lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    lines = "".join(jsonl_line(r) for r in records)
     if out is None:
         sys.stdout.write(lines)
     else:

@@ -88,6 +88,21 @@ def loads(body: bytes) -> Any:
     return value
 
 
+# Line breaks ``json.dumps`` leaves raw in a string (it escapes the C0 ones): NEL, U+2028, U+2029.
+_RAW_BREAKS = ("\x85", "\u2028", "\u2029")
+
+
+def jsonl_line(value: Any) -> str:
+    """One line of a JSONL file (``semmem export``, the admin and console exports): compact
+    JSON and ``"\n"``, with every character ``str.splitlines`` breaks on escaped, so a reader
+    splitting at any line break still reads one record a line."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    for char in _RAW_BREAKS:
+        # only ever inside a string: JSON's whitespace outside strings is ASCII
+        text = text.replace(char, f"\\u{ord(char):04x}")
+    return text + "\n"
+
+
 def dumps(value: Any, *, sort_keys: bool = False) -> bytes:
     """Compact UTF-8 JSON; with ``sort_keys`` the bytes depend only on the value (replays)."""
     return json.dumps(

@@ -8,11 +8,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from semmem.importing import read_records
 from tests.support.mcp import http_client, ok
 from tests.support.server import ADMIN, AUTH, JSON, TOKEN, ServerProcess
 from tests.support.web import assert_error, recall, tool
@@ -181,3 +183,19 @@ async def test_mcp_recall_and_resource_titles_are_one_line(server: ServerProcess
         titles = [r.title or "" for r in listed if "quokka" in (r.title or "")]
         assert len(titles) == 3
         assert all(len(t.splitlines()) == 1 for t in titles), titles
+
+
+def test_an_export_holding_every_line_break_imports_back(server: ServerProcess,
+                                                          tmp_path: Path) -> None:
+    texts = [f"walrus fact {i}{br}holds a break" for i, br in enumerate(BREAKS)]
+    with server.client() as c:
+        for text in texts:
+            r = c.post("/memory", json=tool("remember", {"text": text}, partition="export"),
+                       headers=AUTH)
+            assert r.status_code == 200, r.text
+        exported = c.get("/admin/export", params={"partition": "export"}, headers=ADMIN)
+        assert exported.status_code == 200, exported.text
+    assert len(exported.text.splitlines()) == len(texts)  # one record a line, however split
+    source = tmp_path / "export.jsonl"
+    source.write_bytes(exported.content)
+    assert [r["text"] for r in read_records(source)] == texts  # what `semmem import` reads
