@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from dataclasses import dataclass, field
@@ -109,6 +110,9 @@ def clean_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
         if key not in RECORD_FIELDS:
             known = ", ".join(RECORD_FIELDS)
             raise InvalidArguments(f"unknown record field {key!r}; known: {known}")
+        if key == "mergedInto" and isinstance(value, float) and not math.isfinite(value):
+            # stored as it came, an Infinity fails every later strict write (search, export)
+            raise InvalidArguments("mergedInto must be a finite number")
         if value is None or key == "mergedInto":
             out[key] = value
             continue

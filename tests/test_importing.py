@@ -100,3 +100,13 @@ def test_exported_lines_import_as_the_same_texts(texts: list[str]) -> None:
         source.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records),
                           encoding="utf-8")
         assert read_records(source) == records
+
+
+@pytest.mark.parametrize("value", ["Infinity", "-Infinity", "NaN", "1e309"])
+def test_an_import_line_with_a_non_finite_merge_target_is_refused(tmp_path: Path,
+                                                                  value: str) -> None:
+    """Every later strict write of an Infinity fails (search, the admin item, export)."""
+    source = tmp_path / "a.jsonl"
+    source.write_text('{"text": "fine"}\n{"text": "merged", "mergedInto": ' + value + "}\n")
+    with pytest.raises(InvalidInput, match=r"a.jsonl:2: mergedInto must be a finite number"):
+        read_records(source)
