@@ -45,7 +45,7 @@ from semmem.scoped import filtered
 from semmem.scoped.filtered import Filtered
 from semmem.scoped.filters import Filter
 from semmem.scoped.metadata import METADATA
-from semmem.store.rows import HINT_COLUMNS, RECALL_COLUMNS, Lookup, Mutation, Plan, op_key
+from semmem.store.rows import HINT_COLUMNS, RECALL_COLUMNS, Lookup, Mutation, Plan
 from semmem.store.views import IndexedView, PartitionSnapshot, ReadView, WriteView
 
 if TYPE_CHECKING:  # the store's engine loads only where a store is opened
@@ -127,7 +127,7 @@ class Memory(Owners, Filtered):
         dropped: bool = False, *, numbers: Iterable[Any] = (), texts: list[str] | None = None,
     ) -> dict[str, Any]:
         await self.retention.refresh()
-        lookup = Lookup(ops=[op_key(op.operation_id)] if op is not None else [],
+        lookup = Lookup(ops=[op.key] if op is not None else [],
                         numbers=rules.as_numbers(list(numbers)), texts=texts or [])
         attempted = False
 
@@ -221,7 +221,7 @@ class Memory(Owners, Filtered):
         alive = filtered.scoped(self.retention.alive(await self.retention.max_age(partition)),
                                  scope)
         plan = rules.update(n, new_text, vector, changes, cursor_seq, op, self.idempotency_ttl_ms,
-                            owner, hints, alive)
+                            owner, hints, alive, filtered.reach(scope))
         # a replaced text must leave the disk like a forgotten one: purge as after a forget
         return await self.retention.counted(partition, await self._write(
             partition, plan, op, dropped=new_text is not None, numbers=[n, *hints.candidates]),
@@ -276,7 +276,7 @@ class Memory(Owners, Filtered):
         op = op and op.keyed(self.store.secret)
         cursor_seq = parse_cursor(partition, cursor) if cursor else None
         plan = rules.forget(n, cursor_seq, op, self.idempotency_ttl_ms, owner,
-                            filtered.scoped(lambda item: True, scope))
+                            filtered.reach(scope))
         return await self._write(partition, plan, op, dropped=True, numbers=[n])
 
     # ----- reads -------------------------------------------------------------------------------
