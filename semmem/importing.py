@@ -235,7 +235,9 @@ def read_records(
         return records_from_map(whole, display_field=display_field, note_field=note_field,
                                 source=str(source))
     records: list[dict[str, Any]] = []
-    for lineno, line in enumerate(raw.splitlines(), 1):
+    # "\n" only: str.splitlines would also split at a U+2028 or NEL inside a record's text
+    # (exports escape them, but a file written elsewhere may hold them raw).
+    for lineno, line in enumerate(raw.split("\n"), 1):
         if not line.strip():
             continue
         try:

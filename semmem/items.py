@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from dataclasses import dataclass, field
@@ -109,6 +110,9 @@ def clean_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
         if key not in RECORD_FIELDS:
             known = ", ".join(RECORD_FIELDS)
             raise InvalidArguments(f"unknown record field {key!r}; known: {known}")
+        if key == "mergedInto" and isinstance(value, float) and not math.isfinite(value):
+            # stored as it came, an Infinity fails every later strict write (search, export)
+            raise InvalidArguments("mergedInto must be a finite number")
         if value is None or key == "mergedInto":
             out[key] = value
             continue
@@ -153,9 +157,20 @@ def dedupe_key(text: str) -> str:
     return _SPACE.sub(" ", text.strip()).casefold()
 
 
+# Every character ``str.splitlines`` ends a line at: a fact holding any of them (U+2028, NEL,
+# a form feed…) would otherwise render as two lines, the second forging a numbered one.
+LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+_BREAK = re.compile(f"[{LINE_BREAKS}]")
+
+
 def one_line(text: str) -> str:
-    """The text as one line: line breaks become spaces."""
-    return " ".join(text.splitlines()) if ("\n" in text or "\r" in text) else text
+    """The text as one line: each line break (``\r\n`` too) becomes a space."""
+    if text.isascii():  # the common case, checked as fast as the old "\n"/"\r" test was
+        broken = ("\n" in text or "\r" in text or "\v" in text or "\f" in text
+                  or "\x1c" in text or "\x1d" in text or "\x1e" in text)
+    else:
+        broken = _BREAK.search(text) is not None
+    return " ".join(text.splitlines()) if broken else text
 
 
 @dataclass(frozen=True)

@@ -6,13 +6,17 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from semmem.errors import InvalidInput
 from semmem.importing import read_records
 from semmem.memory import Memory
+from semmem.protocol.jsonio import jsonl_line
 from tests.support.server import REPO
 
 
@@ -70,3 +74,39 @@ async def test_import_map_then_recall_uses_notes_and_skips(memory: Memory, tmp_p
     await memory.import_("p", read_records(source, note_field="note"))
     assert (await memory.recall("p", None, 1000)).text == "2. Prefers metric units — since school"
     assert [r["slug"] async for r in memory.export("p")] == ["a-asthma", "b-units"]
+
+
+# Texts as a fact may hold them (no NUL, no lone surrogate, not blank), line breaks of every
+# kind drawn often: each is what an export writes and what `semmem import` must read back.
+_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+_texts = st.text(alphabet=st.one_of(
+    st.sampled_from(_BREAKS),
+    st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")),
+    min_size=1, max_size=60).filter(lambda t: t.strip() != "")
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(st.lists(_texts, min_size=1, max_size=8))
+def test_exported_lines_import_as_the_same_texts(texts: list[str]) -> None:
+    records = [{"n": i + 1, "text": t, "note": t, "metadata": {"k": t[:256]}}
+               for i, t in enumerate(texts)]
+    exported = "".join(jsonl_line(r) for r in records)
+    assert len(exported.splitlines()) == len(records)  # one record a line, whatever splits
+    with tempfile.TemporaryDirectory() as folder:
+        source = Path(folder) / "export.jsonl"
+        source.write_text(exported, encoding="utf-8")
+        assert read_records(source) == records
+        # a file written elsewhere, NEL and U+2028/9 raw: still one record a "\n"
+        source.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records),
+                          encoding="utf-8")
+        assert read_records(source) == records
+
+
+@pytest.mark.parametrize("value", ["Infinity", "-Infinity", "NaN", "1e309"])
+def test_an_import_line_with_a_non_finite_merge_target_is_refused(tmp_path: Path,
+                                                                  value: str) -> None:
+    """Every later strict write of an Infinity fails (search, the admin item, export)."""
+    source = tmp_path / "a.jsonl"
+    source.write_text('{"text": "fine"}\n{"text": "merged", "mergedInto": ' + value + "}\n")
+    with pytest.raises(InvalidInput, match=r"a.jsonl:2: mergedInto must be a finite number"):
+        read_records(source)

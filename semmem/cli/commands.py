@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -25,7 +24,9 @@ from semmem.cli.scoped import (
     metadata,
 )
 from semmem.errors import InvalidArguments
+from semmem.items import one_line
 from semmem.memory import Memory
+from semmem.protocol.jsonio import jsonl_line
 
 app = typer.Typer(
     name="semmem",
@@ -235,7 +236,8 @@ def similar(
         if i:
             typer.echo("")
         for member in group.members:
-            typer.echo(f"{member.item.n}. {member.item.text}  (~#{member.to} {member.score:.2f})")
+            text = one_line(member.item.text)
+            typer.echo(f"{member.item.n}. {text}  (~#{member.to} {member.score:.2f})")
 
 
 @app.command()
@@ -251,7 +253,7 @@ def export(
         return [rec async for rec in m.export(partition)]
 
     records = run(data, model, go)
-    lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    lines = "".join(jsonl_line(r) for r in records)
     if out is None:
         sys.stdout.write(lines)
     else:

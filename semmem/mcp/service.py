@@ -26,13 +26,13 @@ from typing import Any
 import mcp_types as types
 
 from semmem import tracing
-from semmem.errors import Conflict, InvalidInput, SemmemError
+from semmem.errors import Conflict, InvalidArguments, InvalidInput, SemmemError
 from semmem.mcp import MCP_PATH
 from semmem.mcp.errors import internal_error, tool_error
 from semmem.mcp.tools import specs
 from semmem.memory import Memory
 from semmem.protocol.fitting import fit_recall
-from semmem.protocol.jsonio import dumps
+from semmem.protocol.jsonio import check_values, dumps
 from semmem.protocol.untrusted import ascii_int
 from semmem.scoped.filters import Filter
 from semmem.serving.dispatch import Dispatcher, ToolCall, records
@@ -179,6 +179,9 @@ class Service:
 
     async def _tool(self, memory: Memory, caller: Caller, name: str, arguments: dict[str, Any],
                     operation_id: str) -> types.CallToolResult:
+        # The SDK's JSON reader lets NaN, Infinity and 1e309 through: refused here as the
+        # provider's reader refuses them, before anything measures or stores the arguments.
+        check_values(arguments, InvalidArguments)
         # Without a session there is no request identity to deduplicate by (stateless HTTP);
         # the cursor is the session's, kept here for the caller, not sent by it.
         if name in EDITS and self.sessions.lost(caller):

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from semmem.errors import InvalidInput
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in obj:
-            # Two "partition" keys could be read differently by the host and by us.
-            raise InvalidInput(f"duplicate key {_short(key)} in the JSON body")
-        obj[key] = value
+    obj = dict(pairs)  # in C: a body of thousands of keys costs no Python loop unless refused
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                # Two "partition" keys could be read differently by the host and by us.
+                raise InvalidInput(f"duplicate key {_short(key)} in the JSON body")
+            seen.add(key)
     return obj
 
 
@@ -27,8 +30,24 @@ def _no_constant(name: str) -> Any:
     raise InvalidInput(f"{name} is not JSON")
 
 
-def _check_unicode(value: Any) -> None:
-    """Reject lone surrogates (``"\\ud800"``): they cannot be stored or embedded."""
+def _finite(text: str) -> float:
+    """A JSON number with a fraction or exponent, refused where it overflows (``1e309``):
+    an infinity would be stored as it came, and every later strict write of it fails."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise InvalidInput(f"the number {_short(text)} is out of range: numbers must be finite")
+    return value
+
+
+def check_values(value: Any, error: type[InvalidInput] = InvalidInput) -> None:
+    """Refuse what ``loads`` refuses in a value parsed by someone else (the MCP SDK's JSON
+    reader lets ``NaN``, ``Infinity`` and ``1e309`` through): non-finite numbers and strings
+    that are not valid Unicode (a lone surrogate escape, ``"\\ud800"``: it can be neither
+    stored nor embedded). Iterative, so a deep value cannot exhaust the stack.
+
+    Raises:
+        InvalidInput: as ``error`` (``InvalidArguments`` for a tool's arguments).
+    """
     stack = [value]
     while stack:
         item = stack.pop()
@@ -36,8 +55,9 @@ def _check_unicode(value: Any) -> None:
             try:
                 item.encode("utf-8")
             except UnicodeEncodeError:
-                raise InvalidInput("the JSON body holds a string that is not valid Unicode "
-                                   "(a lone surrogate escape)") from None
+                raise error("a string is not valid Unicode (a lone surrogate escape)") from None
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise error("a number is out of range (NaN or infinite): numbers must be finite")
         elif isinstance(item, dict):
             stack.extend(item.keys())
             stack.extend(item.values())
@@ -46,7 +66,8 @@ def _check_unicode(value: Any) -> None:
 
 
 def loads(body: bytes) -> Any:
-    """Parse a request body: UTF-8 JSON, no duplicate keys, no NaN/Infinity, valid Unicode.
+    """Parse a request body: UTF-8 JSON, no duplicate keys, finite numbers (no NaN/Infinity,
+    no ``1e309``), valid Unicode.
 
     Raises:
         InvalidInput: anything else.
@@ -56,7 +77,8 @@ def loads(body: bytes) -> Any:
     except UnicodeDecodeError as exc:
         raise InvalidInput(f"body is not UTF-8: {exc.reason} at byte {exc.start}") from None
     try:
-        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant,
+                           parse_float=_finite)
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"body is not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
                            {"position": exc.pos}) from None
@@ -64,8 +86,23 @@ def loads(body: bytes) -> Any:
         raise InvalidInput("body is nested too deeply") from None
     except ValueError:  # an integer of over 4,300 digits (CPython's conversion limit)
         raise InvalidInput("body holds a number too long to read") from None
-    _check_unicode(value)
+    check_values(value)
     return value
+
+
+# Line breaks ``json.dumps`` leaves raw in a string (it escapes the C0 ones): NEL, U+2028, U+2029.
+_RAW_BREAKS = ("\x85", "\u2028", "\u2029")
+
+
+def jsonl_line(value: Any) -> str:
+    """One line of a JSONL file (``semmem export``, the admin and console exports): compact
+    JSON and ``"\n"``, with every character ``str.splitlines`` breaks on escaped, so a reader
+    splitting at any line break still reads one record a line."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    for char in _RAW_BREAKS:
+        # only ever inside a string: JSON's whitespace outside strings is ASCII
+        text = text.replace(char, f"\\u{ord(char):04x}")
+    return text + "\n"
 
 
 def dumps(value: Any, *, sort_keys: bool = False) -> bytes:

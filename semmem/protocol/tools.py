@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, Literal
 
-from jsonschema import Draft202012Validator, ValidationError
+from jsonschema import Draft202012Validator
 
 from semmem.contract import (
     DEFAULT_SEARCH_LIMIT,
@@ -20,8 +20,8 @@ from semmem.contract import (
     MAX_SEARCH_LIMIT,
     MAX_TEXT_CHARS,
 )
-from semmem.errors import InvalidArguments
 from semmem.items import NON_BLANK_PATTERN, TEXT_PATTERN
+from semmem.protocol.checking import check_arguments
 from semmem.scoped.metadata import KEY_PATTERN, MAX_KEYS, MAX_VALUE_CHARS
 
 Access = Literal["read", "write"]
@@ -81,21 +81,10 @@ class ToolSpec:
         """Arguments checked against ``input``; integral floats of integer fields become ints.
 
         Raises:
-            InvalidArguments: the arguments do not satisfy the schema (extra properties too).
+            InvalidArguments: the arguments do not satisfy the schema (extra properties too;
+                sizes checked first, at most ``MAX_PROBLEMS`` problems listed).
         """
-        errors = sorted(self.validator.iter_errors(arguments), key=lambda e: list(e.path))
-        if errors:
-            # Our own wording: jsonschema's messages quote the value (a fact text, say), and
-            # error messages are logged.
-            problems = [
-                {"path": "/" + "/".join(_short(str(p)) for p in e.path), "message": _describe(e)}
-                for e in errors
-            ]
-            raise InvalidArguments(
-                f"arguments do not match the {self.name} tool's schema: "
-                f"{problems[0]['path']}: {problems[0]['message']}",
-                {"problems": problems},
-            )
+        check_arguments(self.name, self.input, self.validator, arguments)
         assert isinstance(arguments, dict)
         props = self.input.get("properties", {})
         # JSON Schema counts 3.0 as an integer; the core wants a Python int.
@@ -340,42 +329,6 @@ WRITE_RESULT: dict[str, Any] = {
 
 TOOLS = tools_for(accepted=False)  # the names, access and schemas are the same either way
 BY_NAME: dict[str, ToolSpec] = {spec.name: spec for spec in TOOLS}
-
-def _short(name: str, limit: int = 40) -> str:
-    return name if len(name) <= limit else name[:limit] + "…"
-
-
-def _describe(error: ValidationError) -> str:
-    """What is wrong, naming the rule but never quoting the offending value."""
-    rule, value, schema = error.validator, error.validator_value, error.schema
-    instance = error.instance
-    if rule == "type":
-        kinds = value if isinstance(value, list) else [value]
-        return "must be of type " + " or ".join(str(k) for k in kinds)
-    if rule == "required" and isinstance(instance, dict):
-        missing = [name for name in value if name not in instance]
-        return "missing required properties: " + ", ".join(repr(n) for n in missing)
-    if rule == "additionalProperties" and isinstance(instance, dict) and isinstance(schema, dict):
-        known = schema.get("properties", {})
-        extra = sorted(_short(str(k)) for k in instance if k not in known)
-        more = f" and {len(extra) - 5} more" if len(extra) > 5 else ""
-        return ("unexpected properties " + ", ".join(repr(k) for k in extra[:5]) + more
-                + " (allowed: " + ", ".join(repr(k) for k in known) + ")")
-    if rule == "minLength":
-        return f"must be at least {value} characters long"
-    if rule == "maxLength":
-        return f"must be at most {value} characters long"
-    if rule == "pattern" and value == NON_BLANK_PATTERN:
-        return "must contain a non-blank character"
-    if rule == "pattern" and value == TEXT_PATTERN:
-        return (f"must hold 1 to {MAX_TEXT_CHARS:,} characters after trimming surrounding "
-                "whitespace, and no NUL characters")
-    if rule == "minimum":
-        return f"must be at least {value}"
-    if rule == "maximum":
-        return f"must be at most {value}"
-    return f"does not satisfy the schema's {rule!r} rule"
-
 
 def _plain(value: Any) -> Any:
     """A deep copy as plain dicts and lists (declarations must not share the definitions)."""

@@ -24,6 +24,7 @@ from semmem.scoped.metadata import (
     canonical,
     clean_metadata,
     tag,
+    typed_value,
     value_key,
 )
 
@@ -46,11 +47,7 @@ def pairs(given: Iterable[str], what: str) -> dict[str, Any] | None:
         key, sep, raw = pair.partition("=")
         if not sep:
             raise InvalidArguments(f"{what} takes key=value, not {pair[:40]!r}")
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            value = raw
-        out[key] = value if isinstance(value, bool | int | float | str) else raw
+        out[key] = typed_value(raw)
     return out or None
 
 

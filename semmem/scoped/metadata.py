@@ -58,6 +58,20 @@ def scalar(value: Any, where: str) -> Scalar:
     raise InvalidArguments(f"{where} must be a string, number or boolean")
 
 
+def typed_value(raw: str) -> Scalar:
+    """A value as a person types it (``--meta k=v``, the console's boxes): one that reads as
+    a JSON number, boolean or string is that, anything else the text as typed. Only scalars
+    are parsed: ``[[[…`` is text (refused by its length, if long), never a nesting the parser
+    descends into until the stack runs out."""
+    if raw.lstrip().startswith(("[", "{")):
+        return raw
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return raw
+    return value if isinstance(value, bool | int | float | str) else raw
+
+
 def clean_metadata(value: Any) -> dict[str, Scalar] | None:
     """A metadata object as stored, or ``None`` (``None`` or ``{}``: none, clearing it).
 

@@ -18,7 +18,7 @@ from semmem.errors import InvalidArguments, InvalidInput, NotFound, SemmemError
 from semmem.items import RECORD_FIELDS
 from semmem.lifecycle import policies
 from semmem.memory import Memory
-from semmem.protocol.jsonio import dumps, loads
+from semmem.protocol.jsonio import dumps, jsonl_line, loads
 from semmem.scoped.filters import Filter
 from semmem.serving.guard import nameable, served
 from semmem.serving.runtime import Runtime
@@ -202,7 +202,7 @@ async def export(request: Request, rt: RuntimeDep, partition: PartitionQ) -> Res
 
         async def lines() -> AsyncIterator[bytes]:
             for rec in records:
-                yield dumps(rec) + b"\n"
+                yield jsonl_line(rec).encode("utf-8")
 
         return StreamingResponse(lines(), media_type="application/x-ndjson")
 

@@ -14,7 +14,9 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
+from typer.testing import CliRunner
 
+from semmem.cli.commands import app
 from semmem.cli.scoped import metadata as cli_metadata
 from semmem.scoped.metadata import KEY_PATTERN, MAX_KEYS, canonical, clean_metadata, tags
 from semmem.store.rows import table_name
@@ -234,6 +236,7 @@ def test_a_form_without_the_metadata_box_keeps_the_metadata(client: TestClient) 
     ("user=" + "a" * 257, "metadata.user is over 256 characters"),
     ("user=alice\nno equals sign", "metadata takes key=value, not 'no equals sign'"),
     ("run=NaN", "metadata.run must be a finite number"),
+    ("deep=" + "[" * 1_000, "metadata.deep is over 256 characters"),  # was a RecursionError
 ])
 def test_bad_metadata_shows_the_form_again_and_stores_nothing(
         client: TestClient, db: Path, meta: str, says: str) -> None:
@@ -315,3 +318,18 @@ def test_a_refused_edit_keeps_the_cursor_of_the_form_it_came_from(client: TestCl
     r = _edit(client, csrf, 1, kept.group(1), "user=eve", text="Eve left the bakery")
     assert r.status_code == 409 and "Current version (revision 2)" in text_of(r.text)
     assert [i["text"] for i in items_of(client, "m")] == ["Eve owns the bakery"]
+
+
+def test_a_deeply_bracketed_value_is_refused_by_the_filter_and_the_cli(
+        client: TestClient, tmp_path: Path) -> None:
+    """``k=[[[…`` is text, never a nesting to descend: a clear refusal, no RecursionError."""
+    csrf = sign_in(client)
+    _add(client, csrf, "Alice likes tea", "deep=[[1]]")  # brackets read as text, as before
+    assert [i["metadata"] for i in items_of(client, "m")] == [{"deep": "[[1]]"}]
+    deep = "deep=" + "[" * 1_000
+    r = client.get("/console/partition", params={"p": "m", "meta": deep})
+    assert r.status_code == 422 and "metadata.deep is over 256 characters" in text_of(r.text)
+    result = CliRunner().invoke(app, ["forget-matching", "-p", "m", "--meta", deep],
+                                env={"SEMMEM_DATA": str(tmp_path / "cli-db")})
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.exception
+    assert result.stderr == "error: metadata.deep is over 256 characters\n"

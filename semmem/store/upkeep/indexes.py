@@ -54,7 +54,7 @@ class IndexUpkeep:
         ``SCALAR_INDEXED`` (one missing from a table indexed earlier is added); a later pass
         folds new rows into them once more than ``fold_bound`` rows sit outside the vector
         index and one of them has a vector (else there is nothing to fold: the engine fails on
-        it). Below the bound the rows stay
+        it; a first build likewise waits for a row with a vector). Below the bound the rows stay
         where Lance searches them exactly beside the index. A fold of an index of another kind
         builds the vector index again, of ``VECTOR_KIND`` ("built").
 
@@ -94,6 +94,10 @@ class IndexUpkeep:
             retry_conflicts(lambda: self._open(uri).optimize.optimize_indices())
             return "updated"
 
+        if not unindexed_vectors(ds, indices):
+            # Every fact forgotten before the first build: the rows left have no vector, and
+            # the engine cannot train on none (as a fold, wait for rows that have one).
+            return ""
         retry_conflicts(lambda: self._create_indexes(uri, have))
         return "built"
 

@@ -10,7 +10,7 @@ from starlette.responses import RedirectResponse, Response, StreamingResponse
 
 from semmem.contract import make_cursor
 from semmem.errors import InvalidInput, NotFound
-from semmem.protocol.jsonio import dumps
+from semmem.protocol.jsonio import jsonl_line
 from semmem.protocol.untrusted import ascii_int
 from semmem.serving.guard import nameable
 from semmem.web.console import data
@@ -196,7 +196,7 @@ async def export(request: Request) -> Response:
 
     async def lines() -> AsyncIterator[bytes]:
         for rec in records:
-            yield dumps(rec) + b"\n"
+            yield jsonl_line(rec).encode("utf-8")
 
     disposition = f'attachment; filename="{data.export_filename(key)}"'
     return StreamingResponse(lines(), media_type="application/x-ndjson",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
@@ -34,6 +35,10 @@ MEMORY_HEADER = "What you remember about the user (numbered facts; edit them by 
 NOTHING = "(nothing remembered)"
 
 Key = tuple[str, str]  # (partition, conversation)
+# Every line break ``str.splitlines`` knows but the "\n" between recalled lines: a fact holding
+# one (U+2028, NEL…) would start a line of its own in the system prompt, forging a numbered
+# fact, so each becomes a space here too, whichever server answered.
+_BREAKS = re.compile("\r\n|[\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 def server_tools(client: Client | AsyncClient) -> list[ToolDefinition]:
@@ -55,10 +60,11 @@ def envelope_text(exc: SemmemError) -> str:
 
 
 def with_memory(prompt: str, recalled: str) -> str:
-    """``prompt`` followed by the recalled memory (nothing added when nothing recalled)."""
+    """``prompt`` followed by the recalled memory, one fact a line (nothing added when
+    nothing recalled)."""
     if not recalled:
         return prompt
-    memory = f"{MEMORY_HEADER}\n{recalled}"
+    memory = f"{MEMORY_HEADER}\n{_BREAKS.sub(' ', recalled)}"
     return f"{prompt}\n\n{memory}" if prompt else memory
 
 
