@@ -75,8 +75,11 @@ def number_imports(view: WriteView, batch: Sequence[dict[str, Any]],
         where = position(fields)
         key = dedupe_key(text) if where is None else repr((dedupe_key(text), where))
         same = view.find_text(text)
-        if where is not None and same is not None and position(same.attrs) != where:
-            same = None
+        if where is not None and (same is None or position(same.attrs) != where):
+            # the piece under the record's own number (the view holds it), if it is that one
+            held = view.get(rec["n"]) if isinstance(rec.get("n"), int) else None
+            same = held if held is not None and position(held.attrs) == where \
+                and dedupe_key(held.text) == dedupe_key(text) else None
         if (same is not None and alive(same)) or key in seen:
             duplicates += 1
             continue

@@ -110,8 +110,8 @@ class Conversations:
         return hmac.new(self.memory.store.secret, body, hashlib.sha256).hexdigest()[:32]
 
     async def ingest(self, partition: str, session: Address, messages: Sequence[Message], *,
-                     op: Operation | None = None, scope: Filter | None = None
-                     ) -> dict[str, Any]:
+                     op: Operation | None = None, scope: Filter | None = None,
+                     vectors: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
         """Store ``messages`` in ``session`` (appended to what it holds), each as pieces.
 
         Returns:
@@ -123,14 +123,14 @@ class Conversations:
             DeadlineExceeded, Unavailable, QuotaExceeded.
         """
         op = op and op.keyed(self.memory.store.secret)
-        cuts = [Cut(m, self.digest(m), tuple(cut(m.content))) for m in messages]
+        cuts = self.cuts(messages)
         replayed = await self._replayed(partition, op)
         if replayed is not None:
             return replayed
         alive = scoped(self.memory.retention.alive(
             await self.memory.retention.max_age(partition)), scope)
         stamp = scope.stamp(None) if scope is not None else None
-        vectors: dict[str, np.ndarray] = {}
+        vectors = {} if vectors is None else vectors  # piece text → vector
         answered: list[list[int]] = []
         result: dict[str, Any] = {}
         chunks = _chunks(cuts, self.chunk_pieces)
@@ -140,6 +140,28 @@ class Conversations:
                                        _Stamp(alive, stamp), op if last else None)
             answered = result["items"]
         return await self.memory.retention.counted(partition, result)
+
+    def cuts(self, messages: Sequence[Message]) -> list[Cut]:
+        """Each message cut into pieces, with its digest."""
+        return [Cut(m, self.digest(m), tuple(cut(m.content))) for m in messages]
+
+    async def ingest_many(self, partition: str,
+                          sessions: Sequence[tuple[Address, Sequence[Message]]], *,
+                          scope: Filter | None = None) -> list[dict[str, Any]]:
+        """``ingest`` of several sessions (a bulk import): the pieces none of them holds yet
+        embedded together in batches first, then one write per session (per chunk)."""
+        alive = scoped(self.memory.retention.alive(
+            await self.memory.retention.max_age(partition)), scope)
+        vectors: dict[str, np.ndarray] = {}
+        wanted: list[str] = []
+        for address, messages in sessions:
+            stored = known(await self.keyed.items(await self.keyed.held(partition, address)),
+                           alive)
+            wanted += [t for c in self.cuts(messages) if _found(stored, c) is None
+                       for t in c.pieces]
+        await self._embed(wanted, vectors)
+        return [await self.ingest(partition, address, messages, scope=scope, vectors=vectors)
+                for address, messages in sessions]
 
     async def _replayed(self, partition: str, op: Operation | None) -> dict[str, Any] | None:
         """The recorded result of ``op``, before anything is embedded."""
