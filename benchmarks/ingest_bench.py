@@ -65,7 +65,7 @@ async def run(args: argparse.Namespace) -> None:
         m["at"]).timestamp() * 1000)) for m in raw]
     pieces = [p for m in messages for p in cut(m.content)]
     print(f"{len(messages)} messages, {len(pieces)} pieces, "
-          f"{sum(len(m.content) for m in messages) / 1024:.0f} KiB")
+          f"{sum(len(m.content) for m in messages) / 1024:.0f} KiB", flush=True)
     embed_s, ingest_s, http_s = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(str(Path(tmp) / "db"), dim=embedder.dim, model_id=embedder.model_id)
@@ -97,7 +97,7 @@ async def run(args: argparse.Namespace) -> None:
                         http_s.append(time.perf_counter() - started)
                         assert reply.status_code == 200, reply.text
                 print(f"round {r + 1}: embed {embed_s[-1]:.2f} s, ingest {ingest_s[-1]:.2f} s"
-                      + (f", HTTP {http_s[-1]:.2f} s" if http_s else ""))
+                      + (f", HTTP {http_s[-1]:.2f} s" if http_s else ""), flush=True)
         finally:
             if server is not None:
                 server.stop()
