@@ -126,3 +126,20 @@ def test_a_key_is_refused_when_empty_too_long_or_holding_control_characters(bad:
 
     with pytest.raises(InvalidArguments):
         Address.of(SESSION, bad)
+
+
+async def test_put_replaces_a_body_in_one_write_and_purges_the_old_pieces(
+        memory: Memory) -> None:
+    keyed = Keyed(memory)
+    address = Address.of("store", "users/alice/profile")
+    vec = memory.embedder.embed_batch(["a", "b", "c"])
+    first = await keyed.put("p", address, [("theme dark", vec[0], {}), ("lang en", vec[1], {})])
+    assert first == {"status": "stored", "items": [1, 2], "replaced": [], "count": 2}
+    seq = (await memory.store.snapshot("p")).seq
+    second = await keyed.put("p", address, [("theme light", vec[2], {"note": "v2"})])
+    assert second == {"status": "stored", "items": [3], "replaced": [1, 2], "count": 1}
+    assert (await memory.store.snapshot("p")).seq == seq + 1  # one commit
+    pieces = await keyed.pieces("p", address)
+    assert [(it.text, it.attrs["note"]) for it in pieces] == [("theme light", "v2")]
+    assert await keyed.forget("p", address) == [3]
+    assert await keyed.pieces("p", address) == []
