@@ -9,8 +9,9 @@ A partition table holds three kinds of row, keyed by ``key``:
 - item rows (``key = "i:<n>"``): live items and the tombstones of forgotten ones (no text);
   ``attrs`` holds the owner's record fields and, under ``CREATED``, the write sequence that
   created the item (kept out of ``Item.attrs``; rows written before it was recorded lack it);
-  ``tags`` holds a hash of each of the item's metadata pairs (``semmem.scoped.metadata``), derived
-  from ``attrs`` where rows are built, for filters and their ``LABEL_LIST`` index;
+  ``tags`` holds a hash of each of the item's metadata pairs (``semmem.scoped.metadata``) and of
+  a keyed item's address and space (``semmem.keyed.address``), derived from ``attrs`` where
+  rows are built, for filters, lookups by key and their ``LABEL_LIST`` index;
 - op rows (``key = "o:<sha256(operationId)>"``): idempotency records.
 """
 
@@ -26,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from semmem.items import Item, now_ms
-from semmem.scoped.metadata import tags_of_attrs
+from semmem.keyed.address import row_tags
 from semmem.store.commit.conflicts import retry_conflicts
 from semmem.store.files import open_dataset
 from semmem.store.rows import (
@@ -205,9 +206,10 @@ class Rows:
     def add(self, *, vector: np.ndarray | None = None, forgotten: bool = False,
             **values: Any) -> None:
         """Append one row; columns not named are null, and an item row's ``tags`` are its
-        metadata's (derived here, so every writer of rows keeps them true)."""
+        metadata's and its keyed address's (derived here, so every writer of rows keeps them
+        true)."""
         if values.get("kind") == KIND_ITEM and "tags" not in values:
-            values["tags"] = tags_of_attrs(values.get("attrs"))
+            values["tags"] = row_tags(values.get("attrs"))
         for name in self._NAMES:
             self.cols[name].append(forgotten if name == "forgotten" else values.get(name))
         self.vectors.append(vector)
@@ -253,7 +255,7 @@ def migrate_v2(uri: str, storage_options: dict[str, str]) -> None:
     """Schema 2 → 3: add the ``tags`` column, derived from each item's ``attrs``."""
 
     def add(batch: pa.RecordBatch) -> pa.RecordBatch:
-        found = [tags_of_attrs(a) if k == KIND_ITEM else None
+        found = [row_tags(a) if k == KIND_ITEM else None
                  for a, k in zip(batch.column("attrs").to_pylist(),
                                  batch.column("kind").to_pylist(), strict=True)]
         return pa.RecordBatch.from_arrays([pa.array(found, pa.list_(pa.string()))],
