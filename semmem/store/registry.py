@@ -271,6 +271,14 @@ class Registry:
         the version held. Before the table goes: whoever makes it again comes after."""
         await self.put(f"g:{name}", {"at": now_ms()})
 
+    async def gone_tables(self) -> list[str]:
+        """The tables deleted within ``GONE_KEEP_MS`` (their ``g:`` entries)."""
+        reg = await self._table(create=False)
+        if reg is None:
+            return []
+        rows = (await reg.query().where("key LIKE 'g:%'").select(["key"]).to_arrow()).to_pylist()
+        return [str(r["key"])[2:] for r in rows]
+
     async def remove_table(self, name: str) -> None:
         """Forget a dropped table's partition name (purged from files by ``maintain``)."""
         reg = await self._table(create=False)
