@@ -5,6 +5,7 @@ by the first write to an older table (never by a read)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import time
 from collections import OrderedDict
@@ -190,10 +191,17 @@ class Connection:
         await self.registry.remove_table(name)
         head = head_row(GONE, self.model_id).table(self.schema)
         began = time.monotonic()
-        existed = await asyncio.to_thread(
-            bury, uri, self.upkeep.storage_options, self.schema, head, tail_rows, fence=fence,
-            discard=functools.partial(self.upkeep.discard_files, uri),
-            leftover=functools.partial(self.upkeep.leftover, uri), durable=durable)
+        try:
+            existed = await asyncio.to_thread(
+                bury, uri, self.upkeep.storage_options, self.schema, head, tail_rows,
+                fence=fence, discard=functools.partial(self.upkeep.discard_files, uri),
+                leftover=functools.partial(self.upkeep.leftover, uri), durable=durable)
+        except Exception:
+            # Not deleted (or not known to be): listed again, so the partition is not left
+            # holding facts under no name; a retried delete finishes it.
+            with contextlib.suppress(Exception):
+                await self.registry.add_table(name, partition)
+            raise
         await tbl.checkout_latest()
         self._current.add(name)  # the tombstone is of the current schema
         if remote(uri):  # on S3: the old table's unfinished uploads (the new one's are younger)
