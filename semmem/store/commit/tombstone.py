@@ -36,9 +36,9 @@ MAX_ATTEMPTS = 40
 
 
 def is_tombstone(ds: Any, limit: int) -> bool:
-    """Whether ``ds``'s version is a deleted partition's (or holds no head at all)."""
+    """Whether ``ds``'s version is a deleted partition's (a table with no head is buried)."""
     texts = head_rows(ds, ["text"], limit).column("text").to_pylist()
-    return not texts or all(t == GONE for t in texts)
+    return bool(texts) and all(t == GONE for t in texts)
 
 
 def bury(uri: str, storage_options: dict[str, str], schema: pa.Schema, head: pa.Table,
