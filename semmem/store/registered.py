@@ -78,11 +78,12 @@ class Registered:
 
     def follow_deleted(self, gone: dict[str, int]) -> None:
         """Drop what this process holds (views, datasets, the table's handle) of each table
-        deleted since the last call (``gone``: the registry's entries, by table): a table made
-        again under the same name numbers its versions from 1, and reaching the version held
-        it would otherwise be taken for the deleted one (its facts served, writes decided on
-        them). Past half the time the registry keeps the entries since the last call, some may
-        have gone unseen: everything held is dropped."""
+        deleted since the last call (``gone``: the registry's entries, by table): memory back
+        (a deletion is a tombstone version above every one held, so nothing held is served
+        or decided on after it; a table removed by older code and made again numbered its
+        versions from 1, and reaching the version held was taken for the deleted one). Past
+        half the time the registry keeps the entries since the last call, some may have gone
+        unseen: everything held is dropped."""
         now = time.monotonic()
         if self._gone is not None and now - self._gone[0] > self.gone_keep_s / 2:
             self.snapshots.clear()
