@@ -343,14 +343,6 @@ class Store(Registered, IndexedReads):
                 raise Unavailable(f"cannot create the partition: {exc}") from exc
         return await self.writer.write(tbl, partition, plan, lookup or Lookup(), deadline_ms)
 
-    async def _reborn(self, partition: str) -> None:
-        """A deleted partition written again: its name back in the registry (as a new
-        table's, ``Connection.table``), before the write commits on its tombstone."""
-        try:
-            await self.conn.registry.add_table(table_name(partition), partition)
-        except Exception as exc:  # the engine's errors: the write is refused, nothing landed
-            raise Unavailable(f"cannot record the partition: {exc}") from exc
-
     async def suspect(self, partition: str) -> None:
         """Check a partition a commit may have reached blind, and repair what it finds (see
         ``store/upkeep/check.py``); never raises (the write that asked reports itself uncertain)."""
@@ -382,23 +374,6 @@ class Store(Registered, IndexedReads):
                                          purge)
         await tbl.checkout_latest()
         return replace(report, partition=partition)
-
-    async def maintain_registry(self, *, retention: timedelta | None = None) -> None:
-        """Maintain the tables of partitions deleted lately (their purge, whichever process
-        deleted them and whatever became of it), then compact the registry and remove its
-        old versions (purges deleted partitions' names)."""
-        failed: Exception | None = None
-        gone = set(await self.conn.registry.gone_tables())
-        for name in sorted(gone & set(await self.conn.table_names())):
-            try:
-                tbl = await self.conn.db.open_table(name)
-                await asyncio.to_thread(self.upkeep.maintain, await tbl.uri(), retention, True)
-            except Exception as exc:  # the others and the registry all the same
-                log.warning("maintenance of deleted partition table %s failed (%s)", name, exc)
-                failed = failed or exc
-        await self.conn.registry.maintain(retention)
-        if failed is not None:
-            raise failed
 
     async def build_index(self, partition: str) -> str:
         """Build (or bring up to date) the indexes of a partition past the index threshold."""
