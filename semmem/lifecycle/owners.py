@@ -58,10 +58,20 @@ class Owners:
                                         await self.retention.max_age(partition)))
 
     async def delete_partition(self, partition: str) -> bool:
-        """Delete the partition and every file of it. Returns whether it existed."""
+        """Delete the partition: at once for every reader and writer (a tombstone every racing
+        write conflicts with, ``Store.drop``), and from every file within the forget window
+        (a purge, as after a forget; here, with no maintenance of this process's own, before
+        this returns). Returns whether it existed."""
         existed = await self.store.drop(partition)
-        if existed and self.observer is not None:
+        if not existed:
+            return False
+        if self.observer is not None:
+            self.observer.written(partition, True)  # the purge and its follow-up
             self.observer.partition_deleted(partition)
+        else:
+            # Once the versions before the tombstone are past the fence's floor (a few
+            # seconds), every one of them goes with its files.
+            await self.store.maintain(partition, retention=timedelta(0))
         return existed
 
     async def export(self, partition: str) -> AsyncIterator[dict[str, Any]]:

@@ -5,6 +5,9 @@ by the first write to an older table (never by a read)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from datetime import timedelta
@@ -15,6 +18,9 @@ import pyarrow as pa
 
 from semmem.errors import Unavailable
 from semmem.store.commit.conflicts import is_commit_conflict
+from semmem.store.commit.fence import Fence
+from semmem.store.commit.tombstone import GONE, bury
+from semmem.store.files import remote
 from semmem.store.registry import Registry
 from semmem.store.rows import table_name
 from semmem.store.schema import NEW_TABLE_OPTIONS, head_row, migrate_v1, migrate_v2
@@ -169,22 +175,39 @@ class Connection:
             if not page_token:
                 return names
 
-    async def drop(self, partition: str) -> bool:
-        """Delete a partition's table and its registry entry. Returns whether it existed."""
+    async def drop(self, partition: str, *, fence: Fence, tail_rows: int,
+                   durable: bool) -> bool:
+        """Delete a partition: its names leave the registry, then its table is overwritten with
+        a tombstone (``store/commit/tombstone.py``: a commit every racing write conflicts
+        with, never a folder removed from under it). Returns whether it held a partition."""
         name = table_name(partition)
-        uri = await self.uri_of(partition)
-        self._tables.pop(name, None)
-        self._current.discard(name)
-        if uri is not None:
-            await self.registry.mark_gone(name)
-        try:
-            await self.db.drop_table(name)
-        except (ValueError, FileNotFoundError):
+        tbl = await self.table(partition, create=False)
+        if tbl is None:
             return False
-        if uri is not None:  # on S3, an unfinished upload outlives the table's objects
-            await asyncio.to_thread(self.upkeep.abort_uploads, uri, timedelta(0))
+        uri = str(await tbl.uri())
+        # Before the tombstone: a write on it (the partition made again) records the name
+        # anew after this, and other processes drop what they hold of the old table.
+        await self.registry.mark_gone(name)
         await self.registry.remove_table(name)
-        return True
+        head = head_row(GONE, self.model_id).table(self.schema)
+        began = time.monotonic()
+        try:
+            existed = await asyncio.to_thread(
+                bury, uri, self.upkeep.storage_options, self.schema, head, tail_rows,
+                fence=fence, discard=functools.partial(self.upkeep.discard_files, uri),
+                leftover=functools.partial(self.upkeep.leftover, uri), durable=durable)
+        except Exception:
+            # Not deleted (or not known to be): listed again, so the partition is not left
+            # holding facts under no name; a retried delete finishes it.
+            with contextlib.suppress(Exception):
+                await self.registry.add_table(name, partition)
+            raise
+        await tbl.checkout_latest()
+        self._current.add(name)  # the tombstone is of the current schema
+        if remote(uri):  # on S3: the old table's unfinished uploads (the new one's are younger)
+            age = timedelta(seconds=time.monotonic() - began + fence.skew)
+            await asyncio.to_thread(self.upkeep.abort_uploads, uri, age)
+        return existed
 
     async def create_table(self, name: str, data: pa.Table, *, overwrite: bool = False) -> Any:
         """A partition table ``name`` holding ``data``, in the partition schema and

@@ -1,20 +1,25 @@
-"""What the store's registry holds, through ``Store``: partitions, the store's metadata,
-retention overrides and the applied default, purge requests (``Registered``, this part of
-``Store``; the table itself is ``store/registry.py``).
+"""What the store's registry holds, through ``Store``: partitions (a deleted one's name
+recorded again when it is written again; its table purged by the registry pass), the store's
+metadata, retention overrides and the applied default, purge requests (``Registered``, this
+part of ``Store``; the table itself is ``store/registry.py``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from semmem.errors import Unavailable
 from semmem.store.connection import Connection
 from semmem.store.registry import GONE_KEEP_MS
 from semmem.store.rows import table_name
 
 if TYPE_CHECKING:
     from semmem.store.reads.snapshots import Snapshots
+    from semmem.store.upkeep.compaction import Upkeep
 
 log = logging.getLogger("semmem.store")
 
@@ -24,6 +29,7 @@ class Registered:
 
     conn: Connection
     snapshots: Snapshots
+    upkeep: Upkeep
     _asked: tuple[int, dict[str, int]] | None
     _gone: tuple[float, dict[str, int]] | None = None  # deleted tables followed: when, which
 
@@ -78,11 +84,12 @@ class Registered:
 
     def follow_deleted(self, gone: dict[str, int]) -> None:
         """Drop what this process holds (views, datasets, the table's handle) of each table
-        deleted since the last call (``gone``: the registry's entries, by table): a table made
-        again under the same name numbers its versions from 1, and reaching the version held
-        it would otherwise be taken for the deleted one (its facts served, writes decided on
-        them). Past half the time the registry keeps the entries since the last call, some may
-        have gone unseen: everything held is dropped."""
+        deleted since the last call (``gone``: the registry's entries, by table): memory back
+        (a deletion is a tombstone version above every one held, so nothing held is served
+        or decided on after it; a table removed by older code and made again numbered its
+        versions from 1, and reaching the version held was taken for the deleted one). Past
+        half the time the registry keeps the entries since the last call, some may have gone
+        unseen: everything held is dropped."""
         now = time.monotonic()
         if self._gone is not None and now - self._gone[0] > self.gone_keep_s / 2:
             self.snapshots.clear()
@@ -106,3 +113,28 @@ class Registered:
     async def partitions(self) -> list[str]:
         """Names of all partitions that exist, sorted."""
         return await self.conn.registry.partitions(set(await self.conn.table_names()))
+
+    async def _reborn(self, partition: str) -> None:
+        """A deleted partition written again: its name back in the registry (as a new
+        table's, ``Connection.table``), before the write commits on its tombstone."""
+        try:
+            await self.conn.registry.add_table(table_name(partition), partition)
+        except Exception as exc:  # the engine's errors: the write is refused, nothing landed
+            raise Unavailable(f"cannot record the partition: {exc}") from exc
+
+    async def maintain_registry(self, *, retention: timedelta | None = None) -> None:
+        """Maintain the tables of partitions deleted lately (their purge, whichever process
+        deleted them and whatever became of it), then compact the registry and remove its
+        old versions (purges deleted partitions' names)."""
+        failed: Exception | None = None
+        gone = set(await self.conn.registry.gone_tables())
+        for name in sorted(gone & set(await self.conn.table_names())):
+            try:
+                tbl = await self.conn.db.open_table(name)
+                await asyncio.to_thread(self.upkeep.maintain, await tbl.uri(), retention, True)
+            except Exception as exc:  # the others and the registry all the same
+                log.warning("maintenance of deleted partition table %s failed (%s)", name, exc)
+                failed = failed or exc
+        await self.conn.registry.maintain(retention)
+        if failed is not None:
+            raise failed

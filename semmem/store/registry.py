@@ -33,7 +33,7 @@ SECRET = "secret"
 LOCK_FILE = ".create.lock"  # in the registry's folder: held while a local one is created
 APPLIED = "d:retention"  # the deployment default the last full sweep applied
 # A deleted table's entry (``g:<table>``: when), kept this long: what tells the other processes
-# to drop what they hold of it, before a table made again under its name reaches its versions.
+# to drop what they hold of it, and the registry pass to purge it.
 GONE_KEEP_MS = 3_600_000
 MAX_ATTEMPTS = 10
 
@@ -265,11 +265,20 @@ class Registry:
                         done.set_result(None)
 
     async def mark_gone(self, name: str) -> None:
-        """Record that table ``name`` is being deleted (``g:<table>``, kept ``GONE_KEEP_MS``):
-        a process holding views of it drops them when it reads that (``policies``), so a
-        table made again under the name is not taken for the one it holds once it reaches
-        the version held. Before the table goes: whoever makes it again comes after."""
+        """Record that table ``name`` is being deleted (``g:<table>``, kept ``GONE_KEEP_MS``),
+        before its tombstone: a process holding views of it drops them when it reads that
+        (``policies``; the tombstone alone already stops them being served: its version is
+        above theirs), and the registry pass purges the table until then, whatever became of
+        the process that deleted it (``Store.maintain_registry``)."""
         await self.put(f"g:{name}", {"at": now_ms()})
+
+    async def gone_tables(self) -> list[str]:
+        """The tables deleted within ``GONE_KEEP_MS`` (their ``g:`` entries)."""
+        reg = await self._table(create=False)
+        if reg is None:
+            return []
+        rows = (await reg.query().where("key LIKE 'g:%'").select(["key"]).to_arrow()).to_pylist()
+        return [str(r["key"])[2:] for r in rows]
 
     async def remove_table(self, name: str) -> None:
         """Forget a dropped table's partition name (purged from files by ``maintain``)."""

@@ -114,7 +114,8 @@ class Store(Registered, IndexedReads):
                              leftover=self.upkeep.leftover, suspect=self.suspect,
                              storage_options=self.storage_options, durable=not remote(uri),
                              confirms=self.snapshots.check_latest,
-                             confirmed=self.snapshots.confirmed, quota=self.quota)
+                             confirmed=self.snapshots.confirmed, quota=self.quota,
+                             reborn=self._reborn)
 
     @property
     def version_retention(self) -> timedelta:
@@ -278,9 +279,22 @@ class Store(Registered, IndexedReads):
         self.snapshots.drop(table_name(partition))
 
     async def drop(self, partition: str) -> bool:
-        """Delete a partition's table and every file of it. Returns whether it existed."""
-        self.snapshots.drop(table_name(partition))
-        return await self.conn.drop(partition)
+        """Delete a partition: from the registry, and its table overwritten with a tombstone
+        (``Connection.drop``); its old versions and files go with the purge that follows.
+        Returns whether it held a partition."""
+        name = table_name(partition)
+        self.snapshots.drop(name)
+        try:
+            existed = await self.conn.drop(partition, fence=self.fence,
+                                           tail_rows=self.snapshots.tail_rows,
+                                           durable=not remote(self.uri))
+        except SemmemError:
+            raise
+        except Exception as exc:  # the engine's errors: a retried DELETE finishes it
+            raise Unavailable(f"cannot delete the partition: {exc}") from exc
+        finally:
+            self.snapshots.drop(name)  # what was read while the tombstone went in
+        return existed
 
     # ----- writes ----------------------------------------------------------------------------
     def coming(self, partition: str) -> contextlib.AbstractContextManager[None]:
@@ -360,10 +374,6 @@ class Store(Registered, IndexedReads):
                                          purge)
         await tbl.checkout_latest()
         return replace(report, partition=partition)
-
-    async def maintain_registry(self, *, retention: timedelta | None = None) -> None:
-        """Compact the registry and remove its old versions (purges deleted partitions' names)."""
-        await self.conn.registry.maintain(retention)
 
     async def build_index(self, partition: str) -> str:
         """Build (or bring up to date) the indexes of a partition past the index threshold."""

@@ -69,6 +69,9 @@ class Head:
     # lacks them: the live items, and how many of them carry their own expiry (``expiresAt``).
     live: int | None = None
     expiring: int | None = None
+    # A deleted partition's tombstone (``store/commit/tombstone.py``): an empty partition
+    # whose name a write records again in the registry before committing on it.
+    gone: bool = False
 
     @classmethod
     def empty(cls, partition: str) -> Head:

@@ -180,15 +180,16 @@ async def test_a_write_decided_on_another_replicas_version_is_counted_again(
 
 async def _rewritten(reader: Memory, writer: Memory, tmp_path: Path) -> None:
     """``reader`` counts each filter on a partition of alice's facts, ``writer`` deletes it
-    and writes the same number of bob's facts in one import: the same version, the same
-    head; the counts must be the new partition's."""
+    and writes the same number of bob's facts in one import: the same head (a deletion is
+    a version of the table now, so not the same version); the counts must be the new
+    partition's."""
     alice = Filter.parse({"metadata": {"user": "alice"}})
     bob = Filter.parse({"metadata": {"user": "bob"}})
     for who in ("alice", "bob"):
         await writer.import_("p", [{"text": f"fact {i} about topic{i % 7}",
                                     "metadata": {"user": who}} for i in range(60)])
         view = await reader.store.read_view("p")
-        assert view.indexed and view.version == 2
+        assert view.indexed and (view.version == 2 if who == "alice" else view.version > 2)
         counted = [(await reader.search("p", "fact about topic3", 50, filter=f))["count"]
                    for f in (alice, bob)]
         assert counted == ([60, 0] if who == "alice" else [0, 60])

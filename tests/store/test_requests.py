@@ -199,3 +199,43 @@ async def test_unfiltered_calls_cost_what_they_cost_before_filters(proxy: S3Prox
     assert least["filtered"] <= least["unfiltered"] + 1, costs
     assert least["filtered after a write"] <= least["unfiltered after a write"] + 1, costs
     await memory.close()
+
+
+@pytest.mark.timeout(180)
+async def test_a_delete_costs_a_write_and_two_registry_commits_and_writes_pay_nothing_for_it(
+        proxy: S3Proxy) -> None:
+    """Deleting a partition is one commit on its table (the tombstone) besides the two
+    registry commits it always made (27 requests measured, 13 of them listings). That commit
+    alone closes the window in which another process served the deleted facts, with no
+    registry read per call: after another process's delete a recall costs what a cold recall
+    costs (5 measured), the first remember no more than a new partition's first (16 against
+    26: the registry append recording its name again), the next one what any remember costs
+    (4) and no registry request."""
+    a = await _memory(proxy, "deleted", fence=Fence(budget=600))
+    b = await _memory(proxy, "deleted", fence=Fence(budget=600))
+    for i in range(30):
+        await a.remember("p", f"fact {i} about topic {i % 7}")
+    assert "fact 3" in (await b.recall("p", "fact 3 topic", 2000)).text  # B holds the view
+    b.retention.refresh_s = float("inf")  # B never reads the registry again
+    proxy.reset()
+    assert await a.store.drop("p") is True  # the delete itself (its purge comes later)
+    count, seen = _requests(proxy)
+    assert count <= 40, seen
+    proxy.reset()
+    got = await b.recall("p", "fact 3 topic", 2000)
+    count, seen = _requests(proxy)
+    assert got.text == "" and count <= 10, seen
+    proxy.reset()
+    await b.remember("q", "the first fact of a new partition")
+    created, created_seen = _requests(proxy)
+    proxy.reset()
+    assert (await b.remember("p", "a new first fact"))["n"] == 1
+    count, seen = _requests(proxy)
+    assert count <= created + 2, (seen, created_seen)
+    assert await a.partitions() == ["p", "q"]
+    proxy.reset()
+    await b.remember("p", "a second fact")
+    count, seen = _requests(proxy)
+    assert count <= 10 and "_semmem" not in seen, seen
+    await a.close()
+    await b.close()

@@ -82,7 +82,8 @@ class Writer:
                  storage_options: dict[str, str] | None = None, durable: bool = False,
                  confirms: bool = True,
                  confirmed: dict[str, tuple[int, float]] | None = None,
-                 quota: Quota | None = None) -> None:
+                 quota: Quota | None = None,
+                 reborn: Callable[[str], Awaitable[None]] | None = None) -> None:
         self.model_id = model_id
         self.schema = schema
         self.tail_rows = tail_rows or tail_limit(schema.field("vector").type.list_size)
@@ -104,6 +105,9 @@ class Writer:
         # (monotonic): a write decided on it commits without asking while that is recent.
         self._confirmed: dict[str, tuple[int, float]] = {} if confirmed is None else confirmed
         self.quota = quota or Quota()
+        # Told of a write about to commit on a deleted partition's tombstone: its name goes
+        # back into the registry first (``Connection.drop`` removed it).
+        self.reborn = reborn or _no_check
         self._queues: dict[str, _Queue] = {}
         self._coming: dict[str, int] = {}  # writes announced and not yet queued, per partition
         self._first: dict[str, float] = {}  # when the first of them arrived (monotonic)
@@ -247,6 +251,8 @@ class Writer:
                 return
             if _past(p for p, _ in mutations):
                 continue  # refused by the next round's deadline check; decide again without it
+            if view.head.gone:
+                await self.reborn(partition)
             # The head row carries the counts on: known from the decision, no count read.
             batch = Batch.of(view.head, [m for _, m in mutations], live=decided.live,
                              expiring=decided.expiring)

@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from semmem.errors import Unavailable
 from semmem.items import Item, Vectors
+from semmem.store.commit.tombstone import GONE
 from semmem.store.rows import ITEM_COLUMNS, KIND_HEAD, KIND_ITEM, KIND_OP
 from semmem.store.schema import head_counts, split_attrs
 from semmem.store.views import Candidates, Head, OpRecord, Tombstone
@@ -39,14 +40,16 @@ def decode(partition: str, version: int, data: pa.Table, dim: int) -> Decoded:
     ops: dict[str, OpRecord] = {}
     for i, kind in enumerate(py["kind"]):
         if kind == KIND_HEAD:
-            if py["text"][i] != partition:
+            # A deleted partition's tombstone names none (``store/commit/tombstone.py``): an
+            # empty partition from there on.
+            if py["text"][i] not in (partition, GONE):
                 raise Unavailable("partition table belongs to another partition (hash clash)")
             # Two heads are a defect (``semmem check`` repairs it): the highest mark wins, so
             # no number below it is handed out again meanwhile.
             if py["n"][i] >= head.hwm:
                 live, expiring = head_counts(py["attrs"][i] if "attrs" in py else None)
                 head = Head(partition, version, py["n"][i], max(py["seq"][i], head.seq),
-                            py["model"][i], live, expiring)
+                            py["model"][i], live, expiring, gone=py["text"][i] == GONE)
             else:
                 head = replace(head, seq=max(py["seq"][i], head.seq))
         elif kind == KIND_ITEM:

@@ -159,7 +159,7 @@ async def test_unfinished_uploads_holding_rows_are_aborted_by_the_sweep_and_on_d
         proxy: S3Proxy) -> None:  # noqa: F811
     """What a process killed in a compaction's multipart upload leaves: an unfinished upload
     under the table holding rows (completing it would bring them back). The sweep aborts it
-    once the orphan age old, and deleting the partition aborts every one."""
+    once the orphan age old, and deleting the partition aborts every one begun before it."""
     from semmem.store import table_name
     from semmem.store.upkeep.uploads import unfinished
 
