@@ -96,9 +96,11 @@ def lg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProces
         yield proc
 
 
-def _stores(kind: str, lg_server: ServerProcess) -> Iterator[Any]:
-    from lgport import Stores, wipe
+def _stores(kind: str, lg_server: ServerProcess, request: pytest.FixtureRequest
+            ) -> Iterator[Any]:
+    from lgport import Stores, pending, wipe
 
+    pending(request, kind)
     if kind == "semmem":
         wipe(lg_server)
     stores = Stores(kind, lg_server if kind == "semmem" else None)
@@ -111,11 +113,11 @@ def _stores(kind: str, lg_server: ServerProcess) -> Iterator[Any]:
 @pytest.fixture(params=["memory", "semmem"])
 def stores(request: pytest.FixtureRequest, lg_server: ServerProcess) -> Iterator[Any]:
     """Makes a ported case's stores: LangGraph's InMemoryStore, then SemmemStore."""
-    yield from _stores(request.param, lg_server)
+    yield from _stores(request.param, lg_server, request)
 
 
 @pytest.fixture
-def semmem_stores(lg_server: ServerProcess) -> Iterator[Any]:
+def semmem_stores(request: pytest.FixtureRequest, lg_server: ServerProcess) -> Iterator[Any]:
     """Makes SemmemStores only: the cases of LangGraph's TTL and async-store suites (which
     InMemoryStore has no TTL or event loop for)."""
-    yield from _stores("semmem", lg_server)
+    yield from _stores("semmem", lg_server, request)

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, TTLConfig
 from langgraph.store.memory import InMemoryStore
@@ -150,7 +151,7 @@ class Stores:
         index = self._index(fields, vector)
         if index is not None:
             options["index"] = index
-        return SemmemStore(client, **options)  # type: ignore[arg-type]
+        return SemmemStore(client, **options)
 
     async def aclose(self) -> None:
         """Close the async clients made in this loop."""
@@ -189,3 +190,28 @@ def expires_at(store: BaseStore, namespace: tuple[str, ...], key: str) -> str:
     expiry = _fact(store, namespace, key)[1].get("expiresAt")
     assert isinstance(expiry, str)
     return expiry
+
+
+# The cases SemmemStore cannot pass until the server keeps LangGraph's items as keyed items
+# (issue 48's server half; listed in the client README with the same reasons). Strict: a
+# case that starts passing fails here until its entry goes.
+FIELDS = ("semmem embeds an item's whole JSON text as one vector; LangGraph embeds each "
+          "indexed field (index=[...] or the store's fields) and scores the best of them")
+SCORES = ("a score is semmem's ranking of the item's whole JSON text, not the cosine of the "
+          "indexed text with the query")
+PENDING = {
+    "test_embed_with_path": FIELDS,
+    "test_embed_with_path_operation_config": FIELDS,
+    "test_scores": SCORES,
+    "test_omit_expired_filters_read_paths": (
+        "list_namespaces lists partitions, so a namespace whose items all expired is listed"),
+    "test_omit_expired_refresh_ttl_only_refreshes_live_rows": (
+        "an expired item's expiry cannot be read back (the owner's export omits it)"),
+}
+
+
+def pending(request: pytest.FixtureRequest, kind: str) -> None:
+    """Mark this case an expected, strict failure on SemmemStore when ``PENDING`` lists it."""
+    reason = PENDING.get(request.node.originalname)
+    if kind == "semmem" and reason is not None:
+        request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
