@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -142,6 +143,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Walk]:
     """The README in order on one store: its ``semmem`` lines (command line, retention,
     backups), then ``semmem serve`` started by its own line on the same directory."""
     where = tmp_path_factory.mktemp("readme")
+    shutil.copytree(REPO / "docs" / "examples", where / "docs" / "examples")  # ingest's input
     ran = _run_cli_lines(_cli_lines(REPO / "README.md", ".venv/bin/semmem "), where)
     line = block_with(REPO / "README.md", "sh", "semmem serve      #").strip()
     token = re.search(r"SEMMEM_TOKENS=(\S+)", line)
@@ -286,7 +288,8 @@ def test_readme_cli_lines_do_what_they_say(served: Walk) -> None:
 def test_readme_walkthroughs_leave_only_git_ignored_files(served: Walk) -> None:
     """What the walk-throughs wrote in the working directory (the store, the export, backups,
     the restored store) is ignored by git; the check sees them (positive control)."""
-    written = sorted(p.name + ("/" if p.is_dir() else "") for p in served.where.iterdir())
+    written = sorted(p.name + ("/" if p.is_dir() else "") for p in served.where.iterdir()
+                     if p.name != "docs")  # the test's copy of the ingest example, not written
     assert {"semmem-data/", "carol.jsonl", "backups/", "restored-data/"} <= set(written)
     ignored = subprocess.run(["git", "check-ignore", *written], cwd=REPO, capture_output=True,
                              text=True).stdout.split()
@@ -307,6 +310,7 @@ def test_reliability_cli_lines_run(tmp_path: Path) -> None:
     lines += [[a.replace("/backups", "backups") for a in args]
               for args in _cli_lines(REPO / "docs" / "reliability.md", "semmem ")]
     assert len(lines) > 20 and ["check"] in lines
+    shutil.copytree(REPO / "docs" / "examples", tmp_path / "docs" / "examples")  # ingest's input
     _run_cli_lines(lines, tmp_path)
 
 

@@ -49,6 +49,47 @@ class Cut:
     digest: str
     pieces: tuple[str, ...]
 
+    @property
+    def keys(self) -> tuple[str, str]:
+        """What a held message is known by: its digest, or its role and pieces' texts (a
+        session restored or imported into another store, whose secret keys other digests)."""
+        return "d:" + self.digest, "s:" + _shape(self.message.role, self.pieces)
+
+
+def _shape(role: str, texts: Sequence[str]) -> str:
+    return role + "\x00" + "\x1f".join(texts)
+
+
+def known(pieces: Sequence[Item], alive: rules.Alive) -> dict[str, list[int]]:
+    """The messages a session holds, by each of their keys (``Cut.keys``), with their live
+    pieces' numbers: pieces ``alive`` refuses (expired, out of scope) count for none."""
+    out: dict[str, list[int]] = {}
+    whole: dict[int, list[tuple[int, Item]]] = {}
+    for it in pieces:
+        piece = it.attrs.get(PIECE)
+        if not isinstance(piece, dict) or not alive(it):
+            continue
+        if isinstance(piece.get(DIGEST), str):
+            out.setdefault("d:" + piece[DIGEST], []).append(it.n)
+        if isinstance(piece.get(MESSAGE), int) and isinstance(piece.get(PART), int):
+            whole.setdefault(piece[MESSAGE], []).append((piece[PART], it))
+    for parts in whole.values():
+        parts.sort(key=lambda pair: pair[0])
+        if [p for p, _ in parts] != list(range(len(parts))):
+            continue  # a piece of it is gone: only its digest knows it
+        role = parts[0][1].attrs[PIECE].get(ROLE)
+        if isinstance(role, str):
+            out.setdefault("s:" + _shape(role, [it.text for _, it in parts]),
+                           [it.n for _, it in parts])
+    return out
+
+
+def _found(held: dict[str, list[int]], c: Cut) -> list[int] | None:
+    for key in c.keys:
+        if key in held:
+            return held[key]
+    return None
+
 
 class _NeedVectors(Exception):
     """A message the lookup found stored is no longer (forgotten since): embed, decide again."""
@@ -69,8 +110,8 @@ class Conversations:
         return hmac.new(self.memory.store.secret, body, hashlib.sha256).hexdigest()[:32]
 
     async def ingest(self, partition: str, session: Address, messages: Sequence[Message], *,
-                     op: Operation | None = None, scope: Filter | None = None
-                     ) -> dict[str, Any]:
+                     op: Operation | None = None, scope: Filter | None = None,
+                     vectors: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
         """Store ``messages`` in ``session`` (appended to what it holds), each as pieces.
 
         Returns:
@@ -82,14 +123,14 @@ class Conversations:
             DeadlineExceeded, Unavailable, QuotaExceeded.
         """
         op = op and op.keyed(self.memory.store.secret)
-        cuts = [Cut(m, self.digest(m), tuple(cut(m.content))) for m in messages]
+        cuts = self.cuts(messages)
         replayed = await self._replayed(partition, op)
         if replayed is not None:
             return replayed
         alive = scoped(self.memory.retention.alive(
             await self.memory.retention.max_age(partition)), scope)
         stamp = scope.stamp(None) if scope is not None else None
-        vectors: dict[str, np.ndarray] = {}
+        vectors = {} if vectors is None else vectors  # piece text → vector
         answered: list[list[int]] = []
         result: dict[str, Any] = {}
         chunks = _chunks(cuts, self.chunk_pieces)
@@ -99,6 +140,28 @@ class Conversations:
                                        _Stamp(alive, stamp), op if last else None)
             answered = result["items"]
         return await self.memory.retention.counted(partition, result)
+
+    def cuts(self, messages: Sequence[Message]) -> list[Cut]:
+        """Each message cut into pieces, with its digest."""
+        return [Cut(m, self.digest(m), tuple(cut(m.content))) for m in messages]
+
+    async def ingest_many(self, partition: str,
+                          sessions: Sequence[tuple[Address, Sequence[Message]]], *,
+                          scope: Filter | None = None) -> list[dict[str, Any]]:
+        """``ingest`` of several sessions (a bulk import): the pieces none of them holds yet
+        embedded together in batches first, then one write per session (per chunk)."""
+        alive = scoped(self.memory.retention.alive(
+            await self.memory.retention.max_age(partition)), scope)
+        vectors: dict[str, np.ndarray] = {}
+        wanted: list[str] = []
+        for address, messages in sessions:
+            stored = known(await self.keyed.items(await self.keyed.held(partition, address)),
+                           alive)
+            wanted += [t for c in self.cuts(messages) if _found(stored, c) is None
+                       for t in c.pieces]
+        await self._embed(wanted, vectors)
+        return [await self.ingest(partition, address, messages, scope=scope, vectors=vectors)
+                for address, messages in sessions]
 
     async def _replayed(self, partition: str, op: Operation | None) -> dict[str, Any] | None:
         """The recorded result of ``op``, before anything is embedded."""
@@ -116,8 +179,8 @@ class Conversations:
                      op: Operation | None) -> dict[str, Any]:
         for _ in range(ATTEMPTS):
             held = await self.keyed.held(partition, session)
-            known = {_digest(it) for it in await self.keyed.items(held) if stamp.alive(it)}
-            await self._embed([text for c in chunk if c.digest not in known
+            stored = known(await self.keyed.items(held), stamp.alive)
+            await self._embed([text for c in chunk if _found(stored, c) is None
                                for text in c.pieces], vectors)
             decide = _decider(session, chunk, before, vectors, stamp, op,
                               self.memory.idempotency_ttl_ms)
@@ -145,30 +208,19 @@ class _Stamp:
     metadata: dict[str, Any] | None
 
 
-def _digest(item: Item) -> str | None:
-    piece = item.attrs.get(PIECE)
-    return piece.get(DIGEST) if isinstance(piece, dict) else None
-
-
 def _decider(session: Address, chunk: list[Cut], before: list[list[int]],
              vectors: dict[str, np.ndarray], stamp: _Stamp, op: Operation | None,
              ttl_ms: int) -> Any:
     def decide(view: WriteView, pieces: list[Item]) -> Decision:
-        known: dict[str, list[int]] = {}
-        last = -1
-        for it in pieces:
-            piece = it.attrs.get(PIECE)
-            if not isinstance(piece, dict):
-                continue
-            if isinstance(piece.get(MESSAGE), int):
-                last = max(last, piece[MESSAGE])
-            if stamp.alive(it) and isinstance(piece.get(DIGEST), str):
-                known.setdefault(piece[DIGEST], []).append(it.n)
+        held = known(pieces, stamp.alive)
+        last = max((p[MESSAGE] for it in pieces if isinstance(p := it.attrs.get(PIECE), dict)
+                    and isinstance(p.get(MESSAGE), int)), default=-1)
         n, now, rows = view.hwm, now_ms(), []
         items = [list(numbers) for numbers in before]
         for c in chunk:
-            if c.digest in known:
-                items.append(known[c.digest])
+            found = _found(held, c)
+            if found is not None:
+                items.append(found)
                 continue
             last += 1
             numbers = []
@@ -186,7 +238,7 @@ def _decider(session: Address, chunk: list[Cut], before: list[list[int]],
                 rows.append(ItemRow(n, text, vector, c.message.at, now, 1, attrs=attrs,
                                     created=NEW))
                 numbers.append(n)
-            known[c.digest] = numbers
+            held.update(dict.fromkeys(c.keys, numbers))
             items.append(numbers)
         result = {"status": "stored", "sessionId": session.key, "items": items,
                   "count": view.count + len(rows)}

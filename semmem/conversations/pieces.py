@@ -26,7 +26,8 @@ import re
 from dataclasses import dataclass
 from itertools import pairwise
 
-from semmem.items import SPACE_CHARS, trim
+from semmem.errors import InvalidArguments
+from semmem.items import SPACE_CHARS, iso, parse_iso, trim
 
 PIECE = "piece"  # the record field
 SESSION = "session"  # the keyed space of conversation sessions
@@ -115,3 +116,45 @@ def cut(text: str, target: int = TARGET_CHARS, limit: int = MAX_CHARS,
             and groups[-1].end - groups[-2].start <= limit:
         groups[-2:] = [Span(groups[-2].start, groups[-1].end)]
     return [piece for g in groups if (piece := text[g.start:g.end].strip(SPACE_CHARS))]
+
+
+def clean_piece(value: object) -> dict[str, object]:
+    """A ``piece`` record field as stored (an import's).
+
+    Raises:
+        InvalidArguments: not ``{"role", "at", "message", "part", "digest"?}`` with a role of
+            1-64 characters, an ISO 8601 ``at``, whole numbers ≥ 0 and a hex digest.
+    """
+    if not isinstance(value, dict) or not {ROLE, AT, MESSAGE, PART} <= set(value) \
+            or not set(value) <= {ROLE, AT, MESSAGE, PART, DIGEST}:
+        raise InvalidArguments(f"{PIECE} must be an object with {ROLE}, {AT}, {MESSAGE}, "
+                               f"{PART} and optionally {DIGEST}")
+    role = value[ROLE]
+    if not isinstance(role, str) or not 1 <= len(role) <= 64:
+        raise InvalidArguments(f"{PIECE}.{ROLE} must be 1-64 characters")
+    try:
+        at = iso(parse_iso(value[AT]))
+    except (TypeError, ValueError, AttributeError, OverflowError, OSError):
+        raise InvalidArguments(f"{PIECE}.{AT} must be an ISO 8601 date-time") from None
+    out: dict[str, object] = {ROLE: role, AT: at}
+    for name in (MESSAGE, PART):
+        number = value[name]
+        if isinstance(number, bool) or not isinstance(number, int) or number < 0:
+            raise InvalidArguments(f"{PIECE}.{name} must be a whole number ≥ 0")
+        out[name] = number
+    digest = value.get(DIGEST)
+    if digest is not None:
+        if not isinstance(digest, str) or not 1 <= len(digest) <= 64 \
+                or any(c not in "0123456789abcdef" for c in digest):
+            raise InvalidArguments(f"{PIECE}.{DIGEST} must be a hex string")
+        out[DIGEST] = digest
+    return out
+
+
+def position(attrs: dict[str, object]) -> tuple[object, ...] | None:
+    """Where a piece sits (its address, message and part), or ``None`` for a fact: two
+    records with the same text and position are the same piece (an import given twice)."""
+    keyed, piece = attrs.get("keyed"), attrs.get(PIECE)
+    if not isinstance(keyed, dict) or not isinstance(piece, dict):
+        return None
+    return (keyed.get("space"), keyed.get("key"), piece.get(MESSAGE), piece.get(PART))

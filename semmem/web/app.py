@@ -24,7 +24,7 @@ from semmem.protocol.jsonio import dumps
 from semmem.protocol.untrusted import loggable
 from semmem.serving.runtime import Runtime
 from semmem.settings import Settings
-from semmem.web import admin, console, ingest, provider
+from semmem.web import admin, console, ingest, provider, sessions
 from semmem.web.errors import MEDIA_TYPE, error_response, http_error_response, internal_response
 from semmem.web.rebinding import LoopbackOnly
 
@@ -83,6 +83,7 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None,
     if mcp is not None:
         app.router.routes.append(Route(MCP_PATH, mcp, include_in_schema=False))  # an ASGI app
     app.include_router(admin.router)
+    app.include_router(sessions.router)
     app.add_api_route("/healthz", healthz, methods=["GET"])
     app.add_api_route("/readyz", readyz, methods=["GET"])
     app.add_api_route("/metrics", metrics, methods=["GET"])

@@ -17,17 +17,20 @@ With no fixed ``partition`` each call takes it from ``config["configurable"][par
 (default ``user_id``) or else from LangChain 1.x's runtime context
 (``agent.invoke(..., context={"user_id": "alice"})`` or a ``context_schema`` object with that
 attribute), so one agent serves every user; each (user, thread) keeps the cursor of its own
-latest recall.
+latest recall. ``memory.middleware(ingest=True)`` also ingests each finished turn into the
+session named by the thread id (the user's message and the assistant's answer, stored as
+pieces).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, NotRequired
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
 from langchain.agents.middleware.types import ModelCallResult, ModelResponse, PrivateStateAttr
-from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.config import get_config
@@ -67,6 +70,22 @@ def thread_of(config: RunnableConfig | None) -> str:
     return str(_configurable(config).get("thread_id", NO_THREAD))
 
 
+def finished_turn(messages: Sequence[AnyMessage]) -> list[dict[str, str]]:
+    """The last user turn as ``ingest`` takes it: the last user message and the assistant's
+    messages with text after it (tool calls and tool results left out)."""
+    start = next((i for i in range(len(messages) - 1, -1, -1)
+                  if isinstance(messages[i], HumanMessage)), None)
+    if start is None:
+        return []
+    turn = []
+    for message in messages[start:]:
+        role = "user" if isinstance(message, HumanMessage) else \
+            "assistant" if isinstance(message, AIMessage) else None
+        if role is not None and message.text.strip():
+            turn.append({"role": role, "content": message.text})
+    return turn
+
+
 def latest_user_text(messages: Sequence[AnyMessage]) -> str | None:
     """The text of the last user message, ``None`` when there is none (or it is empty)."""
     for message in reversed(messages):
@@ -99,14 +118,38 @@ class SemmemState(AgentState[Any]):
 class SemmemMiddleware(AgentMiddleware[SemmemState, Any, Any]):
     """``create_agent`` middleware: recall once per user turn (``before_agent``, for the
     turn's user message), then put it after the system prompt of every model call of that
-    turn; registers the memory tools."""
+    turn; registers the memory tools. With ``ingest``, each finished turn (the user's message
+    and the assistant's answer) is also stored as pieces in the session named by the thread
+    (``after_agent``, ``POST /ingest``)."""
 
     state_schema = SemmemState
 
-    def __init__(self, memory: LangChainMemory) -> None:
+    def __init__(self, memory: LangChainMemory, *, ingest: bool = False) -> None:
         super().__init__()
         self.memory = memory
         self.tools = memory.tools()
+        self.ingest = ingest
+
+    def after_agent(self, state: SemmemState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Ingest the finished turn (with ``ingest``)."""
+        turn = finished_turn(state["messages"]) if self.ingest else []
+        if turn:
+            partition, thread = self.memory.key(get_config())
+            self.memory._blocking().ingest(partition, thread, turn)
+        return None
+
+    async def aafter_agent(self, state: SemmemState, runtime: Runtime[Any]
+                           ) -> dict[str, Any] | None:
+        """Ingest the finished turn (with ``ingest``; awaited)."""
+        turn = finished_turn(state["messages"]) if self.ingest else []
+        if turn:
+            partition, thread = self.memory.key(get_config())
+            client = self.memory.client
+            if isinstance(client, Client):
+                await asyncio.to_thread(client.ingest, partition, thread, turn)
+            else:
+                await client.ingest(partition, thread, turn)
+        return None
 
     def before_agent(self, state: SemmemState, runtime: Runtime[Any]) -> dict[str, Any]:
         """Recall for the turn's user message."""
@@ -181,10 +224,11 @@ class LangChainMemory(Binding):
                            args_schema=d.input_schema, memory=self, tool=d.name)
                 for d in self.definitions]
 
-    def middleware(self) -> SemmemMiddleware:
+    def middleware(self, *, ingest: bool = False) -> SemmemMiddleware:
         """``create_agent(..., middleware=[memory.middleware()])``: the tools, and recall once
-        per user turn after the agent's ``system_prompt``."""
-        return SemmemMiddleware(self)
+        per user turn after the agent's ``system_prompt``; ``ingest=True`` also stores each
+        finished turn in the thread's session (opt-in: the conversation becomes memory)."""
+        return SemmemMiddleware(self, ingest=ingest)
 
     def pre_model_hook(self, prompt: str = "") -> Callable[..., dict[str, Any]]:
         """A LangGraph ``pre_model_hook`` (``create_react_agent``): recall for the latest user
