@@ -16,7 +16,7 @@ CLIENT := clients/python
 CVENV  := .venv-client
 CSTAMP := $(CVENV)/.semmem-client-installed
 
-.PHONY: setup setup-dev model run test lint pytest client-test browser bench docker-smoke clean
+.PHONY: setup setup-dev model run test lint pytest client-test client-wheel browser bench docker-smoke clean
 
 # What serving needs: no torch (the model runs on ONNX Runtime; set-up builds its file).
 setup: $(STAMP) $(MODEL)/.verified
@@ -73,6 +73,11 @@ $(CSTAMP): $(CLIENT)/pyproject.toml $(CLIENT)/constraints.txt
 client-test: $(CSTAMP) $(STAMP)
 	cd $(CLIENT) && ../../$(CVENV)/bin/mypy
 	SEMMEM_SERVER_PYTHON=$(abspath $(BIN)/python) $(CVENV)/bin/python -m pytest -q $(CLIENT)/tests
+
+# The client as a wheel in dist/ (what its module docstrings tell hosts without this checkout
+# to install, extras included): built offline by the server venv's setuptools.
+client-wheel: $(STAMP)
+	$(BIN)/pip wheel --quiet --disable-pip-version-check --no-deps --no-build-isolation -w dist ./$(CLIENT)
 
 test: setup-dev lint pytest client-test
 

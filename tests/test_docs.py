@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -100,16 +101,56 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
     proc.wait(15)
 
 
+@dataclass
+class Walk:
+    """The README walked top to bottom in one directory: its CLI lines (as README orders them)
+    on the store its server line then serves; what each line answered."""
+
+    where: Path
+    url: str
+    token: str
+    ran: list[tuple[list[str], str]]
+
+
+def _run_cli_lines(lines: list[list[str]], where: Path) -> list[tuple[list[str], str]]:
+    """Run ``semmem`` lines in order in ``where`` (its ``semmem-data``), each exiting 0; a
+    backup's ``ID`` is the one ``backup create`` printed. Returns each line and its output."""
+    from typer.testing import CliRunner
+
+    from semmem.cli.commands import app
+
+    runner = CliRunner()
+    env = {"SEMMEM_DATA": str(where / "semmem-data")}
+    backup, ran = "ID", []
+    before = Path.cwd()
+    os.chdir(where)
+    try:
+        for args in lines:
+            args = [backup if a == "ID" else a for a in args]
+            result = runner.invoke(app, args, env=env)
+            assert result.exit_code == 0, (args, result.stdout, result.stderr)
+            if args[:2] == ["backup", "create"]:
+                backup = json.loads(result.stdout.strip().splitlines()[-1])["id"]
+            ran.append((args, result.stdout))
+    finally:
+        os.chdir(before)
+    assert backup != "ID"
+    return ran
+
+
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
-    """``semmem serve`` started by the README's own line; yields (base URL, token)."""
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Walk]:
+    """The README in order on one store: its ``semmem`` lines (command line, retention,
+    backups), then ``semmem serve`` started by its own line on the same directory."""
+    where = tmp_path_factory.mktemp("readme")
+    shutil.copytree(REPO / "docs" / "examples", where / "docs" / "examples")  # ingest's input
+    ran = _run_cli_lines(_cli_lines(REPO / "README.md", ".venv/bin/semmem "), where)
     line = block_with(REPO / "README.md", "sh", "semmem serve      #").strip()
     token = re.search(r"SEMMEM_TOKENS=(\S+)", line)
     assert token is not None
-    where = tmp_path_factory.mktemp("readme")
-    proc, url = start(line, where, where / "serve.log")
+    proc, url = start(line, where, where.parent / "serve.log")
     try:
-        yield url, token.group(1)
+        yield Walk(where, url, token.group(1), ran)
     finally:
         stop(proc)
 
@@ -187,11 +228,12 @@ def _run_session(url: str, setup: str, steps: list[tuple[str, str]]) -> list[str
 
 
 @pytest.mark.model
-def test_readme_curl_session_prints_what_the_readme_shows(served: tuple[str, str]) -> None:
-    """The walk-through's `memory` calls answer byte for byte what the README prints (times
-    aside), the recall's ranking included; the hint example runs in alice's memory as it stood
-    after call-3 (a partition of its own here)."""
-    url, _token = served
+def test_readme_curl_session_prints_what_the_readme_shows(served: Walk) -> None:
+    """The walk-through's `memory` calls, on the server the README's command lines ran
+    before, answer byte for byte what the README prints (times aside), the recall's ranking
+    included; the hint example runs in alice's memory as it stood after call-3 (a partition of
+    its own here, as the README says)."""
+    url = served.url
     readme = REPO / "README.md"
     setup = block_with(readme, "sh", "memory() {")
     steps = _session(block_with(readme, "text", "memory req-2"))
@@ -214,22 +256,44 @@ def _printed_comments(code: str) -> list[str]:
 
 
 @pytest.mark.model
-@pytest.mark.parametrize(("doc", "needle", "partition"), [
-    ("README.md", "Suggest a recipe", "alice-python"),
-    ("clients/python/README.md", "Prefers metric units", "alice-five-lines"),
+@pytest.mark.parametrize(("doc", "needle"), [
+    ("README.md", "Suggest a recipe"),
+    ("clients/python/README.md", "Prefers metric units"),
 ])
-def test_python_snippets_print_what_their_comments_say(served: tuple[str, str], doc: str,
-                                                        needle: str, partition: str) -> None:
-    """The README's Python walk-through and the client README's five lines, run as written
-    against the server (in a partition of their own), print what their comments show."""
-    url, token = served
+def test_python_snippets_print_what_their_comments_say(served: Walk, doc: str,
+                                                        needle: str) -> None:
+    """The README's Python walk-through, then the client README's five lines, run as written
+    on the server the walk-throughs before them used, print what their comments show."""
     code = block_with(REPO / doc, "python", needle)
-    assert f'"{token}"' in code and "http://127.0.0.1:8080" in code
-    script = code.replace("http://127.0.0.1:8080", url).replace('"alice"', f'"{partition}"')
+    assert f'"{served.token}"' in code and "http://127.0.0.1:8080" in code
+    script = code.replace("http://127.0.0.1:8080", served.url)
     env = {**os.environ, "PYTHONPATH": str(REPO / "clients" / "python" / "src")}
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          check=True, env=env, timeout=60).stdout
     assert out.splitlines() == _printed_comments(code)
+
+
+@pytest.mark.model
+def test_readme_cli_lines_do_what_they_say(served: Walk) -> None:
+    """The command-line walk-through keeps a fact to export: carol's export holds fact 1 as
+    updated (fact 2 forgotten), and dave's import brings it in."""
+    exported = [json.loads(line) for line in
+                (served.where / "carol.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [(r["n"], r["text"]) for r in exported] == [(1, "Prefers SI units")]
+    [imported] = [out for args, out in served.ran if args[:3] == ["import", "-p", "dave"]]
+    assert json.loads(imported)["imported"] == 1, imported
+
+
+@pytest.mark.model
+def test_readme_walkthroughs_leave_only_git_ignored_files(served: Walk) -> None:
+    """What the walk-throughs wrote in the working directory (the store, the export, backups,
+    the restored store) is ignored by git; the check sees them (positive control)."""
+    written = sorted(p.name + ("/" if p.is_dir() else "") for p in served.where.iterdir()
+                     if p.name != "docs")  # the test's copy of the ingest example, not written
+    assert {"semmem-data/", "carol.jsonl", "backups/", "restored-data/"} <= set(written)
+    ignored = subprocess.run(["git", "check-ignore", *written], cwd=REPO, capture_output=True,
+                             text=True).stdout.split()
+    assert ignored == written
 
 
 def _cli_lines(path: Path, prefix: str) -> list[list[str]]:
@@ -239,31 +303,15 @@ def _cli_lines(path: Path, prefix: str) -> list[list[str]]:
 
 
 @pytest.mark.model
-def test_readme_and_reliability_cli_lines_run(tmp_path: Path,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every ``semmem`` line of the README (store, retention, backups), then docs/reliability.md's
-    check and backup lines, run in order in one directory and exit 0; a backup's ``ID`` is the
-    one ``backup create`` printed, reliability.md's ``/backups`` a folder here."""
-    from typer.testing import CliRunner
-
-    from semmem.cli.commands import app
-
+def test_reliability_cli_lines_run(tmp_path: Path) -> None:
+    """docs/reliability.md's check and backup lines run in order in one directory and exit 0
+    (its ``/backups`` a folder here), after the README's own lines made a store there."""
     lines = _cli_lines(REPO / "README.md", ".venv/bin/semmem ")
     lines += [[a.replace("/backups", "backups") for a in args]
               for args in _cli_lines(REPO / "docs" / "reliability.md", "semmem ")]
     assert len(lines) > 20 and ["check"] in lines
     shutil.copytree(REPO / "docs" / "examples", tmp_path / "docs" / "examples")  # ingest's input
-    monkeypatch.chdir(tmp_path)
-    runner = CliRunner()
-    env = {"SEMMEM_DATA": str(tmp_path / "semmem-data")}
-    backup = "ID"
-    for args in lines:
-        args = [backup if a == "ID" else a for a in args]
-        result = runner.invoke(app, args, env=env)
-        assert result.exit_code == 0, (args, result.stdout, result.stderr)
-        if args[:2] == ["backup", "create"]:
-            backup = json.loads(result.stdout.strip().splitlines()[-1])["id"]
-    assert backup != "ID"
+    _run_cli_lines(lines, tmp_path)
 
 
 def test_notebook_outputs_default_to_a_git_ignored_folder() -> None:

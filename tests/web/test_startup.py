@@ -51,15 +51,61 @@ def test_generated_token_is_written_to_a_private_file_when_no_terminal(tmp_path:
 
 
 def test_generated_token_is_shown_on_a_terminal(tmp_path: Path) -> None:
+    """On a terminal the token is printed too, with where it is kept (the same file)."""
     leader, follower = pty.openpty()
     with os.fdopen(follower, "w") as terminal:
         ready = prepare(Settings(data=str(tmp_path / "db")), terminal)
     shown = ""
-    while "shown only now" not in shown:
+    while "readable by this user only)" not in shown:
         shown += os.read(leader, 4096).decode()
     os.close(leader)
-    assert ready.tokens and f"(shown only now): {ready.tokens}" in shown
-    assert not (tmp_path / "db" / GENERATED_TOKEN_FILE).exists()
+    path = tmp_path / "db" / GENERATED_TOKEN_FILE
+    assert ready.tokens and f"bearer token: {ready.tokens} (kept in {path}" in shown
+    assert path.read_text().strip() == ready.tokens
+
+
+def test_generated_token_is_kept_across_restarts(tmp_path: Path) -> None:
+    """A host set up with the generated token keeps working after a restart, with or without
+    a terminal: the next start reuses the kept token (and says so) rather than making one."""
+    first, second = io.StringIO(), io.StringIO()
+    token = prepare(Settings(data=str(tmp_path / "db")), first).tokens
+    assert token and "generated one" in first.getvalue()
+    leader, follower = pty.openpty()
+    with os.fdopen(follower, "w") as terminal:
+        on_terminal = prepare(Settings(data=str(tmp_path / "db")), terminal).tokens
+    os.close(leader)
+    again = prepare(Settings(data=str(tmp_path / "db")), second)
+    assert on_terminal == again.tokens == token
+    assert "earlier start" in second.getvalue() and token not in second.getvalue()
+
+
+def test_a_kept_token_others_could_read_is_replaced(tmp_path: Path) -> None:
+    """A token file readable by others (or a link, or too short) is not trusted: a new token
+    replaces it, in a new 0600 file."""
+    path = tmp_path / "db" / GENERATED_TOKEN_FILE
+    token = prepare(Settings(data=str(tmp_path / "db")), io.StringIO()).tokens
+    path.chmod(0o644)
+    replaced = prepare(Settings(data=str(tmp_path / "db")), io.StringIO()).tokens
+    assert replaced and replaced != token
+    assert path.read_text().strip() == replaced and stat.S_IMODE(path.stat().st_mode) == 0o600
+    target = tmp_path / "planted"
+    target.write_text("x" * 40 + "\n")
+    target.chmod(0o600)
+    path.unlink()
+    path.symlink_to(target)
+    assert prepare(Settings(data=str(tmp_path / "db")), io.StringIO()).tokens != "x" * 40
+    assert target.read_text() == "x" * 40 + "\n" and not path.is_symlink()
+
+
+def test_configured_tokens_remove_a_stale_generated_one(tmp_path: Path) -> None:
+    """Once tokens are configured the generated token is refused, so its file goes (and the
+    start says so): no token on disk that no longer opens the server."""
+    path = tmp_path / "db" / GENERATED_TOKEN_FILE
+    prepare(Settings(data=str(tmp_path / "db")), io.StringIO())
+    assert path.exists()  # positive control
+    out = io.StringIO()
+    prepare(Settings(data=str(tmp_path / "db"), tokens=TOKEN), out)
+    assert not path.exists() and f"removed {path}" in out.getvalue()
 
 
 def test_symlinked_default_data_directory_is_refused(tmp_path: Path) -> None:

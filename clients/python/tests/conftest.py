@@ -9,6 +9,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -83,3 +84,40 @@ def owner(server: ServerProcess) -> Iterator[Client]:
     """A client holding an admin token too (the owner's calls)."""
     with Client(server.url, TOKEN, admin_token=ADMIN_TOKEN, memory_path=PATH) as c:
         yield c
+
+
+# ----- LangGraph's store cases (test_lg_*.py): InMemoryStore and SemmemStore side by side ------
+@pytest.fixture(scope="session")
+def lg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """A real server with LangGraph's test embedder, shared by the ported store cases."""
+    from lgport import char_server
+
+    with char_server(tmp_path_factory.mktemp("lgstore") / "db") as proc:
+        yield proc
+
+
+def _stores(kind: str, lg_server: ServerProcess, request: pytest.FixtureRequest
+            ) -> Iterator[Any]:
+    from lgport import Stores, pending, wipe
+
+    pending(request, kind)
+    if kind == "semmem":
+        wipe(lg_server)
+    stores = Stores(kind, lg_server if kind == "semmem" else None)
+    try:
+        yield stores
+    finally:
+        stores.close()
+
+
+@pytest.fixture(params=["memory", "semmem"])
+def stores(request: pytest.FixtureRequest, lg_server: ServerProcess) -> Iterator[Any]:
+    """Makes a ported case's stores: LangGraph's InMemoryStore, then SemmemStore."""
+    yield from _stores(request.param, lg_server, request)
+
+
+@pytest.fixture
+def semmem_stores(request: pytest.FixtureRequest, lg_server: ServerProcess) -> Iterator[Any]:
+    """Makes SemmemStores only: the cases of LangGraph's TTL and async-store suites (which
+    InMemoryStore has no TTL or event loop for)."""
+    yield from _stores("semmem", lg_server, request)

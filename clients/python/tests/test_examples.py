@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -29,8 +30,12 @@ def test_quickstart(server: ServerProcess, partition: str,
 
 
 def test_langgraph_example(server: ServerProcess, partition: str) -> None:
-    """The second thread's answer comes after a recall that holds the first thread's fact."""
-    answers = langgraph_agent.main(server.url, TOKEN, partition, PATH)
+    """The second thread's answer comes after a recall that holds the first thread's fact;
+    the run warns of nothing (``create_react_agent`` warned it had moved)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        answers = langgraph_agent.main(server.url, TOKEN, partition, PATH)
+    assert [str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)] == []
     assert answers == ["I'll remember that.", "Try a mushroom risotto: no meat, as you prefer."]
     assert _memory(server, partition) == "1. Is vegetarian"
 

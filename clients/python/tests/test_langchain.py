@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -147,6 +148,34 @@ def test_middleware_with_async_client(server: ServerProcess, partition: str) -> 
 
     prompts = asyncio.run(run())
     assert prompts[-1] == f"{MEMORY_HEADER}\n1. Owns a red bike"
+
+
+@dataclass
+class UserContext:
+    """A ``context_schema`` as LangChain 1.x's docs show it."""
+
+    user_id: str
+
+
+def test_middleware_takes_the_user_from_the_runtime_context(proxy: Proxy, proxied: Client,
+                                                            partition: str) -> None:
+    """LangChain 1.x's documented way to pass a user per run, ``invoke(..., context=…)`` (a
+    ``context_schema`` object or a mapping), reaches the turn's recall and the model's tool
+    calls; no ``user_id`` in ``config["configurable"]`` is needed."""
+    memory = LangChainMemory(proxied)
+    model = ScriptedChatModel(script=[
+        calls("memory_remember", {"text": "Keeps bees"}, "c1"), AIMessage("Noted."),
+        AIMessage("Bees.")])
+    agent: Any = create_agent(model, system_prompt="You are helpful.",
+                              middleware=[memory.middleware()], checkpointer=InMemorySaver(),
+                              context_schema=UserContext)
+    agent.invoke({"messages": [("user", "I keep bees")]}, {"configurable": {"thread_id": "k1"}},
+                 context=UserContext(user_id=partition))
+    agent.invoke({"messages": [("user", "What about my bees?")]},
+                 {"configurable": {"thread_id": "k2"}}, context={"user_id": partition})
+    assert model.seen[-1][0].content == f"You are helpful.\n\n{MEMORY_HEADER}\n1. Keeps bees"
+    sent = [(a.json()["operation"], a.json()["partition"]) for a in proxy.posts()]
+    assert sent == [("recall", partition), ("tool", partition), ("recall", partition)]
 
 
 def test_middleware_ingests_each_finished_turn_when_asked(owner: Client, proxied: Client,

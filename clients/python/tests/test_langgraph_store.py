@@ -1,32 +1,29 @@
-"""``SemmemStore`` against a real server: LangGraph's store cases (ported from langgraph's own
-store tests: basic operations, namespaces listed by prefix, suffix, wildcards, depth and page,
-namespace validation, search by query, filter and page, concurrent async batches, TTL), the
-namespace mapping, and a LangGraph agent whose tools use the store."""
+"""``SemmemStore`` against a real server, beyond LangGraph's own cases (test_lg_store_*.py):
+the namespace mapping, the admin token, ``created_at`` kept by an update, LangGraph's filter
+semantics, the native async store, TTL as the fact's expiry, and an agent whose tools use the
+store."""
 
 from __future__ import annotations
 
 import asyncio
-import warnings
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from langchain.agents import create_agent
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from langgraph.config import get_store
-from langgraph.store.base import InvalidNamespaceError, PutOp
+from langgraph.store.base.batch import AsyncBatchedBaseStore
 
-from semmem_client import Client
-from semmem_client.langgraph import SemmemStore, namespace_of, partition_of
+from semmem_client import AsyncClient, Client
+from semmem_client.langgraph import AsyncSemmemStore, SemmemStore, namespace_of, partition_of
 
 from conftest import PATH, serving
 from fakes import ScriptedChatModel, calls
 from tests.support.server import ADMIN_TOKEN, TOKEN, ServerProcess
-
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    from langgraph.prebuilt import create_react_agent
 
 
 @pytest.fixture(scope="module")
@@ -82,133 +79,37 @@ def test_put_get_update_delete(store: SemmemStore) -> None:
     store.delete(ns, "units")  # deleting what is gone is fine
 
 
-def test_list_namespaces_by_prefix_suffix_wildcard_depth_and_page(store: SemmemStore
-                                                                  ) -> None:
-    """The namespace listing, as LangGraph's own store lists it."""
-    namespaces = [("a", "b", "c"), ("a", "b", "d", "e"), ("a", "b", "d", "i"), ("a", "b", "f"),
-                  ("a", "c", "f"), ("b", "a", "f"), ("users", "123"),
-                  ("users", "456", "settings"), ("admin", "users", "789")]
-    store.batch([PutOp(ns, f"id_{i}", {"data": f"value_{i:02d}"})
-                 for i, ns in enumerate(namespaces)])
-    ab = [("a", "b", "c"), ("a", "b", "d", "e"), ("a", "b", "d", "i"), ("a", "b", "f")]
-    assert store.list_namespaces(prefix=("a", "b")) == ab
-    assert store.list_namespaces(suffix=("f",)) == [("a", "b", "f"), ("a", "c", "f"),
-                                                    ("b", "a", "f")]
-    assert store.list_namespaces(prefix=("a",), suffix=("f",)) == [("a", "b", "f"),
-                                                                   ("a", "c", "f")]
-    assert store.list_namespaces(prefix=("a", "b"), max_depth=3) == [
-        ("a", "b", "c"), ("a", "b", "d"), ("a", "b", "f")]
-    assert store.list_namespaces(prefix=("a", "b"), limit=2) == ab[:2]
-    assert store.list_namespaces(prefix=("a", "b"), offset=2) == ab[2:]
-    assert store.list_namespaces(prefix=("a", "*", "f")) == [("a", "b", "f"), ("a", "c", "f")]
-    assert store.list_namespaces(suffix=("*", "f")) == [("a", "b", "f"), ("a", "c", "f"),
-                                                        ("b", "a", "f")]
-    assert store.list_namespaces(prefix=("users", "*")) == [("users", "123"),
-                                                            ("users", "456", "settings")]
-    assert store.list_namespaces(prefix=("*", "users"), suffix=("*", "settings")) == []
-    assert store.list_namespaces(prefix=("nonexistent",)) == []
-    assert store.list_namespaces(prefix=("users", "123")) == [("users", "123")]
-    assert store.list_namespaces(max_depth=2) == sorted(
-        {ns[:2] for ns in namespaces})
-    assert store.list_namespaces() == sorted(namespaces)
+def test_filters_compare_as_langgraph_does(store: SemmemStore) -> None:
+    """Nested objects match by containment; an operator LangGraph does not have is refused
+    (it answered ``[]``: a typo read as "no match")."""
+    store.put(("docs",), "a", {"user": {"name": "ann", "age": 30}, "tags": ["x"]})
+    store.put(("docs",), "b", {"user": {"name": "bob", "age": 40}, "tags": ["y"]})
+    assert [r.key for r in store.search(("docs",), filter={"user": {"name": "ann"}})] == ["a"]
+    assert [r.key for r in store.search(("docs",),
+                                        filter={"user": {"age": {"$gte": 35}}})] == ["b"]
+    with pytest.raises(ValueError, match=r"\$in"):
+        store.search(("docs",), filter={"tags": {"$in": ["x"]}})
 
 
-def test_list_namespaces_empty_and_paged(store: SemmemStore) -> None:
-    """No namespace in an empty store; twenty come five at a time, in order."""
-    assert store.list_namespaces() == []
-    store.batch([PutOp(("namespace", f"sub_{i:02d}"), "k", {"data": i}) for i in range(20)])
-    for offset in (0, 5, 15):
-        assert store.list_namespaces(prefix=("namespace",), limit=5, offset=offset) == [
-            ("namespace", f"sub_{i:02d}") for i in range(offset, offset + 5)]
+def test_async_client_store_is_natively_async(own_server: ServerProcess) -> None:
+    """``SemmemStore(AsyncClient(...))`` (it raised ``TypeError: 'coroutine' object is not
+    iterable``) is an ``AsyncBatchedBaseStore`` whose calls are awaited on the loop: no
+    worker thread is started; a key put twice at once is written once, the last value."""
 
+    async def run() -> None:
+        async with AsyncClient(own_server.url, TOKEN, admin_token=ADMIN_TOKEN,
+                               memory_path=PATH) as client:
+            store = SemmemStore(client)
+            assert isinstance(store, AsyncSemmemStore)
+            assert isinstance(store, AsyncBatchedBaseStore)
+            await asyncio.gather(store.aput(("async",), "k", {"v": 1}),
+                                 store.aput(("async",), "k", {"v": 2}))
+            got = await store.aget(("async",), "k")
+            assert got is not None and got.value == {"v": 2}
+            assert [r.key for r in await store.asearch(("async",), query="v")] == ["k"]
+            assert not [t.name for t in threading.enumerate() if t.name.startswith("asyncio_")]
 
-def test_invalid_namespaces_refused_by_put(store: SemmemStore) -> None:
-    """``put`` refuses what LangGraph refuses; a ``PutOp`` in a batch is the caller's word."""
-    doc = {"foo": "bar"}
-    for ns in [(), ("the", "thing.about"), ("some", "fun", ""), ("langgraph", "foo")]:
-        with pytest.raises(InvalidNamespaceError):
-            store.put(ns, "foo", doc)
-    store.put(("foo", "langgraph", "foo"), "bar", doc)
-    assert store.search(("foo", "langgraph", "foo"))[0].value == doc
-    store.batch([PutOp(("langgraph", "foo"), "bar", doc)])
-    got = store.get(("langgraph", "foo"), "bar")
-    assert got is not None and got.value == doc
-    store.delete(("langgraph", "foo"), "bar")
-    assert store.get(("langgraph", "foo"), "bar") is None
-
-
-def test_search_by_query_filter_and_page(store: SemmemStore) -> None:
-    """Query searches rank with semmem's scores; filters (equality, ``$gt``…) apply with or
-    without a query; an item put with ``index=False`` is not ranked; pages do not overlap;
-    the prefix reaches nested namespaces."""
-    docs = {"doc1": {"text": "red apple", "color": "red", "score": 4.5},
-            "doc2": {"text": "red car", "color": "red", "score": 3.0},
-            "doc3": {"text": "green apple", "color": "green", "score": 4.0},
-            "doc4": {"text": "blue car", "color": "blue", "score": 3.5}}
-    for key, value in docs.items():
-        store.put(("test",), key, value)
-    store.put(("test", "nested"), "doc5", {"text": "yellow apple", "color": "yellow"})
-    store.put(("test",), "doc6", {"text": "red apple pie", "color": "red"}, index=False)
-
-    apples = store.search(("test",), query="apple", filter={"color": "red"})
-    assert [r.key for r in apples][:1] == ["doc1"] and {r.key for r in apples} == {
-        "doc1", "doc2", "doc6"}
-    assert all(r.score is not None for r in apples if r.key != "doc6")
-    assert next(r for r in apples if r.key == "doc6").score is None
-    cars = store.search(("test",), query="car", filter={"color": "red"})
-    assert cars[0].key == "doc2"
-    assert {r.key for r in store.search(("test",), query="anything",
-                                        filter={"score": {"$gt": 3.2}})} == {
-        "doc1", "doc3", "doc4"}
-    assert [r.key for r in store.search(("test",), query="apple",
-                                        filter={"score": {"$gte": 4.0}, "color": "green"})
-            ] == ["doc3"]
-    assert "doc5" in {r.key for r in store.search(("test",), query="apple")}
-    assert [r.key for r in store.search(("test", "nested"))] == ["doc5"]
-    first = store.search(("test",), query="apple", limit=2)
-    second = store.search(("test",), query="apple", limit=2, offset=2)
-    assert len(first) == len(second) == 2 and not {r.key for r in first} & {
-        r.key for r in second}
-    assert len(store.search(("test",), limit=10)) == 6
-    for query in ("", None, "test " * 100, "test!@#$%^&*()"):
-        assert len(store.search(("test", "nested"), query=query)) == 1
-
-
-def test_update_changes_the_ranking(store: SemmemStore) -> None:
-    """An item's new text is what its score reflects."""
-    store.put(("test",), "doc1", {"text": "zany zebra Xerxes"})
-    store.put(("test",), "doc2", {"text": "something about dogs"})
-    store.put(("test",), "doc3", {"text": "text about birds"})
-    before = store.search(("test",), query="Zany Xerxes")
-    assert before[0].key == "doc1" and before[0].score is not None
-    store.put(("test",), "doc1", {"text": "new text about dogs"})
-    after = next(r for r in store.search(("test",), query="Zany Xerxes") if r.key == "doc1")
-    assert (after.score or 0.0) < before[0].score
-    dogs = next(r for r in store.search(("test",), query="new text about dogs")
-                if r.key == "doc1")
-    assert (dogs.score or 0.0) > (after.score or 0.0)
-
-
-def test_concurrent_async_puts_deletes_and_searches(store: SemmemStore) -> None:
-    """Puts, deletes and puts again of the same keys at once, then filtered searches: every
-    key is there once, every result passes its filter."""
-    colors, things = ["red", "blue", "green"], ["apple", "car", "house"]
-    docs = [(f"doc{i}", {"text": f"{colors[i % 3]} {things[i % 3]}", "color": colors[i % 3],
-                         "index": i}) for i in range(9)]
-
-    async def run() -> list[Any]:
-        await asyncio.gather(*(store.aput(("test",), k, v) for k, v in docs))
-        await asyncio.gather(*(store.adelete(("test",), k) for k, _ in docs[:3]))
-        await asyncio.gather(*(store.aput(("test",), k, v) for k, v in docs[:3]))
-        return list(await asyncio.gather(
-            store.asearch(("test",), query="apple", filter={"color": "red"}),
-            store.asearch(("test",), query="house", filter={"index": {"$gt": 4}}),
-            store.asearch(("test",), limit=20)))
-
-    red, late, every = asyncio.run(run())
-    assert red and all(r.value["color"] == "red" for r in red)
-    assert late and all(r.value["index"] > 4 for r in late)
-    assert sorted(r.key for r in every) == sorted(k for k, _ in docs)
+    asyncio.run(run())
 
 
 def test_ttl_is_the_facts_expiry_and_a_read_refreshes_it(store: SemmemStore) -> None:
@@ -224,7 +125,8 @@ def test_ttl_is_the_facts_expiry_and_a_read_refreshes_it(store: SemmemStore) -> 
 
 
 def test_a_langgraph_agent_uses_the_store(store: SemmemStore) -> None:
-    """``create_react_agent(..., store=SemmemStore(...))``: a tool saves a note through
+    """``create_agent(..., store=SemmemStore(...))`` (LangChain 1.x's successor of
+    ``create_react_agent``) with a scripted model: a tool saves a note through
     ``get_store()`` in one thread; in another, a tool finds it by meaning."""
 
     @tool
@@ -243,7 +145,7 @@ def test_a_langgraph_agent_uses_the_store(store: SemmemStore) -> None:
         calls("save_note", {"text": "Is vegetarian"}, "c1"), AIMessage("Saved."),
         calls("find_notes", {"query": "diet"}, "c2"), AIMessage("You are vegetarian."),
     ])
-    agent = create_react_agent(model, [save_note, find_notes], store=store)
+    agent: Any = create_agent(model, [save_note, find_notes], store=store)
     agent.invoke({"messages": [("user", "I am vegetarian")]})
     final = agent.invoke({"messages": [("user", "What is my diet?")]})
     assert final["messages"][-2].content == "Is vegetarian"

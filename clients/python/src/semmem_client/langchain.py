@@ -8,11 +8,17 @@ as LangChain 1.x ``create_agent`` middleware (once per user turn) or as a LangGr
     agent.invoke({"messages": [("user", "hi")]},
                  {"configurable": {"thread_id": "t1", "user_id": "alice"}})
 
-Install with ``pip install 'semmem-client[langchain]'``. With no fixed ``partition`` each call
-takes the user from ``config["configurable"][partition_key]`` (default ``user_id``), its
-partition ``user_partition(user)`` (the one mapping of every adapter: user ``a/b`` is
-partition ``a%2Fb``, as the LangGraph store's namespace ``("a/b",)``), so one agent serves
-every user; each (user, thread) keeps the cursor of its own latest recall.
+Install from a semmem checkout with ``pip install './clients/python[langchain]'``, or build
+the wheel there with ``make client-wheel`` and install it anywhere:
+
+    pip install 'dist/semmem_client-0.1.0-py3-none-any.whl[langchain]'
+
+With no fixed ``partition`` each call takes the user from ``config["configurable"]
+[partition_key]`` (default ``user_id``) or else from LangChain 1.x's runtime context
+(``agent.invoke(..., context={"user_id": "alice"})`` or a ``context_schema`` object with that
+attribute); its partition is ``user_partition(user)`` (the one mapping of every adapter: user
+``a/b`` is partition ``a%2Fb``, as the LangGraph store's namespace ``("a/b",)``), so one agent
+serves every user; each (user, thread) keeps the cursor of its own latest recall.
 ``memory.middleware(ingest=True)`` also ingests each finished turn into the session named by
 the thread id (the user's message and the assistant's answer, stored as pieces).
 """
@@ -20,7 +26,7 @@ the thread id (the user's message and the assistant's answer, stored as pieces).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, NotRequired
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
@@ -29,7 +35,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemM
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.config import get_config
-from langgraph.runtime import Runtime
+from langgraph.runtime import Runtime, get_runtime
 from pydantic import ConfigDict
 
 from semmem_client._async import AsyncClient
@@ -42,6 +48,22 @@ NO_THREAD = "-"
 
 def _configurable(config: RunnableConfig | None) -> dict[str, Any]:
     return dict((config or {}).get("configurable") or {})
+
+
+def _runtime_context() -> Any:
+    """The running graph's ``context`` (``None`` outside a graph run)."""
+    try:
+        runtime = get_runtime()
+    except RuntimeError:  # not inside a runnable
+        return None
+    return getattr(runtime, "context", None)
+
+
+def _context_value(context: Any, name: str) -> Any:
+    """``name`` of a runtime context: a mapping's key or an object's attribute."""
+    if isinstance(context, Mapping):
+        return context.get(name)
+    return getattr(context, name, None)
 
 
 def thread_of(config: RunnableConfig | None) -> str:
@@ -132,14 +154,14 @@ class SemmemMiddleware(AgentMiddleware[SemmemState, Any, Any]):
 
     def before_agent(self, state: SemmemState, runtime: Runtime[Any]) -> dict[str, Any]:
         """Recall for the turn's user message."""
-        key = self.memory.key(get_config())
+        key = self.memory.key(get_config(), runtime.context)
         return {"semmem_memory": self.memory.recall_text(
             key, latest_user_text(state["messages"]))}
 
     async def abefore_agent(self, state: SemmemState, runtime: Runtime[Any]
                             ) -> dict[str, Any]:
         """Recall for the turn's user message (awaited)."""
-        key = self.memory.key(get_config())
+        key = self.memory.key(get_config(), runtime.context)
         return {"semmem_memory": await self.memory.arecall_text(
             key, latest_user_text(state["messages"]))}
 
@@ -169,8 +191,9 @@ class LangChainMemory(Binding):
     """Users' memory for LangChain/LangGraph (see ``Binding`` for the options).
 
     ``partition``: one fixed partition, or ``None`` (default) to read the user per call from
-    ``config["configurable"][partition_key]`` (its partition: ``user_partition``); a call
-    without it is refused (``ValueError``) rather than sharing one memory between users.
+    ``config["configurable"][partition_key]``, else from the run's ``context`` (LangChain 1.x:
+    ``invoke(..., context=…)``, a mapping or an object); its partition: ``user_partition``. A
+    call with neither is refused (``ValueError``) rather than sharing one memory between users.
     """
 
     def __init__(self, client: Client | AsyncClient, partition: str | None = None, *,
@@ -179,15 +202,20 @@ class LangChainMemory(Binding):
         super().__init__(client, partition, max_bytes=max_bytes, tools=tools)
         self.partition_key = partition_key
 
-    def key(self, config: RunnableConfig | None) -> Key:
-        """The (partition, thread) of a call (``ValueError`` for no user or one whose partition
-        is over 1,024 UTF-8 bytes)."""
+    def key(self, config: RunnableConfig | None, context: Any = None) -> Key:
+        """The (partition, thread) of a call (``context``: the run's, else the running
+        graph's; ``ValueError`` for no user or one whose partition is over 1,024 UTF-8
+        bytes)."""
         partition = self.partition
         if partition is None:
             chosen = _configurable(config).get(self.partition_key)
+            if chosen is None:
+                chosen = _context_value(context if context is not None else _runtime_context(),
+                                        self.partition_key)
             if not isinstance(chosen, str) or not chosen:
-                raise ValueError(f"no partition: pass config={{'configurable': "
-                                 f"{{'{self.partition_key}': ...}}}} or a fixed partition")
+                raise ValueError(f"no partition: pass context={{'{self.partition_key}': ...}} "
+                                 f"(or config={{'configurable': {{'{self.partition_key}': "
+                                 f"...}}}}), or a fixed partition")
             partition = user_partition(chosen)  # the one mapping (``_partitions``)
         return partition, thread_of(config)
 

@@ -6,12 +6,17 @@
                   tools=memory.tools())
     await Runner.run(agent, "hi", context=User(user_id="alice"))
 
-Install with ``pip install 'semmem-client[openai-agents]'``. With no fixed ``partition`` each
-call takes the user from the run's context (``RunContextWrapper.context``):
-``partition_of(context)`` when given, else the context itself when it is a string, else its
-``user_id`` (attribute or key); its partition is ``user_partition(user)``, the one mapping of
-every adapter (user ``a/b`` is partition ``a%2Fb``, as the LangGraph store's ``("a/b",)``).
-Each run keeps the cursor of its latest recall, which its tool calls carry. An
+Install from a semmem checkout with ``pip install './clients/python[openai-agents]'``, or
+build the wheel there with ``make client-wheel`` and install it anywhere:
+
+    pip install 'dist/semmem_client-0.1.0-py3-none-any.whl[openai-agents]'
+
+With no fixed ``partition`` each call takes the user from the run's context
+(``RunContextWrapper.context``): ``partition_of(context)`` when given, else the context itself
+when it is a string, else its ``user_id`` (attribute or key); its partition is
+``user_partition(user)``, the one mapping of every adapter (user ``a/b`` is partition
+``a%2Fb``, as the LangGraph store's ``("a/b",)``). Each run keeps the cursor of its latest
+recall, which its tool calls carry. An
 ``AsyncClient`` is awaited on the SDK's loop; a ``Client`` runs in a worker thread.
 
 No ``Session``: the SDK's sessions keep a run's transcript (every message and tool item, in
