@@ -91,3 +91,20 @@ def model_reference(
         made = ", ".join(f"{k} {v}" for k, v in record["made_with"].items())
         typer.echo(f"reference vectors of {record['count']} probes for {record['model_id']} "
                    f"written ({made})")
+
+
+@model_app.command("calibrate")
+def model_calibrate(model: ModelOpt = None) -> None:
+    """Measure the model's cosines on the fixed calibration texts and record its anchors and
+    the ranking thresholds they give in calibration.json beside the manifest."""
+    from semmem.embedding.choice import open_model
+    from semmem.embedding.embedder import embed_queries
+    from semmem.ranking.calibration import measure, record
+
+    with errors():
+        folder = (model or settings().model).resolve()
+        embedder = open_model(folder)
+        entry = measure(folder.parent, folder.name, embedder.model_id, embedder.embed_batch,
+                        lambda texts: embed_queries(embedder, texts))
+        entry = record(folder.parent, folder.name, entry)
+        typer.echo(f"{folder.name}: anchors {entry['anchors']}; thresholds {entry['thresholds']}")
