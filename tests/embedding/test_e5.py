@@ -116,3 +116,27 @@ async def test_a_fact_is_recalled_by_a_question_in_its_language(
         assert (await memory.snapshot("p")).model == e5.model_id  # the store names its model
     finally:
         await memory.close()
+
+
+async def test_a_minilm_store_switches_to_e5_with_reindex(tmp_path: Path, e5: E5Embedder) -> None:
+    from semmem.errors import ModelMismatch
+    from semmem.store import Store
+
+    minilm = open_model(default_model_dir())
+    english = await open_memory(tmp_path / "db", minilm)
+    for text in FACTS:
+        await english.remember("p", text)
+    await english.close()
+    with pytest.raises(ModelMismatch):  # the store names the model that embedded it
+        await open_memory(tmp_path / "db", e5)
+    store = Store(str(tmp_path / "db"), dim=e5.dim, model_id=e5.model_id)
+    await store.open(check_model=False)
+    migrating = Memory(store, CachedEmbedder(e5))
+    assert await migrating.reindex() == len(FACTS)
+    await migrating.close()
+    memory = await open_memory(tmp_path / "db", CachedEmbedder(e5))  # now accepted
+    try:
+        recalled = await memory.recall("p", "我女儿什么时候上钢琴课？", 200)
+        assert recalled.scored[0].item.n == 1
+    finally:
+        await memory.close()
