@@ -140,3 +140,21 @@ async def test_a_minilm_store_switches_to_e5_with_reindex(tmp_path: Path, e5: E5
         assert recalled.scored[0].item.n == 1
     finally:
         await memory.close()
+
+
+def test_the_recorded_calibration_is_what_both_models_measure(e5: E5Embedder) -> None:
+    from semmem.ranking.calibration import CALIBRATION_NAME, measure
+
+    root = E5_DIR.parent
+    recorded = json.loads((root / CALIBRATION_NAME).read_text())
+    minilm = open_model(default_model_dir())
+    for model in (minilm, e5):
+        name = model.model_id.split("@")[0]
+        entry = measure(root, name, model.model_id, model.embed_batch,
+                        lambda texts, m=model: embed_queries(m, texts))
+        assert entry["model_id"] == recorded[name]["model_id"]
+        assert entry["texts_sha256"] == recorded[name]["texts_sha256"]
+        for side in ("query", "stored"):
+            for anchor in ("unrelated", "related"):
+                assert entry["anchors"][side][anchor] == pytest.approx(
+                    recorded[name]["anchors"][side][anchor], abs=2e-4)
