@@ -1,6 +1,9 @@
 # semmem: the HTTP memory provider with its bundled model, runnable with no network at all.
 #
 #   docker build -t semmem .
+#   docker build -t semmem --build-arg MODELS="all-MiniLM-L6-v2 multilingual-e5-small" .
+#       (both models; run the multilingual one with -e SEMMEM_MODEL=/opt/semmem/models/
+#        multilingual-e5-small: +158 MB of image, see docs/docker.md)
 #   docker run -d --name semmem -p 127.0.0.1:8080:8080 -v semmem-data:/data \
 #       -e SEMMEM_TOKENS=change-me semmem
 #
@@ -10,6 +13,8 @@
 # runs on ONNX Runtime. See docs/docker.md.
 
 ARG PYTHON_IMAGE=python:3.11-slim
+# The bundled models in the image (MiniLM, the default, must stay among them).
+ARG MODELS=all-MiniLM-L6-v2
 
 # ---------------------------------------------------------------------------------------------
 FROM ${PYTHON_IMAGE} AS build
@@ -37,16 +42,22 @@ RUN pip install --no-deps . \
 # manifest, which must sit beside the model folder; then its ONNX file is built from those
 # weights and installed only if its vectors match the committed reference vectors on the probe
 # set (onnx-probe.json records it, and every start checks the record).
-COPY models/manifest.json models/probe-reference.json /opt/semmem/models/
-RUN semmem model fetch --model /opt/semmem/models/all-MiniLM-L6-v2 \
- && semmem model verify --model /opt/semmem/models/all-MiniLM-L6-v2
+# calibration.json carries ranking's cosine thresholds to each model's scale.
+ARG MODELS
+COPY models/manifest.json models/probe-reference.json models/probe-reference-e5.json \
+     models/calibration.json /opt/semmem/models/
+RUN for m in $MODELS; do \
+        semmem model fetch --model /opt/semmem/models/$m \
+     && semmem model verify --model /opt/semmem/models/$m || exit 1; \
+    done
 
 # What only set-up needs stays in this stage: the weights (serving reads the ONNX file, which
 # its record vouches for), and onnx, safetensors and ml_dtypes (which build that file).
+# (e5 keeps its 4-bit weights file: serving reads its vocabulary and word table from it.)
 RUN rm -f /opt/semmem/models/all-MiniLM-L6-v2/model.safetensors \
-       /opt/semmem/models/all-MiniLM-L6-v2/.verified \
+       /opt/semmem/models/*/.verified \
  && pip uninstall --yes onnx safetensors ml_dtypes \
- && semmem model verify --model /opt/semmem/models/all-MiniLM-L6-v2
+ && for m in $MODELS; do semmem model verify --model /opt/semmem/models/$m || exit 1; done
 
 # ---------------------------------------------------------------------------------------------
 FROM ${PYTHON_IMAGE} AS runtime

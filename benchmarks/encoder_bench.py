@@ -1,6 +1,9 @@
-"""The two encoders of the bundled model, side by side in one process: torch vs ONNX Runtime.
+"""The two encoders of the bundled model, side by side in one process: torch vs ONNX Runtime;
+with ``--e5``, the multilingual model on ONNX Runtime (and ``--engine``: its C engine) too.
 
     .venv/bin/python benchmarks/encoder_bench.py --rounds 5
+    .venv/bin/python benchmarks/encoder_bench.py --torch-threads '' --onnx-threads 1 --e5 \
+        --engine --clients 1,8 --rounds 5          # MiniLM vs e5 (vs e5.c), one thread each
     .venv/bin/python benchmarks/encoder_bench.py --torch-threads '' --onnx-threads 1 \
         --file old=/path/to/other/model.onnx     # the installed ONNX file against another one
 
@@ -9,7 +12,8 @@ interleaved round by round (the machine is shared: quote the ratios). Every mode
 one dedicated thread, as the core runs it (``Memory.model_executor``), and every text is
 distinct. Measured:
 
-- **query**: one text per call (what a recall embeds), p50 over the rounds;
+- **query**: one text per call (what a recall embeds; e5 with its ``query: `` side), p50 over
+  the rounds;
 - **batch**: 64 documents per call (what import and reindex do), texts/s;
 - **clients**: 1, 8 and 32 concurrent clients each embedding single queries through
   ``Memory``'s batcher (texts arriving while the model is busy go together in the next call),
@@ -35,10 +39,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.factgen import facts
 from benchmarks.recall_bench import pct, queries
-from semmem.embedding.embedder import Embedder
-from semmem.embedding.files import check_onnx, default_model_dir, verify
+from semmem.embedding.embedder import Embedder, embed_queries
+from semmem.embedding.files import check_onnx, default_model_dir, load_spec, verify
 from semmem.embedding.onnx import OnnxEmbedder
 from semmem.embedding.reference import SentenceTransformerEmbedder
+from semmem.items import Vectors
 from semmem.memory import Memory
 from semmem.store import Store
 from semmem.wiring import limit_blas_threads
@@ -57,13 +62,46 @@ class Config:
     def add(self, key: str, value: float) -> None:
         self.figures.setdefault(key, []).append(value)
 
-    def call(self, texts: list[str]) -> float:
-        """Seconds one ``embed_batch`` takes on this configuration's model thread."""
+    def call(self, texts: list[str], query: bool = False) -> float:
+        """Seconds one ``embed_batch`` (``query``: one query embedding) takes on this
+        configuration's model thread."""
         def timed() -> float:
             t0 = time.perf_counter()
-            self.model.embed_batch(texts)
+            if query:
+                embed_queries(self.model, texts)
+            else:
+                self.model.embed_batch(texts)
             return time.perf_counter() - t0
         return self.executor.submit(timed).result()
+
+
+class _Engine:
+    """e5's own C engine (compiled here, one thread) as an embedder, for the side by side."""
+
+    def __init__(self, folder: Path) -> None:
+        from semmem.embedding.engine import CEngine
+
+        self._engine = CEngine(folder, load_spec(folder).weights)
+        self.model_id, self.dim = "e5.c", self._engine.dim
+
+    def embed_batch(self, texts: list[str]) -> Vectors:
+        return self._engine.embed(texts, query=False)
+
+    def embed_queries(self, texts: list[str]) -> Vectors:
+        return self._engine.embed(texts, query=True)
+
+
+def e5_configs(folder: Path, onnx_threads: list[int | None], engine: bool) -> list[Config]:
+    """The multilingual model on ONNX Runtime at each thread count, and its C engine."""
+    from semmem.embedding.e5 import E5Embedder
+
+    spec = verify(folder)
+    out = [Config(f"e5 t{t}" if t else "e5 default", E5Embedder(spec, check_onnx(spec),
+                                                                threads=t), lambda: None)
+           for t in onnx_threads]
+    if engine:
+        out.append(Config("e5.c t1", _Engine(folder), lambda: None))  # type: ignore[arg-type]
+    return out
 
 
 def configs(torch_threads: list[int], onnx_threads: list[int | None],
@@ -98,9 +136,9 @@ async def clients_round(config: Config, memory: Memory, clients: int, texts: lis
             text = pending.pop()
             t0 = time.perf_counter()
             if two_threads is None:
-                await memory.model.embed([text])
+                await memory.model.embed([text], query=True)
             else:
-                await loop.run_in_executor(two_threads, config.model.embed_batch, [text])
+                await loop.run_in_executor(two_threads, embed_queries, config.model, [text])
             lat.append((time.perf_counter() - t0) * 1000)
 
     t0 = time.perf_counter()
@@ -114,6 +152,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     all_configs = configs([int(t) for t in args.torch_threads.split(",") if t],
                           [None if t == "default" else int(t)
                            for t in args.onnx_threads.split(",")], files)
+    if args.e5:
+        all_configs += e5_configs(args.e5, [None if t == "default" else int(t)
+                                            for t in args.onnx_threads.split(",")], args.engine)
     docs = facts(64 * args.rounds * len(all_configs) + 64, seed=5)
     offset = 0
     levels = [int(c) for c in args.clients.split(",")]
@@ -126,12 +167,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         for c in all_configs:  # warm up
             c.before()
             c.call(docs[:64])
-            c.call(["warm up"])
+            c.call(["warm up"], query=True)
         for r in range(args.rounds):
             for c in all_configs:
                 c.before()
                 for q in queries(args.queries, offset=offset):
-                    c.add("query", c.call([q]) * 1000)
+                    c.add("query", c.call([q], query=True) * 1000)
                 offset += args.queries
                 batch = docs[64 * (r * len(all_configs) + all_configs.index(c)):][:64]
                 c.add("batch", 64 / c.call(batch))
@@ -172,6 +213,10 @@ def main() -> None:
     parser.add_argument("--file", action="append", default=[], metavar="LABEL=PATH",
                         help="also run this ONNX file of the same model (repeatable)")
     parser.add_argument("--import-facts", type=int, default=0)
+    parser.add_argument("--e5", type=Path, nargs="?", const=default_model_dir().parent
+                        / "multilingual-e5-small", default=None,
+                        help="also the multilingual model (this folder) at the ONNX threads")
+    parser.add_argument("--engine", action="store_true", help="and e5's C engine (with --e5)")
     args = parser.parse_args()
     result = asyncio.run(run(args))
     print(json.dumps(result), file=sys.stderr)

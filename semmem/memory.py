@@ -266,7 +266,7 @@ class Memory(Writes, Owners, Filtered):
             return await self.filtered_recall(partition, text, max_bytes, filter)
         blank = text is None or not text.strip()
         # The query embedding (the bulk of a recall) runs while the view is read.
-        embedding = None if blank else asyncio.ensure_future(self._embed(text or ""))
+        embedding = None if blank else asyncio.ensure_future(self._embed_query(text or ""))
         try:  # ranked on the snapshot as it is, the expired (``hidden``) left out after; an
             # indexed view's candidates come through the filter (its count is not needed here)
             view = await self._read_view(partition)
@@ -308,18 +308,23 @@ class Memory(Writes, Owners, Filtered):
         view, hidden = await self.retention.split(await self._read_view(partition))
         if view.count == len(hidden):
             return {"items": [], "count": 0}
-        qvec = await self._embed(query)
+        qvec = await self._embed_query(query)
         found = await self.retention.nearest(view, qvec, max(limit, self.index_candidates),
                                              RECALL_COLUMNS)
         return {"items": results.search_entries(self.ranker, found, qvec, query, limit, hidden),
                 "count": view.count - len(hidden)}
 
-    async def _embed(self, text: str) -> np.ndarray:
-        """A text's vector (the ``embed`` span of a request)."""
+    async def _embed(self, text: str, query: bool = False) -> np.ndarray:
+        """A text's vector (the ``embed`` span of a request): as stored, or as searched with
+        (``query``: a model with query prefixes embeds the two sides differently)."""
         with tracing.span("semmem.embed") as span:
             span.set("gen_ai.request.model", self.model.embedder.model_id)
-            vector: np.ndarray = (await self.model.embed([text]))[0]
+            vector: np.ndarray = (await self.model.embed([text], query=query))[0]
             return vector
+
+    async def _embed_query(self, text: str) -> np.ndarray:
+        """A recall's or search's text as the model embeds what is searched with."""
+        return await self._embed(text, query=True)
 
     async def _read_view(self, partition: str) -> ReadView:
         """The partition's read view (the ``view read`` span of a read)."""
@@ -334,7 +339,7 @@ class Memory(Writes, Owners, Filtered):
         near-duplicates left out: the order recall packs from (for evaluation)."""
         await self.retention.refresh()
         snap = await self.store.snapshot(partition)
-        qvec = (await self.model.embed([text]))[0]
+        qvec = (await self.model.embed([text], query=True))[0]
         return results.ranked(self.ranker, snap, qvec, text, await self.retention.hidden(snap))
 
     async def read_view(self, partition: str) -> ReadView:

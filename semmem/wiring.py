@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from datetime import timedelta
 from typing import TYPE_CHECKING, Protocol
@@ -11,6 +12,7 @@ from semmem.embedding.embedder import CachedEmbedder, Embedder
 from semmem.lifecycle.retention import Retention
 from semmem.lifecycle.sweep import sweep
 from semmem.memory import Memory
+from semmem.ranking.calibration import calibrated, load_calibration
 from semmem.ranking.ranker import Ranker, RankingConfig
 from semmem.scheduling.schedule import Maintenance
 from semmem.settings import Settings
@@ -50,10 +52,21 @@ def load_embedder(settings: Settings) -> Embedder:
 
 
 def load_ranking(settings: Settings) -> RankingConfig:
-    """The ranking file if one is configured, else ``SEMMEM_RANKING_*`` and defaults."""
-    if settings.ranking is not None:
-        return RankingConfig.from_file(settings.ranking)
-    return RankingConfig()
+    """The ranking file if one is configured, else ``SEMMEM_RANKING_*`` and defaults; the
+    cosine thresholds left at their defaults carried over to the model's scale."""
+    if settings.ranking is None:
+        return calibrated(RankingConfig(), load_calibration(settings.model))
+    # a file's knobs are all explicit (from_file passes every one): those it names stay
+    named = json.loads(settings.ranking.read_text())
+    return calibrated(RankingConfig.from_file(settings.ranking),
+                      load_calibration(settings.model), explicit=set(named))
+
+
+def similar_threshold(settings: Settings) -> float:
+    """The write hints' threshold: as set, else the default on the model's scale."""
+    if "similar_threshold" in settings.model_fields_set:
+        return settings.similar_threshold
+    return load_calibration(settings.model).similar_threshold(settings.similar_threshold)
 
 
 def make_store(settings: Settings, embedder: ModelIdentity) -> Store:
@@ -96,7 +109,7 @@ async def open_memory(
         store, embedder, Ranker(load_ranking(settings)),
         idempotency_ttl_ms=settings.idempotency_ttl_s * 1000,
         index_candidates=settings.index_candidates, observer=observer,
-        similar_threshold=settings.similar_threshold,
+        similar_threshold=similar_threshold(settings),
         retention=Retention(store, settings.retention_ms),
     )
     if observer is not None:

@@ -59,11 +59,12 @@ def model_verify(
 def _probe_again(folder: Path, onnx: Path) -> None:
     """Re-run the probe against the reference vectors and, where installed, torch."""
     from semmem.embedding.export import probe as run_probe
-    from semmem.embedding.files import PROBE_MIN_COSINE, torch_installed
+    from semmem.embedding.files import load_spec, torch_installed
 
+    spec = load_spec(folder)
     lowest = run_probe(folder, onnx)["min_cosine"]
     typer.echo(f"probe again: lowest cosine to the reference vectors {lowest:.9f}")
-    if torch_installed():
+    if torch_installed() and spec.format != "e5-q4":
         from semmem.embedding.reference import SentenceTransformerEmbedder
 
         torch = run_probe(folder, onnx, SentenceTransformerEmbedder(folder, threads=1))
@@ -71,7 +72,7 @@ def _probe_again(folder: Path, onnx: Path) -> None:
         typer.echo(f"probe again: lowest cosine to torch {torch['min_cosine']:.9f}")
     else:
         typer.echo("probe against torch skipped: it needs pip install 'semmem[reference]'")
-    if lowest < PROBE_MIN_COSINE:
+    if lowest < spec.min_cosine:
         raise typer.Exit(1)
 
 
@@ -81,11 +82,29 @@ def model_reference(
     out: Annotated[Path | None, typer.Option(
         help="write here instead of probe-reference.json beside the manifest")] = None,
 ) -> None:
-    """Write the probe texts' reference vectors with torch (needs semmem[reference])."""
+    """Write the probe texts' reference vectors: with torch (needs semmem[reference]), or
+    for e5 with its own C engine (needs cc)."""
     from semmem.embedding.export import write_reference
 
     with errors():
         record = write_reference(model or settings().model, out)
+        made = ", ".join(f"{k} {v}" for k, v in record["made_with"].items())
         typer.echo(f"reference vectors of {record['count']} probes for {record['model_id']} "
-                   f"written (sentence-transformers {record['made_with']['sentence-transformers']}"
-                   f", torch {record['made_with']['torch']})")
+                   f"written ({made})")
+
+
+@model_app.command("calibrate")
+def model_calibrate(model: ModelOpt = None) -> None:
+    """Measure the model's cosines on the fixed calibration texts and record its anchors and
+    the ranking thresholds they give in calibration.json beside the manifest."""
+    from semmem.embedding.choice import open_model
+    from semmem.embedding.embedder import embed_queries
+    from semmem.ranking.calibration import measure, record
+
+    with errors():
+        folder = (model or settings().model).resolve()
+        embedder = open_model(folder)
+        entry = measure(folder.parent, folder.name, embedder.model_id, embedder.embed_batch,
+                        lambda texts: embed_queries(embedder, texts))
+        entry = record(folder.parent, folder.name, entry)
+        typer.echo(f"{folder.name}: anchors {entry['anchors']}; thresholds {entry['thresholds']}")

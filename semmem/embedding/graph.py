@@ -29,6 +29,7 @@ from safetensors.numpy import load_file
 
 OPSET = 17  # the first with LayerNormalization; ONNX Runtime's CPU kernels all cover it
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+EMBEDS = "inputs_embeds"
 OUTPUT = "embedding"
 # What a masked (padding) key adds to the attention scores, as transformers does.
 MASK_BIAS = float(np.finfo(np.float32).min)
@@ -81,10 +82,26 @@ def build_graph(model_dir: Path) -> onnx.ModelProto:
     w = load_file(str(model_dir / "model.safetensors"))
     if any(k.startswith("bert.") for k in w):
         w = {k.removeprefix("bert."): v for k, v in w.items()}
+    return build_bert(w, config, "all-MiniLM-L6-v2")
+
+
+def build_bert(w: dict[str, npt.NDArray[np.float32]], config: dict[str, Any], name: str, *,
+               word_input: bool = False) -> onnx.ModelProto:
+    """BERT + mean pooling from weights under Hugging Face's names, as an opset-17 model.
+
+    ``word_input``: the graph takes the word embeddings already looked up (``inputs_embeds``,
+    float32 ``[batch, tokens, hidden]``, with ``attention_mask``) in place of ``input_ids``
+    and ``token_type_ids``, every token of type 0: a 250k-row word table then stays out of the
+    file (the e5 encoder gathers its rows from the 4-bit weights in numpy).
+    """
     hidden, heads = int(config["hidden_size"]), int(config["num_attention_heads"])
     head_size, eps = hidden // heads, float(config["layer_norm_eps"])
     g = _Builder()
     ids, mask, types = INPUTS
+    inputs: list[tuple[str, int, list[str | int]]] = [
+        (EMBEDS, TensorProto.FLOAT, ["batch", "tokens", hidden]),
+        (mask, TensorProto.INT64, ["batch", "tokens"])] if word_input else \
+        [(n, TensorProto.INT64, ["batch", "tokens"]) for n in INPUTS]
 
     def linear(x: str, prefix: str) -> str:  # x @ W.T + b, W stored transposed for MatMul
         weight = g.const(f"{prefix}.weight_t", w[f"{prefix}.weight"].T)
@@ -98,7 +115,7 @@ def build_graph(model_dir: Path) -> onnx.ModelProto:
     # Embeddings: word + token type + position (positions 0..tokens-1, sliced from a table).
     axes0, axes1, zero, one = (g.const(n, [v], np.int64)
                                for n, v in (("axes_0", 0), ("axes_1", 1), ("zero", 0), ("one", 1)))
-    tokens = g.op("Unsqueeze", g.op("Gather", g.op("Shape", ids),
+    tokens = g.op("Unsqueeze", g.op("Gather", g.op("Shape", EMBEDS if word_input else ids),
                                     g.const("index_1", 1, np.int64), axis=0), axes0)
     table = np.arange(int(config["max_position_embeddings"]), dtype=np.int64)[None, :]
     positions = g.op("Slice", g.const("position_ids", table, np.int64), zero, tokens, axes1, one)
@@ -107,8 +124,15 @@ def build_graph(model_dir: Path) -> onnx.ModelProto:
         weight = f"embeddings.{table}_embeddings.weight"
         return g.op("Gather", g.const(weight, w[weight]), indices)
 
-    summed = g.op("Add", lookup("word", ids), lookup("token_type", types))
-    x = layer_norm(g.op("Add", summed, lookup("position", positions)), "embeddings.LayerNorm")
+    if word_input:  # word + (position + type 0), the sum in e5.c's order
+        table_w = (w["embeddings.position_embeddings.weight"]
+                   + w["embeddings.token_type_embeddings.weight"][0])
+        placed = g.op("Gather", g.const("position_type", table_w), positions)
+        x = layer_norm(g.op("Add", EMBEDS, placed), "embeddings.LayerNorm")
+    else:
+        summed = g.op("Add", lookup("word", ids), lookup("token_type", types))
+        x = layer_norm(g.op("Add", summed, lookup("position", positions)),
+                       "embeddings.LayerNorm")
 
     # The attention mask as an additive bias on the scores: 0 for tokens, MASK_BIAS for padding,
     # shape [batch, 1, 1, tokens].
@@ -147,8 +171,8 @@ def build_graph(model_dir: Path) -> onnx.ModelProto:
     g.nodes.append(helper.make_node("Div", [total, count], [OUTPUT], name="mean_pooling"))
 
     graph = helper.make_graph(
-        g.nodes, "all-MiniLM-L6-v2",
-        [helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", "tokens"]) for n in INPUTS],
+        g.nodes, name,
+        [helper.make_tensor_value_info(n, t, shape) for n, t, shape in inputs],
         [helper.make_tensor_value_info(OUTPUT, TensorProto.FLOAT, ["batch", hidden])],
         g.initializers,
     )

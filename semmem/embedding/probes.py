@@ -59,6 +59,30 @@ PROBES: tuple[str, ...] = (
     "a " * 600,
 )
 
+# The multilingual model's probes add the scripts and languages it is chosen for: Arabic
+# (right to left), Chinese, German compounds, Hindi, Korean, Thai, Greek, Hebrew, mixed
+# scripts, and a Chinese text past e5's 512 positions (the windowed path).
+MULTILINGUAL: tuple[str, ...] = (
+    "我昨天在北京吃了烤鸭，味道非常好。",
+    "我的女儿下个月要去上海参加钢琴比赛。",
+    "أحب القهوة العربية في الصباح مع قليل من الهيل.",
+    "موعد طبيب الأسنان يوم الثلاثاء الساعة العاشرة.",
+    "Ich wohne seit 2019 in München und fahre gern Fahrrad.",
+    "Die Donaudampfschifffahrtsgesellschaftskapitänsmütze liegt im Flur.",
+    "मुझे सुबह चाय पीना पसंद है।",
+    "다음 주 금요일에 부산으로 출장을 갑니다.",
+    "ฉันชอบกินข้าวเหนียวมะม่วง",
+    "Το αγαπημένο μου νησί είναι η Νάξος.",
+    "אני גר בתל אביב ליד הים.",
+    "Meeting 明天 at 9:00 — bring the 報告 📄 please",
+    "我每天早上六点起床，先跑步三十分钟，然后吃早饭。" * 30,
+)
+
+
+def probes_for(spec: ModelSpec) -> tuple[str, ...]:
+    """The probe set of a model: the multilingual one adds :data:`MULTILINGUAL`."""
+    return PROBES + MULTILINGUAL if spec.format == "e5-q4" else PROBES
+
 
 def texts_sha256(texts: list[str] | tuple[str, ...]) -> str:
     """The hash of a probe set, as the probe record and the reference file carry it."""
@@ -67,7 +91,7 @@ def texts_sha256(texts: list[str] | tuple[str, ...]) -> str:
 
 def reference_path(spec: ModelSpec) -> Path:
     """Where the model's reference vectors live: beside the manifest."""
-    return spec.folder.parent / REFERENCE_NAME
+    return spec.folder.parent / spec.reference
 
 
 def cosines(a: Vectors, b: Vectors) -> list[float]:
@@ -75,28 +99,40 @@ def cosines(a: Vectors, b: Vectors) -> list[float]:
     return [float(x) for x in np.einsum("ij,ij->i", a.astype(np.float64), b.astype(np.float64))]
 
 
-def reference_record(spec: ModelSpec, vectors: Vectors,
-                     made_with: dict[str, str]) -> dict[str, Any]:
-    """The reference file's content for ``vectors`` (one row per probe, in order)."""
+def _rows(vectors: Vectors) -> list[str]:
+    # one line a text: a changed vector is a changed line in a diff
     rows = np.ascontiguousarray(vectors, dtype="<f4")
-    return {
+    return [base64.b64encode(row.tobytes()).decode() for row in rows]
+
+
+def reference_record(spec: ModelSpec, vectors: Vectors, made_with: dict[str, str], *,
+                     how: str = "SentenceTransformerEmbedder(threads=1).embed_batch([text]) "
+                                "for each text",
+                     queries: Vectors | None = None) -> dict[str, Any]:
+    """The reference file's content for ``vectors`` (one row per probe, in order), and for a
+    model with query prefixes the ``queries`` vectors too (then ``vectors`` are passages')."""
+    texts = probes_for(spec)
+    record = {
         "format": FORMAT,
         "model_id": spec.model_id,
-        "weights_sha256": spec.files.get("model.safetensors"),
+        "weights_sha256": spec.files.get(spec.weights),
         "made_with": made_with,
-        "how": "SentenceTransformerEmbedder(threads=1).embed_batch([text]) for each text",
-        "count": int(rows.shape[0]),
-        "dim": int(rows.shape[1]),
+        "how": how,
+        "count": int(vectors.shape[0]),
+        "dim": int(vectors.shape[1]),
         "encoding": "per text, base64 of dim little-endian float32; rows L2-normalised",
-        "texts_sha256": texts_sha256(PROBES),
-        "texts": list(PROBES),
-        # one line a text: a changed vector is a changed line in a diff
-        "vectors": [base64.b64encode(row.tobytes()).decode() for row in rows],
+        "texts_sha256": texts_sha256(texts),
+        "texts": list(texts),
+        "vectors": _rows(vectors),
     }
+    if queries is not None:
+        record["query_vectors"] = _rows(queries)
+    return record
 
 
-def load_reference(spec: ModelSpec) -> Vectors:
-    """The reference vectors of :data:`PROBES` for the model of ``spec``.
+def load_reference(spec: ModelSpec, key: str = "vectors") -> Vectors:
+    """The reference vectors of the model's probes (``key``: ``query_vectors`` for the
+    query side of a model with prefixes) for the model of ``spec``.
 
     Raises:
         ModelError: no reference file, or one for another model or another probe set.
@@ -106,14 +142,15 @@ def load_reference(spec: ModelSpec) -> Vectors:
         raise ModelError(f"no probe reference vectors at {path}: it comes with the manifest")
     try:
         record = json.loads(path.read_text())
-        ok = record["format"] == FORMAT and record["texts_sha256"] == texts_sha256(PROBES)
+        texts = probes_for(spec)
+        ok = record["format"] == FORMAT and record["texts_sha256"] == texts_sha256(texts)
         vectors = np.vstack([np.frombuffer(base64.b64decode(row), dtype="<f4")
-                             for row in record["vectors"]]).astype(np.float32)
+                             for row in record[key]]).astype(np.float32)
         model_id = record["model_id"]
     except (ValueError, KeyError, TypeError) as exc:
         raise ModelError(f"{path} is unreadable") from exc
     if model_id != spec.model_id:
         raise ModelError(f"{path} is for model {model_id}, not {spec.model_id}")
-    if not ok or vectors.shape[0] != len(PROBES):
+    if not ok or vectors.shape[0] != len(texts):
         raise ModelError(f"{path} is for another probe set; run `semmem model reference`")
     return vectors

@@ -4,11 +4,13 @@ arrive while the model is busy go together in its next call."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from semmem.embedding.embedder import Embedder
+from semmem.embedding.embedder import Embedder, embed_queries, queries_differ
+from semmem.items import Vectors
 
 
 class ModelQueue:
@@ -23,18 +25,31 @@ class ModelQueue:
         self.embedder = embedder
         self.executor = executor or ThreadPoolExecutor(1, thread_name_prefix="semmem-model")
         self._batcher = _Batcher(embedder, self.executor)
+        # a model whose two sides differ (e5's prefixes) coalesces queries apart from writes
+        self._queries = _Batcher(embedder, self.executor, query=True) \
+            if queries_differ(embedder) else self._batcher
 
-    async def embed(self, texts: list[str]) -> np.ndarray:
-        """Vectors of ``texts`` (one row each); a single text may share a call with others."""
+    async def embed(self, texts: list[str], *, query: bool = False) -> np.ndarray:
+        """Vectors of ``texts`` (one row each), as stored or (``query``) as searched with; a
+        single text may share a call with others."""
         if len(texts) == 1:
-            return (await self._batcher.embed(texts[0])).reshape(1, -1)
+            batcher = self._queries if query else self._batcher
+            return (await batcher.embed(texts[0])).reshape(1, -1)
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.executor, self.embedder.embed_batch, texts)
+        return await loop.run_in_executor(self.executor, _side(self.embedder, query), texts)
 
     @property
     def calls(self) -> int:
         """Model calls made for single texts (for tests and metrics)."""
-        return self._batcher.calls
+        extra = self._queries.calls if self._queries is not self._batcher else 0
+        return self._batcher.calls + extra
+
+
+def _side(embedder: Embedder, query: bool) -> Callable[[list[str]], Vectors]:
+    """The embedder's call for stored texts, or for texts searched with."""
+    if query:
+        return lambda texts: embed_queries(embedder, texts)
+    return embedder.embed_batch
 
 
 class _Batcher:
@@ -47,8 +62,9 @@ class _Batcher:
     """
 
     def __init__(self, embedder: Embedder, executor: ThreadPoolExecutor,
-                 max_batch: int = 32) -> None:
+                 max_batch: int = 32, *, query: bool = False) -> None:
         self.embedder = embedder
+        self._embed = _side(embedder, query)
         self.executor = executor
         self.max_batch = max_batch
         self._pending: list[tuple[str, asyncio.Future[np.ndarray]]] = []
@@ -63,7 +79,7 @@ class _Batcher:
         if self._draining and self._loop is not loop:
             if self._loop is not None and not self._loop.is_closed():
                 # Another event loop is draining (a core shared across threads): embed alone.
-                vectors = await loop.run_in_executor(self.executor, self.embedder.embed_batch,
+                vectors = await loop.run_in_executor(self.executor, self._embed,
                                                      [text])
                 alone: np.ndarray = vectors[0]
                 return alone
@@ -84,7 +100,7 @@ class _Batcher:
                 self.calls += 1
                 try:
                     vectors = await asyncio.get_running_loop().run_in_executor(
-                        self.executor, self.embedder.embed_batch, texts)
+                        self.executor, self._embed, texts)
                 except Exception as exc:
                     for _, future in batch:
                         if not future.done():

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from semmem.embedding.embedder import Embedder
+from semmem.embedding.embedder import Embedder, embed_queries
 from semmem.items import Vectors
 
 CACHE_ENV = "SEMMEM_EVAL_CACHE"
@@ -36,9 +36,10 @@ class DiskCachedEmbedder:
 
     def __init__(
         self, model_id: str, load: Callable[[], Embedder], cache_dir: Path | None = None,
-        variant: str = "",
+        variant: str = "", queries_differ: bool = False,
     ) -> None:
         self.model_id = model_id
+        self.queries_differ = queries_differ
         self._load = load
         self._inner: Embedder | None = None
         slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model_id + variant)
@@ -63,11 +64,20 @@ class DiskCachedEmbedder:
 
     def embed_batch(self, texts: list[str]) -> Vectors:
         """Vectors of ``texts``; texts not cached yet are embedded in one batch and saved."""
-        keys = [_key(t) for t in texts]
+        return self._embed(texts, False)
+
+    def embed_queries(self, texts: list[str]) -> Vectors:
+        """Vectors of texts searched with (cached apart where the model's sides differ)."""
+        return self._embed(texts, self.queries_differ)
+
+    def _embed(self, texts: list[str], query: bool) -> Vectors:
+        keys = [_key("query: " + t) if query else _key(t) for t in texts]
         missing = sorted({k: t for k, t in zip(keys, texts, strict=True)
                           if k not in self._vectors}.items())
         if missing:
-            fresh = self._model().embed_batch([t for _, t in missing])
+            model = self._model()
+            embed = (lambda batch: embed_queries(model, batch)) if query else model.embed_batch
+            fresh = embed([t for _, t in missing])
             for (k, _), vec in zip(missing, fresh, strict=True):
                 self._vectors[k] = np.asarray(vec, dtype=np.float32)
             self.misses += len(missing)
@@ -101,4 +111,5 @@ def model_embedder(
     return DiskCachedEmbedder(
         spec.model_id, lambda: open_model(folder, name), cache_dir,
         variant="" if name == "torch" else f"+{name}",
+        queries_differ=spec.format == "e5-q4",
     )

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from semmem.contract import MAX_SOURCES
-from semmem.embedding.embedder import Embedder
+from semmem.embedding.embedder import Embedder, embed_queries, queries_differ
 from semmem.evaluation.dataset import LabelledSet, Query
 from semmem.items import Item, Vectors, clean_text, dedupe_key
 from semmem.memory import Memory
@@ -84,6 +84,21 @@ class Outcome:
     expected: Mapping[int, float] = field(default_factory=dict)
 
 
+def _embed_sides(embedder: Embedder, texts: list[str], asked: np.ndarray) -> np.ndarray:
+    """Facts as stored and queries as searched with (one call each side), in ``texts``' order."""
+    if not texts:
+        return np.zeros((0, 1), np.float32)
+    if not queries_differ(embedder):
+        return embedder.embed_batch(texts)
+    out = np.zeros((len(texts), embedder.dim), np.float32)
+    for side in (False, True):
+        rows = np.flatnonzero(asked == side)
+        batch = [texts[i] for i in rows]
+        if rows.size:
+            out[rows] = embed_queries(embedder, batch) if side else embedder.embed_batch(batch)
+    return out
+
+
 def prepare(
     labelled: LabelledSet, embedder: Embedder, probes: Sequence[str] = ()
 ) -> list[PreparedPartition]:
@@ -95,10 +110,12 @@ def prepare(
     extra = [Query(f"probe/{i}", text, frozenset(), "off-topic") for i, text in
              enumerate(probes, 1)]
     texts: list[str] = []
+    asked: list[bool] = []  # a query (embedded as searched with) or a fact
     for part in labelled.partitions:
         texts.extend(clean_text(f.text) for f in part.facts)
         texts.extend(q.text for q in [*part.queries, *extra])
-    vectors = embedder.embed_batch(texts) if texts else np.zeros((0, 1), np.float32)
+        asked.extend([False] * len(part.facts) + [True] * (len(part.queries) + len(extra)))
+    vectors = _embed_sides(embedder, texts, np.array(asked, dtype=bool))
     at = 0
     out = []
     for part in labelled.partitions:
@@ -197,7 +214,7 @@ async def _recall_partition(
         raise RuntimeError(f"partition {part.name}: the store numbered the facts differently")
     out = []
     for pq in part.queries:
-        qvec = memory.embedder.embed_batch([pq.query.text])[0]
+        qvec = embed_queries(memory.embedder, [pq.query.text])[0]
         ranker = memory.ranker
         ranked = [s for s in ranker.rank(snap, qvec, pq.query.text) if s.item.surfaced]
         scored = list(ranker.without_near_duplicates(snap, ranked))

@@ -79,10 +79,56 @@ def stem(word: str) -> str:
     return word
 
 
+# Scripts written without spaces between words (Han, kana, Hangul's particles glued to nouns,
+# Thai, Lao, Myanmar, Khmer): a run of them is cut into overlapping character pairs, the
+# usual BM25 unit for these scripts without a dictionary ("烤鸭店" → "烤鸭", "鸭店").
+_UNSPACED = re.compile(
+    "([぀-ヿ㐀-䶿一-鿿豈-﫿가-힯"
+    "฀-໿က-႟ក-៿]+)")
+# Alphabets with rich inflection that the English stemmer does not know (Cyrillic, Greek,
+# Arabic, Hebrew, Indic...): a word is cut to its first letters, a crude stemmer that makes
+# "любимый" and "любимого" meet. Latin-script words keep the English path, unchanged.
+PREFIX_LETTERS = 5
+_LATIN_END = 0x250
+# Arabic's article and the one-letter conjunctions and prepositions written onto a word.
+_ARABIC_ARTICLE = re.compile("^[وفبكل]?ال(?=..)")
+
+
+def _unspaced(run: str) -> list[str]:
+    return [run] if len(run) == 1 else [run[i:i + 2] for i in range(len(run) - 1)]
+
+
+def _other_script(word: str, stemming: bool) -> str:
+    if not stemming:
+        return word
+    return _ARABIC_ARTICLE.sub("", word)[:PREFIX_LETTERS]
+
+
+def _word(tok: str, stemming: bool) -> list[str]:
+    """The tokens of one non-ASCII word: character pairs in unspaced scripts, a prefix in
+    inflected alphabets, the English path for Latin letters."""
+    out: list[str] = []
+    for i, part in enumerate(_UNSPACED.split(tok)):
+        if not part:
+            continue
+        if i % 2:  # a run of an unspaced script
+            out.extend(_unspaced(part))
+        elif all(ord(c) < _LATIN_END for c in part):
+            if part not in STOPWORDS and part not in QUESTION_WORDS:
+                out.append(stem(part) if stemming else part)
+        else:
+            out.append(_other_script(part, stemming))
+    return out
+
+
 def tokens(text: str, *, stemming: bool = True) -> list[str]:
-    """Case-folded word tokens of ``text`` without stop and question words, optionally stemmed."""
+    """Case-folded word tokens of ``text`` without stop and question words, optionally stemmed
+    (character pairs for scripts without spaces, prefixes for other inflected alphabets)."""
     out = []
     for tok in _TOKEN.findall(text.casefold()):
+        if not tok.isascii():
+            out.extend(_word(tok, stemming))
+            continue
         if tok in STOPWORDS or tok in QUESTION_WORDS:
             continue
         out.append(stem(tok) if stemming else tok)

