@@ -9,8 +9,10 @@ as LangChain 1.x ``create_agent`` middleware (once per user turn) or as a LangGr
                  {"configurable": {"thread_id": "t1", "user_id": "alice"}})
 
 Install with ``pip install 'semmem-client[langchain]'``. With no fixed ``partition`` each call
-takes it from ``config["configurable"][partition_key]`` (default ``user_id``), so one agent
-serves every user; each (user, thread) keeps the cursor of its own latest recall.
+takes the user from ``config["configurable"][partition_key]`` (default ``user_id``), its
+partition ``user_partition(user)`` (the one mapping of every adapter: user ``a/b`` is
+partition ``a%2Fb``, as the LangGraph store's namespace ``("a/b",)``), so one agent serves
+every user; each (user, thread) keeps the cursor of its own latest recall.
 ``memory.middleware(ingest=True)`` also ingests each finished turn into the session named by
 the thread id (the user's message and the assistant's answer, stored as pieces).
 """
@@ -31,7 +33,7 @@ from langgraph.runtime import Runtime
 from pydantic import ConfigDict
 
 from semmem_client._async import AsyncClient
-from semmem_client._binding import Binding, Key, with_memory
+from semmem_client._binding import Binding, Key, user_partition, with_memory
 from semmem_client._client import Client
 from semmem_client._tools import ToolDefinition
 
@@ -166,9 +168,9 @@ def _with_turn_memory(request: ModelRequest[Any]) -> ModelRequest[Any]:
 class LangChainMemory(Binding):
     """Users' memory for LangChain/LangGraph (see ``Binding`` for the options).
 
-    ``partition``: one fixed partition, or ``None`` (default) to read it per call from
-    ``config["configurable"][partition_key]``; a call without it is refused (``ValueError``)
-    rather than sharing one memory between users.
+    ``partition``: one fixed partition, or ``None`` (default) to read the user per call from
+    ``config["configurable"][partition_key]`` (its partition: ``user_partition``); a call
+    without it is refused (``ValueError``) rather than sharing one memory between users.
     """
 
     def __init__(self, client: Client | AsyncClient, partition: str | None = None, *,
@@ -178,14 +180,15 @@ class LangChainMemory(Binding):
         self.partition_key = partition_key
 
     def key(self, config: RunnableConfig | None) -> Key:
-        """The (partition, thread) of a call."""
+        """The (partition, thread) of a call (``ValueError`` for no user or one whose partition
+        is over 1,024 UTF-8 bytes)."""
         partition = self.partition
         if partition is None:
             chosen = _configurable(config).get(self.partition_key)
             if not isinstance(chosen, str) or not chosen:
                 raise ValueError(f"no partition: pass config={{'configurable': "
                                  f"{{'{self.partition_key}': ...}}}} or a fixed partition")
-            partition = chosen
+            partition = user_partition(chosen)  # the one mapping (``_partitions``)
         return partition, thread_of(config)
 
     def tools(self) -> list[BaseTool]:
