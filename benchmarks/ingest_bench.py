@@ -1,6 +1,6 @@
 """Ingestion: a 500-message session in one call against the batch-embedding time of its pieces.
 
-    .venv/bin/python benchmarks/ingest_bench.py [--messages 500] [--rounds 3] [--http]
+    .venv/bin/python benchmarks/ingest_bench.py [--messages 500] [--rounds 3] [--http] [--fake]
 
 The messages are a LongMemEval-S dev question's haystack turns (``../shared/data``), in order,
 as one session. Each round, in turn: the model's own batch embedding of exactly the pieces
@@ -8,7 +8,8 @@ the cutter makes (one ``embed_batch`` call over all of them, the encoder's best 
 ``Conversations.ingest`` of the session into a fresh partition (cut, look-up, embedding in
 batches, one commit), both in this process on the serving encoder. With ``--http`` also
 ``POST /ingest`` to a real ``semmem serve`` (the bundled model) on a fresh partition each
-round. Medians are printed, and the ratio the issue bounds (≤ 1.25×).
+round. Medians are printed, and the ratio the issue bounds (≤ 1.25×). ``--fake`` runs the
+fake embedder instead: what ingestion costs besides the model.
 """
 
 from __future__ import annotations
@@ -59,7 +60,12 @@ def haystack_messages(count: int) -> list[dict[str, Any]]:
 
 async def run(args: argparse.Namespace) -> None:
     limit_blas_threads()
-    embedder = load_embedder(Settings())
+    if args.fake:  # what ingestion costs besides the model: cut, look-up, commit
+        from semmem.embedding.fakes import HashingEmbedder
+
+        embedder: Any = HashingEmbedder()
+    else:
+        embedder = load_embedder(Settings())
     raw = haystack_messages(args.messages)
     messages = [Message(m["role"], m["content"].strip(), int(datetime.fromisoformat(
         m["at"]).timestamp() * 1000)) for m in raw]
@@ -115,6 +121,8 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=500)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--http", action="store_true")
+    parser.add_argument("--fake", action="store_true",
+                        help="the fake embedder: the cost of everything but the model")
     asyncio.run(run(parser.parse_args()))
 
 

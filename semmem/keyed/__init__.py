@@ -37,6 +37,10 @@ The API (``Keyed(memory)``, ``semmem.keyed.items``)
 - ``await forget(partition, address, keep=…) -> [n, …]``: every live piece forgotten through
   the forget path (durably gone within the forget window), pieces added meanwhile included.
 - ``address.address_of(item)``: the address a piece belongs to, or ``None`` for a fact.
+
+Visibility: conversation pieces are the model's to see (recall, search, ``forget`` by number).
+Items the model's tools must neither see nor overwrite (LangGraph store items) need a record
+field the reads and the tools' writes honour; that is not built here (issue 48).
 """
 
 from typing import Any
