@@ -1,6 +1,6 @@
 """Simulated conversations against one `semmem serve`: the read and write mix of real agents.
 
-    .venv/bin/python benchmarks/conversations.py --clients 1,8,32 --seconds 30
+    .venv/bin/python benchmarks/agent_turns.py --clients 1,8,32 --seconds 30
 
 C concurrent conversations, each in its own partition pre-filled with ``--facts`` facts (real
 embeddings of the benchmark base set, written through the store). Every turn recalls a fresh
