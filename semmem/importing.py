@@ -2,7 +2,9 @@
 and committing them in batches; re-embedding partitions for ``reindex``.
 
 - JSONL: one ``{"text", "n"?, "ts"?, "updated"?, "revision"?, "note"?, "status"?, "surfacing"?,
-  "mergedInto"?, "slug"?}`` object per line (what ``semmem export`` writes).
+  "mergedInto"?, "slug"?, "metadata"?, "keyed"?, "piece"?}`` object per line (what ``semmem
+  export`` writes; a conversation's piece carries ``keyed`` and ``piece``, and is a duplicate
+  only of the same piece: same text, session, message and part).
 - Map of records (the user-memory adapter's collection shape): one JSON object whose values are
   objects, e.g. ``{"metric": {"text": "Prefers metric units", "note": "since 2020"}}``. Entries
   are taken in slug order; ``display_field`` names the text field, ``note_field`` the note; the
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from semmem import rules
+from semmem.conversations.pieces import PIECE, clean_piece, position
 from semmem.errors import InvalidArguments, InvalidInput
 from semmem.items import (
     RECORD_FIELDS,
@@ -33,6 +36,7 @@ from semmem.items import (
     now_ms,
     parse_iso,
 )
+from semmem.keyed.address import KEYED, keyed_fields
 from semmem.store.rows import NEW, ItemRow, Mutation
 from semmem.store.views import WriteView
 
@@ -65,8 +69,17 @@ def number_imports(view: WriteView, batch: Sequence[dict[str, Any]],
     rows: list[dict[str, Any]] = []
     duplicates = 0
     for i, (rec, text) in enumerate(zip(batch, texts, strict=True)):
-        key = dedupe_key(text)
+        fields = record_fields(rec)
+        # A conversation's piece is a duplicate only of the same piece (text and position):
+        # one sentence may be said in many messages and sessions.
+        where = position(fields)
+        key = dedupe_key(text) if where is None else repr((dedupe_key(text), where))
         same = view.find_text(text)
+        if where is not None and (same is None or position(same.attrs) != where):
+            # the piece under the record's own number (the view holds it), if it is that one
+            held = view.get(rec["n"]) if isinstance(rec.get("n"), int) else None
+            same = held if held is not None and position(held.attrs) == where \
+                and dedupe_key(held.text) == dedupe_key(text) else None
         if (same is not None and alive(same)) or key in seen:
             duplicates += 1
             continue
@@ -81,8 +94,7 @@ def number_imports(view: WriteView, batch: Sequence[dict[str, Any]],
                 n += 1
         taken.add(n)
         hwm = max(hwm, n)
-        rows.append({"i": i, "n": n, "attrs": clean_attrs(
-            {k: rec[k] for k in RECORD_FIELDS if rec.get(k) is not None})})
+        rows.append({"i": i, "n": n, "attrs": fields})
     return Imported(rows, duplicates, hwm)
 
 
@@ -165,10 +177,26 @@ def _ms(value: Any, default: int | None = None) -> int:
     return default if default is not None else now_ms()
 
 
+def record_fields(record: dict[str, Any]) -> dict[str, Any]:
+    """A record's fields as an item stores them: the owner's record fields and, for a
+    conversation's piece, its ``keyed`` address and ``piece`` place (set by ingestion and
+    carried by export and import, never set by an edit).
+
+    Raises:
+        InvalidArguments: a field that breaks its rules.
+    """
+    fields = clean_attrs({k: record[k] for k in RECORD_FIELDS if record.get(k) is not None})
+    if record.get(KEYED) is not None:
+        fields[KEYED] = keyed_fields(record[KEYED])
+    if record.get(PIECE) is not None:
+        fields[PIECE] = clean_piece(record[PIECE])
+    return fields
+
+
 def _check(record: dict[str, Any], where: str) -> dict[str, Any]:
     try:
         clean_text(record.get("text"))
-        clean_attrs({k: record[k] for k in RECORD_FIELDS if record.get(k) is not None})
+        record_fields(record)
     except InvalidArguments as exc:
         raise InvalidInput(f"{where}: {exc.message}") from exc
     return record

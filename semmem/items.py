@@ -198,6 +198,17 @@ class Item:
         return found if isinstance(found, dict) else {}
 
     @property
+    def piece(self) -> dict[str, Any] | None:
+        """A conversation piece's place: ``{"session", "role", "at", "message", "part"}``
+        (``None``: not a piece); the fields are ``semmem.conversations.pieces``'."""
+        found, keyed = self.attrs.get("piece"), self.attrs.get("keyed")
+        if not isinstance(found, dict) or not isinstance(keyed, dict) \
+                or keyed.get("space") != "session":
+            return None
+        return {"session": keyed.get("key"), "role": found.get("role"), "at": found.get("at"),
+                "message": found.get("message"), "part": found.get("part")}
+
+    @property
     def updated_at(self) -> str:
         """Last change as ISO 8601."""
         return iso(self.updated)

@@ -115,5 +115,9 @@ def search_entries(ranker: Ranker, items: ItemSet, qvec: np.ndarray, query: str,
         entry.update({k: s.item.attrs[k] for k in RECORD_FIELDS[:4] if k in s.item.attrs})
         if s.item.metadata:
             entry["metadata"] = s.item.metadata
+        piece = s.item.piece
+        if piece is not None:  # a conversation's piece: whose session, who said it, when
+            entry.update({"sessionId": piece["session"], "role": piece["role"],
+                          "at": piece["at"]})
         out.append(entry)
     return out

@@ -24,6 +24,7 @@ from semmem.cli.scoped import (
     forget_matching,
     metadata,
 )
+from semmem.cli.sessions import ingest, sessions_app
 from semmem.errors import InvalidArguments
 from semmem.memory import Memory
 
@@ -38,6 +39,8 @@ app.add_typer(model_app, name="model")
 app.add_typer(backup_app, name="backup")
 app.add_typer(retention_app, name="retention")
 app.command("forget-matching")(forget_matching)
+app.command("ingest")(ingest)
+app.add_typer(sessions_app, name="sessions")
 
 
 @app.command()

@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from semmem.items import Item, now_ms
-from semmem.scoped.metadata import tags_of_attrs
+from semmem.keyed.address import row_tags
 from semmem.store.commit.conflicts import retry_conflicts
 from semmem.store.files import open_dataset
 from semmem.store.rows import (
@@ -205,9 +205,10 @@ class Rows:
     def add(self, *, vector: np.ndarray | None = None, forgotten: bool = False,
             **values: Any) -> None:
         """Append one row; columns not named are null, and an item row's ``tags`` are its
-        metadata's (derived here, so every writer of rows keeps them true)."""
+        metadata's and its keyed address's (derived here, so every writer of rows keeps them
+        true)."""
         if values.get("kind") == KIND_ITEM and "tags" not in values:
-            values["tags"] = tags_of_attrs(values.get("attrs"))
+            values["tags"] = row_tags(values.get("attrs"))
         for name in self._NAMES:
             self.cols[name].append(forgotten if name == "forgotten" else values.get(name))
         self.vectors.append(vector)
@@ -253,7 +254,7 @@ def migrate_v2(uri: str, storage_options: dict[str, str]) -> None:
     """Schema 2 → 3: add the ``tags`` column, derived from each item's ``attrs``."""
 
     def add(batch: pa.RecordBatch) -> pa.RecordBatch:
-        found = [tags_of_attrs(a) if k == KIND_ITEM else None
+        found = [row_tags(a) if k == KIND_ITEM else None
                  for a, k in zip(batch.column("attrs").to_pylist(),
                                  batch.column("kind").to_pylist(), strict=True)]
         return pa.RecordBatch.from_arrays([pa.array(found, pa.list_(pa.string()))],

@@ -153,7 +153,7 @@ def _error_response(status: int) -> dict[str, Any]:
 # for bad parameters; the app answers 400 with the error envelope).
 _ADMIN_ERRORS = (400, 401, 403, 429, 503)
 _OPS_ERRORS = {"/readyz": (503,)}
-_ROUTE_ERRORS = {"/admin/item": (404,)}  # by number: a number not live is not_found
+_ROUTE_ERRORS = {"/admin/item": (404,), "/admin/session": (404,)}  # not live: not_found
 _NOT_JSON = {"/admin/export": "application/x-ndjson", "/metrics": "text/plain"}
 
 

@@ -1,0 +1,51 @@
+"""Keyed items: items a caller addresses by a key of its own within a partition, their bodies
+stored as numbered pieces (conversation sessions; LangGraph store items build on it).
+
+The model
+- An ``Address(space, key)`` names a keyed item in its partition: ``space`` says what kind of
+  item it is (``"session"`` for conversations), ``key`` is the caller's string (compared
+  exactly; 1-1,024 characters, no control characters).
+- A keyed item *is* its pieces: ordinary numbered items (recall, search, ``forget`` by number,
+  retention, export/import, backups and ``semmem check`` treat them like any fact) whose
+  ``keyed`` record field holds the address (``{"space", "key"}``). Each piece row's ``tags``
+  carry a hash of the address and one of its space (``address.row_tags``, derived where rows
+  are built), so no caller string reaches a filter expression.
+- Lookups go through an index at any partition size: below the index threshold a per-snapshot
+  dictionary (``index.Addresses``, carried forward by each commit, never rebuilt), above it the
+  ``LABEL_LIST`` index on ``tags``.
+- An address is set when a piece is created and never changed by an edit (``update`` keeps a
+  piece's record fields), so a write that looked an item up needs to see only the numbers
+  assigned since to know every piece of it.
+
+The API (``Keyed(memory)``, ``semmem.keyed.items``)
+- ``await held(partition, address) -> Held``: the numbers of its live pieces and the high-water
+  mark when looked up; ``await items(held)``: those pieces as ``Item``\\ s.
+- ``await pieces(partition, address) -> list[Item]``: the live pieces (none expired), number
+  order — the item's body in order; ``[]`` when there is no such item.
+- ``await keys(partition, space) -> {Address: [Item, …]}``: every item of a space (owners).
+- ``await write(partition, address, decide, op=None, dropped=False)``: one atomic write of the
+  item: ``decide(view, pieces) -> Mutation | dict`` runs on the latest write view with the
+  item's pieces in it (those looked up plus any numbered since), is called again after a lost
+  race, and its ``Mutation`` commits with ``op``'s idempotency record (``rules.mutation``). A
+  put that replaces a body returns rows for the new pieces and tombstones for the old ones
+  (``dropped=True`` so the old texts are purged). ``commit(partition, held, decide, op)`` is
+  the same step for a caller that looked up first (to embed only what is new).
+- ``await forget(partition, address, keep=…) -> [n, …]``: every live piece forgotten through
+  the forget path (durably gone within the forget window), pieces added meanwhile included.
+- ``address.address_of(item)``: the address a piece belongs to, or ``None`` for a fact.
+"""
+
+from typing import Any
+
+from semmem.keyed.address import KEYED, Address, address_of
+
+__all__ = ["KEYED", "Address", "Held", "Keyed", "Moved", "address_of"]
+
+
+def __getattr__(name: str) -> Any:
+    # The core's half loads on first use: the store imports ``address`` from here.
+    if name in ("Held", "Keyed", "Moved"):
+        from semmem.keyed import items
+
+        return getattr(items, name)
+    raise AttributeError(name)

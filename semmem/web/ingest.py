@@ -1,0 +1,125 @@
+"""``POST /ingest``: a session's messages stored as pieces (``semmem.conversations``), for
+trusted application code (no model tool reaches it).
+
+The provider path's order of trust: credentials (401; a bound token that is read-only 403),
+readiness (503), media type (400), the body within ``MAX_INGEST_BODY`` (413, refused before it
+is read in full) and its time limit (408), capacity (429), the request (400/422), deadline
+(400), access (403); then the core. The same tokens as the provider path: a scoped token
+ingests into its scope; a token bound to a partition (an MCP binding) ingests into that one
+only, and only with ``access=read-write``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from semmem import tracing
+from semmem.contract import DEADLINE_HORIZON_MS
+from semmem.conversations.ingest import Conversations
+from semmem.conversations.messages import parse_request
+from semmem.errors import DeadlineExceeded, Forbidden, InvalidInput, SemmemError
+from semmem.items import now_ms
+from semmem.protocol.envelope import operation_id_of
+from semmem.protocol.jsonio import dumps, loads
+from semmem.rules import Operation
+from semmem.serving.auth import Binding
+from semmem.serving.guard import served
+from semmem.serving.runtime import Runtime
+from semmem.web.bodies import read_body
+from semmem.web.errors import MEDIA_TYPE, error_response, internal_response
+from semmem.web.provider import _check_media_type
+from semmem.web.requests import runtime
+
+log = logging.getLogger("semmem.web")
+
+INGEST_PATH = "/ingest"
+MAX_INGEST_BODY = 4 * 1024 * 1024  # a long session in one call (the provider path's is 64 KiB)
+
+
+def _admit(rt: Runtime, header: str | None) -> Binding | None:
+    """The caller's binding (``None``: a provider token, or insecure), its rate limit spent.
+
+    Raises:
+        Unauthorized: missing or wrong token. Forbidden: a read-only bound token.
+        RateLimited: over ``SEMMEM_RATE_LIMIT``.
+    """
+    binding = None if rt.auth.insecure else rt.auth.tokens.binding(header)
+    if binding is None:
+        rt.admit(header)
+        return None
+    if not binding.writable:
+        raise Forbidden("this token is read-only (access=read): it cannot ingest")
+    rt.limit(header, "provider")
+    return binding
+
+
+async def handle(request: Request) -> Response:
+    """Serve one ingestion call; every outcome is a JSON body, never a stack trace."""
+    rt = runtime(request)
+    with tracing.span("semmem.request", request.headers, server=True) as span:
+        tracing.http(span, request.method, INGEST_PATH)
+        response = await _handle(rt, request, span)
+        span.set("http.response.status_code", response.status_code)
+        return response
+
+
+async def _handle(rt: Runtime, request: Request, span: tracing.Span) -> Response:
+    operation_id = "-"
+    received = bytearray()
+    header = request.headers.get("authorization")
+    bound: list[Binding | None] = [None]
+
+    def check() -> None:
+        bound[0] = _admit(rt, header)
+
+    async def receive() -> None:
+        _check_media_type(request)
+        received[:] = await read_body(request, MAX_INGEST_BODY,
+                                      timeout=rt.settings.body_timeout_s)
+
+    try:
+        async with served(rt, "ingest", check, receive=receive) as call:
+            decoded = loads(bytes(received))
+            operation_id = operation_id_of(decoded)
+            req = parse_request(decoded)
+            tracing.operation(span, "ingest", req.partition, None)
+            now = now_ms()
+            if req.deadline_ms is not None:
+                if now >= req.deadline_ms:
+                    raise DeadlineExceeded("deadlineAt has already passed",
+                                           {"deadlineAt": decoded.get("deadlineAt")})
+                if req.deadline_ms > now + DEADLINE_HORIZON_MS:
+                    raise InvalidInput(
+                        f"deadlineAt is more than {DEADLINE_HORIZON_MS // 3_600_000} hours "
+                        "ahead", {"deadlineAt": decoded.get("deadlineAt"),
+                                  "horizonSeconds": DEADLINE_HORIZON_MS // 1000})
+            if req.read_only:
+                raise Forbidden("ingesting writes: access 'read' cannot ingest")
+            binding = bound[0]
+            if binding is not None and binding.partition != req.partition:
+                raise Forbidden("this token is bound to another partition")
+            # a token's scope (its configuration, never the body) bounds what the call writes
+            scope = binding.scope if binding is not None \
+                else rt.auth.tokens.scope(header)
+            fingerprinted = {**req.arguments,
+                             **({"scope": scope.public()} if scope is not None
+                                and not scope.empty else {})}
+            op = Operation.of(req.operation_id, "ingest", fingerprinted, None, req.deadline_ms)
+            result = await Conversations(call.memory).ingest(
+                req.partition, req.session, req.messages, op=op, scope=scope)
+            if rt.accepted:
+                result = {**result, "status": "accepted"}
+            rt.metrics.partition_count(req.partition, result.get("count"))
+            body = dumps(result, sort_keys=True)
+        tracing.answered(span, sum(len(n) for n in result["items"]), len(body))
+        return Response(body, 200, media_type=MEDIA_TYPE)
+    except SemmemError as exc:
+        span.fail(exc.code)
+        return error_response(exc, operation_id)
+    except Exception:
+        span.fail("internal")
+        log.exception("operation %s: internal error", operation_id)
+        return internal_response(operation_id)
