@@ -1,0 +1,475 @@
+"""Conversations in, the relevant turn out (issue 47): recall of evidence turns within a budget.
+
+    .venv/bin/python benchmarks/conversations.py [--dataset longmemeval|locomo|both]
+        [--limit N] [--budgets 1024,2048,4096] [--data DIR] [--in-process]
+
+For each LongMemEval-S dev question (``/work/shared/data/longmemeval-dev``: its own ~490-turn
+haystack) and each LoCoMo dev conversation (``locomo-dev``: raw dialogs, category 5 skipped), the
+sessions are ingested in date order into a partition of their own through ``POST /ingest`` on a
+real ``semmem serve`` with the bundled model (one call per session, ``at`` = the session's date);
+each question is then recalled over HTTP at every budget and searched (top 5). Over the same
+pieces (read from the server's store once it has stopped) the same run scores plain cosine and
+BM25, rendered as plain ``n. text`` lines, and checks that ranking in-process gives what HTTP
+gave. Reported per question type and overall:
+
+- **turn coverage**: share of evidence turns with ≥ 60 % of their content words (case-folded
+  words, stop words left out) in the recalled text;
+- **full coverage**: share of questions (with evidence) whose every evidence turn is covered;
+- **answer in text**: share of short answers (≤ 4 words) found verbatim, case-insensitive;
+- **session@5**: an evidence session among the top-5 search results (lenient).
+
+``--data DIR`` keeps the server's store there: a second run with the same ``DIR`` ingests only
+partitions it does not hold yet (rank again without embedding again). ``--in-process`` skips the
+server: pieces cut here, embedded through the evaluation cache (``$SEMMEM_EVAL_CACHE``, outside
+the repository), ranked with ``semmem.results`` directly (for tuning). The data never enters the
+repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from semmem.conversations.pieces import cut
+from semmem.evaluation.dataset import _dia_ids, _locomo_time
+from semmem.evaluation.embeddings import model_embedder
+from semmem.items import Item, Vectors, iso
+from semmem.ranking.lexical import Bm25Index, tokens
+from semmem.ranking.packing import pack
+from semmem.ranking.ranker import Ranker
+from semmem.ranking.turns import piece_fields
+from semmem.results import relevant
+from semmem.store.views import ItemSet
+
+DATA = Path("/work/shared/data")
+MODEL = Path(__file__).resolve().parent.parent / "models" / "all-MiniLM-L6-v2"
+BUDGETS = (1024, 2048, 4096)
+COVERED = 0.6  # share of a turn's content words the recalled text must hold
+SHORT_ANSWER_WORDS = 4
+LOCOMO_TYPES = {"1": "multi-hop", "2": "temporal", "3": "open-domain", "4": "single-hop"}
+SYSTEMS = ("semmem", "cosine", "bm25")
+
+
+@dataclass
+class Turn:
+    """One message of a session, and whether a question's evidence is in it."""
+
+    role: str
+    content: str
+    key: str  # unique within the haystack (a dialog id, or session/position)
+
+
+@dataclass
+class Session:
+    """A session of turns, with its date (ISO 8601)."""
+
+    id: str
+    at: str
+    turns: list[Turn]
+
+
+@dataclass
+class Question:
+    """A question, its haystack (partition) and the evidence it needs."""
+
+    id: str
+    type: str
+    text: str
+    answer: str
+    partition: str
+    evidence: list[Turn]
+    sessions: frozenset[str]
+
+
+@dataclass
+class Dataset:
+    """Haystacks (one partition each) and the questions asked of them."""
+
+    name: str
+    haystacks: dict[str, list[Session]] = field(default_factory=dict)
+    questions: list[Question] = field(default_factory=list)
+
+
+def _lme_date(value: str) -> str:
+    """LongMemEval's ``2023/05/20 (Sat) 06:37`` as ISO 8601 UTC."""
+    return datetime.strptime(value[:10] + value[-5:], "%Y/%m/%d%H:%M").replace(
+        tzinfo=UTC).strftime("%Y-%m-%dT%H:%M:00Z")
+
+
+def load_longmemeval(folder: Path, limit: int | None) -> Dataset:
+    """One partition per question, sessions sorted by date; ``has_answer`` marks evidence."""
+    out = Dataset("longmemeval")
+    paths = sorted(folder.glob("*.json"))
+    # Evenly spaced through the (hash-ordered) ids, so a sample mixes the question types.
+    step = max(1, len(paths) // limit) if limit else 1
+    for path in paths[::step][:limit]:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        partition = f"lme-{data['question_id']}"
+        sessions, evidence, where = [], [], set()
+        dated = sorted(zip(data["haystack_dates"], data["haystack_session_ids"],
+                           data["haystack_sessions"], strict=True), key=lambda s: _lme_date(s[0]))
+        for date, sid, turns in dated:
+            session = Session(sid, _lme_date(date), [])
+            for i, t in enumerate(turns):
+                turn = Turn(t["role"], t["content"], f"{sid}/{i}")
+                session.turns.append(turn)
+                if t.get("has_answer"):
+                    evidence.append(turn)
+                    where.add(sid)
+            sessions.append(session)
+        out.haystacks[partition] = sessions
+        out.questions.append(Question(data["question_id"], data["question_type"],
+                                      data["question"], str(data["answer"]), partition,
+                                      evidence, frozenset(where)))
+    return out
+
+
+def load_locomo(folder: Path, limit: int | None) -> Dataset:
+    """One partition per conversation, its dialogs as turns (two people: each speaker's name
+    is the role and leads the content); category 5 skipped."""
+    out = Dataset("locomo")
+    for path in sorted(folder.glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        partition = f"locomo-{path.stem}"
+        sessions, by_dia = [], {}
+        numbers = sorted(int(m.group(1)) for k in data
+                         if (m := re.fullmatch(r"session_(\d+)", k)) and data[k])
+        for number in numbers:
+            when = _locomo_time(data.get(f"session_{number}_date_time"))
+            session = Session(f"S{number}", iso(when or 0), [])
+            for turn in data[f"session_{number}"]:
+                t = Turn(turn["speaker"], f"{turn['speaker']}: {turn['text']}", turn["dia_id"])
+                session.turns.append(t)
+                by_dia[turn["dia_id"]] = (t, session.id)
+            sessions.append(session)
+        out.haystacks[partition] = sessions
+        for i, qa in enumerate(data["qa"], 1):
+            kind = LOCOMO_TYPES.get(str(qa.get("category")))
+            found = [by_dia[d] for d in _dia_ids(qa.get("evidence") or []) if d in by_dia]
+            if kind is None or not found:
+                continue
+            out.questions.append(Question(
+                f"{path.stem}/q{i}", kind, str(qa["question"]), str(qa.get("answer", "")),
+                partition, [t for t, _ in found], frozenset(s for _, s in found)))
+    if limit is not None:
+        out.questions = out.questions[:limit]
+        keep = {q.partition for q in out.questions}
+        out.haystacks = {p: s for p, s in out.haystacks.items() if p in keep}
+    return out
+
+
+# --- what each system answers ----------------------------------------------------------------
+
+@dataclass
+class Answer:
+    """What one system returned for one question: recalled text per budget, top-5 sessions."""
+
+    texts: dict[int, str]
+    top_sessions: list[str]
+
+
+def session_of(item: Item) -> str:
+    """The session a piece belongs to."""
+    fields = piece_fields(item)
+    return fields[0] if fields is not None else ""
+
+
+def plain_lines(order: Iterable[int], items: Sequence[Item], budget: int) -> str:
+    """Pieces as plain ``n. text`` lines in ``order`` (rows) within ``budget``."""
+    plain = (Item(it.n, it.text, it.ts, it.updated, 1, it.seq, it.model)
+             for it in (items[i] for i in order))
+    return pack(plain, budget).text
+
+
+def baselines(snap: ItemSet, qvec: Vectors, question: str, budgets: Sequence[int],
+              bm25: Bm25Index) -> dict[str, Answer]:
+    """Plain cosine and BM25 over the same pieces (ties to the lower row)."""
+    out = {}
+    cosine = snap.vectors @ qvec.reshape(-1)
+    lexical, _ = bm25.scores(question)
+    for name, scores, keep in (("cosine", cosine, np.ones(len(cosine), bool)),
+                               ("bm25", lexical, lexical > 0)):
+        rows = np.flatnonzero(keep)
+        order = rows[np.lexsort((rows, -scores[rows]))].tolist()
+        out[name] = Answer({b: plain_lines(order, snap.items, b) for b in budgets},
+                           [session_of(snap.items[i]) for i in order[:5]])
+    return out
+
+
+def in_process(ranker: Ranker, snap: ItemSet, qvec: Vectors, question: str,
+               budgets: Sequence[int]) -> Answer:
+    """semmem's recall and search, ranked here on the same pieces."""
+    texts = {b: relevant(ranker, snap, qvec, question, b, "").text for b in budgets}
+    top = ranker.rank(snap, qvec, question, floor=False)[:5]
+    return Answer(texts, [session_of(s.item) for s in top])
+
+
+# --- metrics ---------------------------------------------------------------------------------
+
+def content_words(text: str) -> set[str]:
+    """Case-folded words without stop words (not stemmed)."""
+    return set(tokens(text, stemming=False))
+
+
+def covered(turn: Turn, recalled: set[str]) -> bool:
+    """Whether ``recalled`` holds ≥ COVERED of the turn's content words."""
+    words = content_words(turn.content)
+    return bool(words) and len(words & recalled) >= COVERED * len(words)
+
+
+def short_answer(answer: str) -> str | None:
+    """The answer when it is short enough to be looked for verbatim."""
+    words = answer.strip().rstrip(".").split()
+    return " ".join(words) if 0 < len(words) <= SHORT_ANSWER_WORDS else None
+
+
+@dataclass
+class Tally:
+    """Sums for one (system, question type, budget)."""
+
+    turns: int = 0
+    turns_covered: int = 0
+    questions: int = 0
+    full: int = 0
+    answers: int = 0
+    answers_found: int = 0
+    sessions: int = 0
+    session_hits: int = 0
+
+    def add(self, q: Question, text: str, top: list[str]) -> None:
+        recalled = content_words(text)
+        hits = [covered(t, recalled) for t in q.evidence]
+        if hits:
+            self.turns += len(hits)
+            self.turns_covered += sum(hits)
+            self.questions += 1
+            self.full += all(hits)
+            self.sessions += 1
+            self.session_hits += bool(q.sessions & set(top))
+        short = short_answer(q.answer) if q.evidence else None
+        if short is not None:
+            self.answers += 1
+            found = re.search(rf"(?<!\w){re.escape(short.casefold())}(?!\w)", text.casefold())
+            self.answers_found += found is not None
+
+
+def share(a: int, b: int) -> str:
+    return f"{a / b:.2f}" if b else "  – "
+
+
+def report(name: str, questions: Sequence[Question], answers: dict[str, list[Answer]],
+           budgets: Sequence[int]) -> str:
+    """Per question type and overall: turn / full coverage, answer in text, session@5."""
+    kinds = [*sorted({q.type for q in questions}), "overall"]
+    tallies: dict[tuple[str, str, int], Tally] = defaultdict(Tally)
+    for system, found in answers.items():
+        for q, a in zip(questions, found, strict=True):
+            for b in budgets:
+                for kind in (q.type, "overall"):
+                    tallies[system, kind, b].add(q, a.texts[b], a.top_sessions)
+    counts = {k: sum(1 for q in questions if q.type == k or k == "overall") for k in kinds}
+    head = " | ".join(f"{s} {b // 1024}K" for s in answers for b in budgets)
+    out = [f"\n{name}: {len(questions)} questions, "
+           f"{sum(len(q.evidence) for q in questions)} evidence turns"]
+    for title, part, whole in (("turn coverage", "turns_covered", "turns"),
+                               ("full coverage", "full", "questions"),
+                               ("answer in text", "answers_found", "answers")):
+        out += [f"\n{title}", f"| type (questions) | {head} |",
+                "| --- |" + " --- |" * (len(answers) * len(budgets))]
+        for k in kinds:
+            cells = [share(getattr(t, part), getattr(t, whole)) for s in answers for b in budgets
+                     for t in [tallies[s, k, b]]]
+            out.append(f"| {k} ({counts[k]}) | " + " | ".join(cells) + " |")
+    top = budgets[0]
+    out.append("\nsession@5: " + ", ".join(
+        f"{s} {share(tallies[s, 'overall', top].session_hits, tallies[s, 'overall', top].sessions)}"
+        for s in answers))
+    return "\n".join(out)
+
+
+# --- ingestion -------------------------------------------------------------------------------
+
+def local_pieces(sessions: list[Session], model: str,
+                 cutter: Callable[[str], list[str]] = cut) -> list[Item]:
+    """The pieces of a haystack as ingestion cuts and numbers them (``--in-process``)."""
+    items: list[Item] = []
+    for s in sessions:
+        at = int(datetime.fromisoformat(s.at.replace("Z", "+00:00")).timestamp() * 1000)
+        for m, turn in enumerate(s.turns):
+            for p, text in enumerate(cutter(turn.content)):
+                n = len(items) + 1
+                attrs = {"keyed": {"space": "session", "key": s.id},
+                         "piece": {"role": turn.role, "at": s.at, "message": m, "part": p}}
+                items.append(Item(n, text, at, at, 1, n, model, attrs))
+    return items
+
+
+async def ingest_http(client: Any, ds: Dataset, done: set[str], marker: Path) -> float:
+    """Every haystack not in ``done`` through ``POST /ingest``, a call per session; seconds."""
+    from tests.support.server import AUTH
+
+    started = time.perf_counter()
+    for k, (partition, sessions) in enumerate(ds.haystacks.items(), 1):
+        if partition in done:
+            continue
+        for i, s in enumerate(sessions):  # a haystack may hold one session id twice
+            body = {"version": 1, "operationId": f"{partition}/{i}", "partition": partition,
+                    "sessionId": s.id, "messages": [
+                        {"role": t.role, "content": t.content, "at": s.at} for t in s.turns]}
+            r = await client.post("/ingest", json=body, headers=AUTH)
+            if r.status_code != 200:
+                raise SystemExit(f"ingest {partition} {s.id}: {r.status_code} {r.text[:300]}")
+        done.add(partition)
+        marker.write_text(json.dumps(sorted(done)))
+        print(f"  ingested {k}/{len(ds.haystacks)} {partition} "
+              f"({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
+    return time.perf_counter() - started
+
+
+async def ask_http(client: Any, q: Question, budgets: Sequence[int]) -> Answer:
+    """semmem's recall at every budget and its top-5 search, over HTTP."""
+    from tests.support.server import AUTH
+
+    def body(op: str, **fields: Any) -> dict[str, Any]:
+        return {"version": 1, "operationId": f"{q.id}/{op}/{time.time_ns()}",
+                "partition": q.partition, "access": "read-write", **fields}
+
+    texts = {}
+    for b in budgets:
+        r = await client.post("/memory", headers=AUTH, json=body(
+            f"r{b}", operation="recall", input={"text": q.text}, maxBytes=b))
+        texts[b] = r.json()["text"]
+    r = await client.post("/memory", headers=AUTH, json=body(
+        "s", operation="tool", tool="search", arguments={"query": q.text, "limit": 5}))
+    top = [str(e.get("sessionId", "")) for e in r.json()["result"]["items"]]
+    return Answer(texts, top)
+
+
+async def stored_sets(data: Path, partitions: Iterable[str]) -> dict[str, ItemSet]:
+    """Each partition's live pieces and vectors, read from the (stopped) server's store."""
+    from semmem.settings import Settings
+    from semmem.wiring import make_store
+
+    embedder = model_embedder(MODEL)
+    store = make_store(Settings(data=data), embedder)
+    await store.open(check_model=False)
+    try:
+        out = {}
+        for p in partitions:
+            snap = await store.snapshot(p)
+            out[p] = ItemSet(list(snap.items), np.asarray(snap.vectors, np.float32))
+        return out
+    finally:
+        await store.close()
+
+
+# --- the run ---------------------------------------------------------------------------------
+
+def score_all(ds: Dataset, sets: dict[str, ItemSet], embed: Callable[[list[str]], Vectors],
+              budgets: Sequence[int], semmem: list[Answer] | None) -> dict[str, list[Answer]]:
+    """Baselines (and semmem in-process, or compared with ``semmem`` from HTTP)."""
+    ranker = Ranker()
+    qvecs = embed([q.text for q in ds.questions])
+    bm25 = {p: Bm25Index.build([it.text for it in s.items]) for p, s in sets.items()}
+    here, base = [], []
+    for q, qvec in zip(ds.questions, qvecs, strict=True):
+        snap = sets[q.partition]
+        here.append(in_process(ranker, snap, qvec, q.text, budgets))
+        base.append(baselines(snap, qvec, q.text, budgets, bm25[q.partition]))
+    if semmem is not None:
+        same = sum(a.texts == b.texts for a, b in zip(semmem, here, strict=True))
+        print(f"{ds.name}: in-process recall identical to HTTP for {same} of "
+              f"{len(here)} questions", file=sys.stderr)
+    return {"semmem": semmem if semmem is not None else here,
+            "cosine": [b["cosine"] for b in base], "bm25": [b["bm25"] for b in base]}
+
+
+async def run_server(datasets: list[Dataset], data: Path, budgets: Sequence[int]
+                     ) -> dict[str, list[Answer]]:
+    """Ingest and ask over HTTP on a real server; returns semmem's answers per dataset."""
+    import httpx
+
+    from tests.support.server import ServerProcess
+
+    marker = data / "ingested.json"
+    done = set(json.loads(marker.read_text())) if marker.exists() else set()
+    server = ServerProcess(data / "store", model=True, log=data / "server.log",
+                           maintenance_delay_s=None)
+    data.mkdir(parents=True, exist_ok=True)
+    server.start().wait_ready(300)
+    answers = {}
+    try:
+        async with httpx.AsyncClient(base_url=server.url, timeout=600) as client:
+            for ds in datasets:
+                took = await ingest_http(client, ds, done, marker)
+                print(f"{ds.name}: ingest {took:.0f} s", file=sys.stderr)
+                answers[ds.name] = [await ask_http(client, q, budgets) for q in ds.questions]
+    finally:
+        server.stop()
+    return answers
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--dataset", choices=("longmemeval", "locomo", "both"),
+                        default="both")
+    parser.add_argument("--limit", type=int, default=None, help="questions per dataset")
+    parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)))
+    parser.add_argument("--data", type=Path, default=None,
+                        help="keep the server's store here (reused by a later run)")
+    parser.add_argument("--in-process", action="store_true",
+                        help="no server: cut, embed (cached) and rank here")
+    parser.add_argument("--ingested-only", action="store_true",
+                        help="only the questions whose partitions --data already holds")
+    args = parser.parse_args()
+    budgets = [int(b) for b in args.budgets.split(",")]
+    datasets = []
+    if args.dataset in ("longmemeval", "both"):
+        datasets.append(load_longmemeval(DATA / "longmemeval-dev", args.limit))
+    if args.dataset in ("locomo", "both"):
+        datasets.append(load_locomo(DATA / "locomo-dev", args.limit))
+    if args.ingested_only and args.data is not None:
+        marker = args.data / "ingested.json"
+        held = set(json.loads(marker.read_text())) if marker.exists() else set()
+        for ds in datasets:
+            ds.questions = [q for q in ds.questions if q.partition in held]
+            ds.haystacks = {p: s for p, s in ds.haystacks.items() if p in held}
+    embedder = model_embedder(MODEL)
+    started = time.perf_counter()
+    data = args.data or Path(tempfile.mkdtemp(prefix="semmem-conversations-"))
+    served = None if args.in_process else asyncio.run(run_server(datasets, data, budgets))
+    if args.in_process and args.data is None:
+        data.rmdir()
+    for ds in datasets:
+        if served is None:
+            sets = {}
+            for p, sessions in ds.haystacks.items():
+                items = local_pieces(sessions, embedder.model_id)
+                sets[p] = ItemSet(items, embedder.embed_batch([it.text for it in items]))
+        else:
+            sets = asyncio.run(stored_sets(data / "store", ds.haystacks))
+        pieces = sum(s.size for s in sets.values())
+        print(f"{ds.name}: {len(sets)} partitions, {pieces} pieces", file=sys.stderr)
+        answers = score_all(ds, sets, embedder.embed_batch, budgets,
+                            None if served is None else served[ds.name])
+        print(report(ds.name, ds.questions, answers, budgets), flush=True)
+    print(f"\n({time.perf_counter() - started:.0f} s; store {data})", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
