@@ -33,8 +33,9 @@ def fact(n: int, text: str) -> Item:
     return Item(n, text, 1000 * n, 1000 * n, 1, n, "test")
 
 
-def item_set(items: Sequence[Item], vectors: Sequence[np.ndarray]) -> ItemSet:
-    return ItemSet(list(items), np.ascontiguousarray(np.stack(vectors), dtype=np.float32))
+def item_set(items: Sequence[Item], vectors: Sequence[np.ndarray] | np.ndarray) -> ItemSet:
+    matrix = vectors if isinstance(vectors, np.ndarray) else np.stack(list(vectors))
+    return ItemSet(list(items), np.ascontiguousarray(matrix, dtype=np.float32))
 
 
 def test_a_piece_line_leads_with_its_date_and_role_and_a_fact_line_does_not() -> None:
