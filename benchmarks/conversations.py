@@ -270,7 +270,8 @@ def main() -> None:
         answers = score_all(ds, sets, embedder.embed_batch, budgets,
                             None if served is None else served[ds.name])
         print(report(ds.name, ds.questions, answers, budgets), flush=True)
-    print(f"\n({time.perf_counter() - started:.0f} s; store {data})", file=sys.stderr)
+    where = "" if args.in_process else f"; store {data}"
+    print(f"\n({time.perf_counter() - started:.0f} s{where})", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -27,12 +27,18 @@ def render_line(item: Item) -> str:
 def said(item: Item) -> str:
     """``[<date> <role>] `` for a piece of a conversation (its ``at`` and role), else ``""``:
     what a model needs to reason about the line (when, and who said it)."""
-    piece = item.piece
-    if piece is None:
+    piece = item.attrs.get("piece")
+    if piece is None:  # a fact: most lines, so decided on one lookup
         return ""
-    at, role = piece.get("at"), piece.get("role")
-    head = " ".join(str(v)[:10] if k == "at" else one_line(str(v))
-                    for k, v in (("at", at), ("role", role)) if v)
+    at, role, keyed = piece.get("at"), piece.get("role"), item.attrs.get("keyed")
+    if isinstance(at, str) and isinstance(role, str) and role.isprintable() \
+            and isinstance(keyed, dict) and keyed.get("space") == "session":  # as Item.piece
+        return f"[{at[:10]} {role}] "  # every piece the door stores: one format, no checks
+    found = item.piece
+    if found is None:
+        return ""
+    head = " ".join(one_line(str(v))[:10] if k == "at" else one_line(str(v))
+                    for k, v in (("at", found["at"]), ("role", found["role"])) if v)
     return f"[{head}] " if head else ""
 
 
