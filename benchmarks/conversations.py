@@ -145,20 +145,25 @@ async def ingest_http(client: Any, ds: Dataset, done: set[str], marker: Path) ->
 
 async def ask_http(client: Any, q: Question, budgets: Sequence[int]) -> Answer:
     """semmem's recall at every budget and its top-5 search, over HTTP."""
-    from tests.support.server import AUTH
+    from tests.support.server import AUTH, iso_in
 
-    def body(op: str, **fields: Any) -> dict[str, Any]:
-        return {"version": 1, "operationId": f"{q.id}/{op}/{time.time_ns()}",
-                "partition": q.partition, "access": "read-write", **fields}
+    async def call(op: str, **fields: Any) -> dict[str, Any]:
+        body = {"version": 1, "operationId": f"{q.id}/{op}/{time.time_ns()}",
+                "partition": q.partition, "access": "read-write", "deadlineAt": iso_in(120),
+                **fields}
+        r = await client.post("/memory", headers=AUTH, json=body)
+        if r.status_code != 200:
+            raise SystemExit(f"{op} {q.id}: {r.status_code} {r.text[:300]}")
+        out: dict[str, Any] = r.json()
+        return out
 
     texts = {}
     for b in budgets:
-        r = await client.post("/memory", headers=AUTH, json=body(
-            f"r{b}", operation="recall", input={"text": q.text}, maxBytes=b))
-        texts[b] = r.json()["text"]
-    r = await client.post("/memory", headers=AUTH, json=body(
-        "s", operation="tool", tool="search", arguments={"query": q.text, "limit": 5}))
-    top = [str(e.get("sessionId", "")) for e in r.json()["result"]["items"]]
+        found = await call(f"r{b}", operation="recall", input={"text": q.text}, maxBytes=b)
+        texts[b] = found["text"]
+    found = await call("s", operation="tool", tool="search",
+                       arguments={"query": q.text, "limit": 5})
+    top = [str(e.get("sessionId", "")) for e in found["result"]["items"]]
     return Answer(texts, top)
 
 
@@ -168,7 +173,7 @@ async def stored_sets(data: Path, partitions: Iterable[str]) -> dict[str, ItemSe
     from semmem.wiring import make_store
 
     embedder = model_embedder(MODEL)
-    store = make_store(Settings(data=data), embedder)
+    store = make_store(Settings(data=str(data)), embedder)
     await store.open(check_model=False)
     try:
         out = {}
