@@ -12,7 +12,6 @@ before timing, as a steady partition's are. Reports p50/p95 per kind and their r
 from __future__ import annotations
 
 import argparse
-import random
 import sys
 import time
 from pathlib import Path
@@ -21,7 +20,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.http_latency import NAMES, QUERIES, make_facts
+from benchmarks.factgen import facts as base_facts
+from benchmarks.http_latency import NAMES, QUERIES
 from benchmarks.recall_bench import pct
 from semmem.items import Item
 from semmem.ranking.ranker import Ranker
@@ -47,7 +47,8 @@ def item_sets(count: int, seed: int = 7) -> tuple[ItemSet, ItemSet]:
     rng = np.random.default_rng(seed)
     vectors = unit(CENTRES[rng.integers(0, len(CENTRES), count)]
                    + 0.08 * rng.standard_normal((count, DIM)).astype(np.float32))
-    texts = make_facts(count, random.Random(seed))
+    base = base_facts(min(count, 10_000), seed)
+    texts = [base[i % len(base)] for i in range(count)]
     facts, pieces = [], []
     for i, text in enumerate(texts):
         n, ts = i + 1, 1_684_000_000_000 + i * 60_000
