@@ -11,9 +11,10 @@ and is timed whole, after a warm-up. At a settled version: unfiltered, and filte
 ``user`` (10 % of the facts: broad), on ``user`` and ``run`` (1 %: selective) and on an
 ``updated`` range (10 %). Right after a write: each search the first at a new version (a
 ``remember`` before it, untimed, with metadata of the same shape): unfiltered, ``user`` and
-``user`` + ``run``. The cases of a group take turns round by round, so a change in the
-machine's load falls on all of them; each filtered line's ratios (p50 and p95) are to the
-unfiltered line of its group.
+``user`` + ``run``. Then a blank-text recall right after a write, unscoped and scoped to
+``user`` (a token's scope: the newest rows it selects). The cases of a group take turns
+round by round, so a change in the machine's load falls on all of them; each filtered line's
+ratios (p50 and p95) are to the unfiltered line of its group.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from semmem.memory import Memory
 from semmem.scoped.filters import Filter
 from semmem.store import Store
 from semmem.store.copies.dump import Dump, write_partition
+from semmem.store.upkeep.indexes import INDEX_THRESHOLD
 from semmem.store.views import Head
 
 DIM = 384
@@ -51,8 +53,9 @@ def _items(size: int) -> list[Item]:
 
 
 async def _timed(memory: Memory, filters: list[Filter | None], rounds: int,
-                 write: bool = False) -> list[list[float]]:
-    """Milliseconds of each search, per filter, the filters taking turns each round."""
+                 write: bool = False, blank: bool = False) -> list[list[float]]:
+    """Milliseconds of each search (``blank``: recall with blank text), per filter, the filters
+    taking turns each round."""
     out: list[list[float]] = [[] for _ in filters]
     for r in range(rounds):
         query = f"{WORDS[r % 10]} and {WORDS[(r * 3) % 10]}"
@@ -61,7 +64,10 @@ async def _timed(memory: Memory, filters: list[Filter | None], rounds: int,
                 await memory.remember("p", f"written {r} {i} {time.perf_counter()}",
                                       metadata={"user": f"u{r % 10}", "run": (r + i) % 100})
             start = time.perf_counter()
-            await memory.search("p", query, 10, filter=flt)
+            if blank:
+                await memory.recall("p", None, 4096, filter=flt)
+            else:
+                await memory.search("p", query, 10, filter=flt)
             out[i].append((time.perf_counter() - start) * 1000)
     return out
 
@@ -74,10 +80,10 @@ def _line(name: str, ms: list[float], base: tuple[float, float] | None) -> tuple
     return p50, p95
 
 
-async def main(size: int, rounds: int, root: Path) -> None:
+async def main(size: int, rounds: int, root: Path, threshold: int) -> None:
     """Build, index, then print one line per case."""
     embedder = HashingEmbedder(DIM, "bench")
-    store = Store(str(root / "db"), dim=DIM, model_id="bench")
+    store = Store(str(root / "db"), dim=DIM, model_id="bench", index_threshold=threshold)
     await store.open()
     memory = Memory(store, embedder)
     try:
@@ -99,11 +105,14 @@ async def main(size: int, rounds: int, root: Path) -> None:
                    ("updated range (10 %)", Filter.parse({"updated": {"lt": tenth}}))]
         after_write = [("unfiltered, after a write", None), ("user (10 %), after a write", user),
                        ("user+run (1 %), after a write", both)]
-        for group, write in ((settled, False), (after_write, True)):
+        blank = [("blank recall, after a write", None),
+                 ("scoped blank recall (10 %), after", user)]
+        for group, write, only in ((settled, False, False), (after_write, True, False),
+                                   (blank, True, True)):
             filters = [flt for _, flt in group]
-            await _timed(memory, filters, 5, write)  # warm-up: caches, index files
+            await _timed(memory, filters, 5, write, only)  # warm-up: caches, index files
             base = None
-            for (name, _), ms in zip(group, await _timed(memory, filters, rounds, write),
+            for (name, _), ms in zip(group, await _timed(memory, filters, rounds, write, only),
                                      strict=True):
                 kept = _line(name, ms, base)
                 base = base or kept
@@ -116,6 +125,8 @@ if __name__ == "__main__":
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--dir", type=Path, default=None, help="where to build (default: tmp)")
+    parser.add_argument("--threshold", type=int, default=INDEX_THRESHOLD,
+                        help="the index threshold (below it: read from the snapshot)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
-        asyncio.run(main(args.size, args.rounds, Path(tmp)))
+        asyncio.run(main(args.size, args.rounds, Path(tmp), args.threshold))

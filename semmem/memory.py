@@ -8,7 +8,6 @@ touches the store.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -45,8 +44,9 @@ from semmem.scoped import filtered
 from semmem.scoped.filtered import Filtered
 from semmem.scoped.filters import Filter
 from semmem.scoped.metadata import METADATA
-from semmem.store.rows import HINT_COLUMNS, RECALL_COLUMNS, Lookup, Mutation, Plan, op_key
-from semmem.store.views import IndexedView, PartitionSnapshot, ReadView, WriteView
+from semmem.store.rows import HINT_COLUMNS, RECALL_COLUMNS
+from semmem.store.views import IndexedView, PartitionSnapshot, ReadView
+from semmem.writes import Writes
 
 if TYPE_CHECKING:  # the store's engine loads only where a store is opened
     from semmem.store.tables import Store
@@ -55,7 +55,7 @@ __all__ = ["ImportReport", "Memory", "Operation", "PartitionStats", "QuietObserv
            "WriteObserver", "recall_candidates"]
 
 
-class Memory(Owners, Filtered):
+class Memory(Writes, Owners, Filtered):
     """Remember, update, forget, search and recall numbered facts."""
 
     def __init__(
@@ -122,38 +122,6 @@ class Memory(Owners, Filtered):
         await self.store.meta()
 
     # ----- writes ------------------------------------------------------------------------------
-    async def _write(
-        self, partition: str, plan: Plan, op: Operation | None,
-        dropped: bool = False, *, numbers: Iterable[Any] = (), texts: list[str] | None = None,
-    ) -> dict[str, Any]:
-        await self.retention.refresh()
-        lookup = Lookup(ops=[op_key(op.operation_id)] if op is not None else [],
-                        numbers=rules.as_numbers(list(numbers)), texts=texts or [])
-        attempted = False
-
-        def planned(view: WriteView) -> Mutation | dict[str, Any]:
-            nonlocal attempted
-            decision = plan(view)
-            attempted = attempted or isinstance(decision, Mutation)
-            return decision
-
-        try:
-            try:
-                return await self.store.write(partition, planned, lookup=lookup,
-                                              deadline_ms=op.deadline_ms if op else None)
-            except rules.MissingRows as missing:  # a replay's hints: read them, decide again
-                lookup = Lookup(ops=lookup.ops, numbers=[*lookup.numbers, *missing.numbers],
-                                texts=lookup.texts)
-                return await self.store.write(partition, planned, lookup=lookup,
-                                              deadline_ms=op.deadline_ms if op else None)
-        finally:
-            # Any attempted commit may have landed (even one that reported an error), and a
-            # write that drops a text always schedules its purge (replays included).
-            if self.observer is not None and (attempted or dropped):
-                self.observer.written(partition, dropped)
-            elif self.observer is None and attempted and dropped:  # the servers purge it
-                await self.store.request_purge(partition)
-
     async def remember(
         self, partition: str, text: str, *, op: Operation | None = None,
         attrs: dict[str, Any] | None = None, expires_at: str | None = None,
@@ -221,10 +189,11 @@ class Memory(Owners, Filtered):
         alive = filtered.scoped(self.retention.alive(await self.retention.max_age(partition)),
                                  scope)
         plan = rules.update(n, new_text, vector, changes, cursor_seq, op, self.idempotency_ttl_ms,
-                            owner, hints, alive)
-        # a replaced text must leave the disk like a forgotten one: purge as after a forget
+                            owner, hints, alive, filtered.reach(scope))
+        # a replaced text or record field must leave the disk like a forgotten text: the
+        # write path purges what the decided row drops (``writes.drops``), and a replay too
         return await self.retention.counted(partition, await self._write(
-            partition, plan, op, dropped=new_text is not None, numbers=[n, *hints.candidates]),
+            partition, plan, op, dropped=True, numbers=[n, *hints.candidates]),
             sets_expiry=EXPIRES in changes)
 
     async def _hints(self, partition: str, vector: np.ndarray) -> rules.Hints:
@@ -276,7 +245,7 @@ class Memory(Owners, Filtered):
         op = op and op.keyed(self.store.secret)
         cursor_seq = parse_cursor(partition, cursor) if cursor else None
         plan = rules.forget(n, cursor_seq, op, self.idempotency_ttl_ms, owner,
-                            filtered.scoped(lambda item: True, scope))
+                            filtered.reach(scope))
         return await self._write(partition, plan, op, dropped=True, numbers=[n])
 
     # ----- reads -------------------------------------------------------------------------------

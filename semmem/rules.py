@@ -15,7 +15,7 @@ import numpy as np
 
 from semmem.contract import DEADLINE_HORIZON_MS, sha256_hex
 from semmem.errors import Conflict, Forbidden, IdempotencyMismatch, InvalidArguments, NotFound
-from semmem.items import Item, now_ms
+from semmem.items import Item, dedupe_key, now_ms
 from semmem.ranking.similar import Near, nearest
 from semmem.store.rows import NEW, ItemRow, Mutation, Plan, op_key
 from semmem.store.views import ItemSet, OpRecord, WriteView
@@ -34,32 +34,47 @@ class Operation:
     # Before keying: what a record written before records were keyed holds (a retry across
     # the upgrade still replays).
     unkeyed: str | None = None
+    # The caller's scope (``Filter.digest``; "" for none): part of the record's key and the
+    # fingerprint, so one scope's ids are its own: another scope sending the same id is a
+    # different operation (no replay of the first's result, no 409 saying the id was used).
+    within: str = ""
 
     @classmethod
     def of(
         cls, operation_id: str, tool: str, arguments: Any, cursor: str | None,
-        deadline_ms: int | None = None,
+        deadline_ms: int | None = None, within: str = "",
     ) -> Operation:
-        """Fingerprint a tool call: same tool, arguments and cursor give the same fingerprint."""
-        body = json.dumps([tool, arguments, cursor], sort_keys=True, ensure_ascii=False)
-        return cls(operation_id, sha256_hex(body), deadline_ms)
+        """Fingerprint a tool call: same tool, arguments and cursor (and scope) give the same
+        fingerprint."""
+        call = [tool, arguments, cursor, *([within] if within else [])]
+        body = json.dumps(call, sort_keys=True, ensure_ascii=False)
+        return cls(operation_id, sha256_hex(body), deadline_ms, within=within)
+
+    @property
+    def key(self) -> str:
+        """The row key of the operation's record (a scoped caller's within its scope)."""
+        return op_key(f"{self.within}/{self.operation_id}" if self.within
+                      else self.operation_id)
 
     def keyed(self, key: bytes) -> Operation:
         """The operation with its fingerprint keyed by the store's secret (HMAC-SHA256): what
         its record keeps, so a record confirms no guessed text to someone without the key."""
         mac = hmac.new(key, self.fingerprint.encode(), hashlib.sha256).hexdigest()
-        return Operation(self.operation_id, "k" + mac, self.deadline_ms, self.fingerprint)
+        return Operation(self.operation_id, "k" + mac, self.deadline_ms, self.fingerprint,
+                         self.within)
 
 
-def replay(view: WriteView, op: Operation | None) -> dict[str, Any] | None:
-    """The recorded result of ``op`` if it was already applied.
+def replay(view: WriteView, op: Operation | None, alive: Alive | None = None
+           ) -> dict[str, Any] | None:
+    """The recorded result of ``op`` if it was already applied; its hints only those
+    ``alive`` keeps (the caller's scope, unexpired).
 
     Raises:
         IdempotencyMismatch: the id was used for a different call.
     """
     if op is None:
         return None
-    record = view.ops.get(op_key(op.operation_id))
+    record = view.ops.get(op.key)
     if record is None:
         return None
     if record.fingerprint not in (op.fingerprint, op.unkeyed):
@@ -67,7 +82,7 @@ def replay(view: WriteView, op: Operation | None) -> dict[str, Any] | None:
             "operationId was already used with a different tool, arguments or cursor",
             {"operationId": op.operation_id},
         )
-    return _shown(view, record.result_json())
+    return _shown(view, record.result_json(), alive or _always)
 
 
 class MissingRows(Exception):
@@ -79,10 +94,11 @@ class MissingRows(Exception):
         self.numbers = numbers
 
 
-def _shown(view: WriteView, result: dict[str, Any]) -> dict[str, Any]:
+def _shown(view: WriteView, result: dict[str, Any], alive: Alive) -> dict[str, Any]:
     """A recorded result as the write answered it: each ``similar`` entry's text is read back
-    from the fact it names, if that fact is still the revision it was (a record keeps no fact
-    text, so a forgotten or replaced text never returns through a replay)."""
+    from the fact it names, if that fact is still the revision it was and ``alive`` keeps it
+    (a record keeps no fact text, so a forgotten or replaced text never returns through a
+    replay, nor one outside the caller's scope)."""
     refs = result.get("similar")
     if not refs:
         return result
@@ -90,7 +106,7 @@ def _shown(view: WriteView, result: dict[str, Any]) -> dict[str, Any]:
                if view.get(ref["n"]) is None and ref["n"] not in view.tombstones]
     if missing:
         raise MissingRows(missing)
-    back = [Hint.recorded(ref).read_back(view) for ref in refs]
+    back = [Hint.recorded(ref).read_back(view, alive) for ref in refs]
     shown = [hint.answer() for hint in back if hint is not None]
     return with_similar({k: v for k, v in result.items() if k != "similar"}, shown)
 
@@ -116,11 +132,12 @@ class Hint:
         """The hint a record names (without its text)."""
         return cls(ref["n"], ref["revision"], ref["score"])
 
-    def read_back(self, view: WriteView) -> Hint | None:
-        """The hint with its fact's text, if the fact is still recallable at the revision it
-        was listed at (else none: a changed or forgotten fact is left out)."""
+    def read_back(self, view: WriteView, alive: Alive) -> Hint | None:
+        """The hint with its fact's text, if the fact is still recallable (and ``alive``) at
+        the revision it was listed at (else none: a changed or forgotten fact is left out)."""
         item = view.get(self.n)
-        if item is None or not item.surfaced or item.revision != self.revision:
+        if item is None or not item.surfaced or item.revision != self.revision \
+                or not alive(item):
             return None
         return replace(self, text=item.text)
 
@@ -144,11 +161,12 @@ def record(op: Operation | None, result: dict[str, Any], ttl_ms: int) -> OpRecor
     kept = {k: v for k, v in result.items() if k != "similar"}
     if "similar" in result:
         kept["similar"] = [hint.record() for hint in result["similar"]]
-    return OpRecord(op_key(op.operation_id), op.fingerprint,
+    return OpRecord(op.key, op.fingerprint,
                     json.dumps(kept, ensure_ascii=False), expires)
 
 
-def check_target(view: WriteView, n: int, cursor_seq: int | None) -> Item:
+def check_target(view: WriteView, n: int, cursor_seq: int | None,
+                 within: Alive | None = None) -> Item:
     """The live item ``n`` an edit targets.
 
     The cursor rule: an edit conflicts only when its target existed at the cursor's state and
@@ -164,6 +182,10 @@ def check_target(view: WriteView, n: int, cursor_seq: int | None) -> Item:
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise InvalidArguments("n must be an integer ≥ 1")
     item = view.get(n)
+    if within is not None and (item is None or not within(item)):
+        # Another scope's fact, or a forgotten one (a tombstone keeps no metadata saying whose
+        # it was): worded as a number never given, and no conflict, so nothing tells them apart.
+        raise NotFound(f"item {n} does not exist in this memory", {"n": n})
     tomb = view.tombstones.get(n)
     changed, born = (item.seq, item.born) if item else (tomb.seq, tomb.created) if tomb \
         else (None, None)
@@ -260,10 +282,16 @@ def remember(text: str, vector: np.ndarray, fields: dict[str, Any], op: Operatio
     has not expired (an expired one is no duplicate: it is gone from every read)."""
 
     def plan(view: WriteView) -> Decision:
-        replayed = replay(view, op)
+        replayed = replay(view, op, alive)
         if replayed is not None:
             return replayed
         same = view.find_text(text)
+        if same is not None and not (same.surfaced and alive(same)):
+            # Another copy may be one ``alive`` keeps (the caller's scope's, where two scopes
+            # hold the text): the write looked up every row with the text.
+            key = dedupe_key(text)
+            same = next((it for it in view.items if it.surfaced and alive(it)
+                         and dedupe_key(it.text) == key), None)
         # Only an item recall can show is a duplicate: the text of a hidden one (inactive,
         # held, merged) becomes a new, visible item, and the hidden record stays as it is.
         if same is not None and same.surfaced and alive(same):
@@ -280,17 +308,18 @@ def remember(text: str, vector: np.ndarray, fields: dict[str, Any], op: Operatio
 
 def update(n: int, text: str | None, vector: np.ndarray | None, changes: dict[str, Any],
            cursor_seq: int | None, op: Operation | None, ttl_ms: int, owner: bool = True,
-           hints: Hints = Hints(), alive: Alive = _always) -> Plan:
+           hints: Hints = Hints(), alive: Alive = _always, within: Alive | None = None) -> Plan:
     """Replace item ``n``'s text and/or record fields, keeping its number; a new text lists
     the other facts it probably restates or supersedes (an identical one included: update
     does not deduplicate). An item ``alive`` refuses (expired: an edit must not bring it
-    back; out of a binding's scope) is not found, as a forget finds it."""
+    back; out of a binding's scope) is not found, as a forget finds it; ``within``: the
+    binding's scope (``check_target``)."""
 
     def plan(view: WriteView) -> Decision:
-        replayed = replay(view, op)
+        replayed = replay(view, op, alive)
         if replayed is not None:
             return replayed
-        item = check_target(view, n, cursor_seq)
+        item = check_target(view, n, cursor_seq, within)
         if not alive(item):
             raise NotFound(f"item {n} does not exist in this memory", {"n": n})
         check_editable(item, owner)
@@ -322,17 +351,15 @@ def merge(n: int, into: int) -> Plan:
 
 
 def forget(n: int, cursor_seq: int | None, op: Operation | None, ttl_ms: int,
-           owner: bool = True, alive: Alive = _always) -> Plan:
-    """Replace item ``n`` by a tombstone; its number is never reused. An item ``alive``
-    refuses (out of a binding's scope) is not found."""
+           owner: bool = True, within: Alive | None = None) -> Plan:
+    """Replace item ``n`` by a tombstone; its number is never reused. ``within``: a binding's
+    scope, outside which no number is found (``check_target``)."""
 
     def plan(view: WriteView) -> Decision:
         replayed = replay(view, op)
         if replayed is not None:
             return replayed
-        item = check_target(view, n, cursor_seq)
-        if not alive(item):
-            raise NotFound(f"item {n} does not exist", {"n": n})
+        item = check_target(view, n, cursor_seq, within)
         check_editable(item, owner)
         row = ItemRow(n, None, None, item.ts, now_ms(), item.revision + 1, forgotten=True,
                       created=item.born)

@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -251,6 +252,7 @@ def test_readme_and_reliability_cli_lines_run(tmp_path: Path,
     lines += [[a.replace("/backups", "backups") for a in args]
               for args in _cli_lines(REPO / "docs" / "reliability.md", "semmem ")]
     assert len(lines) > 20 and ["check"] in lines
+    shutil.copytree(REPO / "docs" / "examples", tmp_path / "docs" / "examples")  # ingest's input
     monkeypatch.chdir(tmp_path)
     runner = CliRunner()
     env = {"SEMMEM_DATA": str(tmp_path / "semmem-data")}

@@ -390,14 +390,43 @@ def test_memory_recalls_from_successive_event_loops(tmp_path: Path) -> None:
 
 
 async def test_update_reports_replaced_text_as_dropped(memory: Memory) -> None:
-    """A text update tells the write hook a text left (so every surface purges it); a
-    record-field edit does not."""
+    """A text update tells the write hook a text left (so every surface purges it); an edit
+    that only adds a record field drops nothing."""
     calls: list[tuple[str, bool]] = []
     memory.observer = Recorder(calls)
     await memory.remember("p", "old text")
     await memory.update("p", 1, "new text")
     await memory.update("p", 1, attrs={"note": "n"})
     assert calls == [("p", False), ("p", True), ("p", False)]
+
+
+@pytest.mark.parametrize("edit", [
+    {"attrs": {"note": "another note"}}, {"attrs": {"note": None}},
+    {"metadata": {"ssn": "redacted"}}, {"metadata": {}}, {"attrs": {"metadata": None}},
+    {"attrs": {"status": None}}, {"attrs": {"expiresAt": "2099-01-01T00:00:00Z"}},
+])
+async def test_an_edit_replacing_or_clearing_a_record_field_reports_a_dropped_value(
+        memory: Memory, edit: dict[str, Any]) -> None:
+    """A replaced or cleared note, metadata object, status or expiry is a dropped value,
+    purged as a replaced text is (before: only a text change was reported)."""
+    calls: list[tuple[str, bool]] = []
+    await memory.remember("p", "a fact with fields", metadata={"ssn": "078-05-1120"},
+                          attrs={"note": "a note", "status": "active"},
+                          expires_at="2098-01-01T00:00:00Z")
+    memory.observer = Recorder(calls)
+    await memory.update("p", 1, **edit)
+    assert calls == [("p", True)]
+
+
+async def test_a_metadata_edit_without_maintenance_asks_the_servers_to_purge(
+        memory: Memory) -> None:
+    """A process without maintenance (the CLI, a library user) that clears metadata leaves a
+    purge request in the store, as it does for a replaced text (before: none)."""
+    await memory.remember("p", "a fact with a pin", metadata={"pin": "7730"})
+    await memory.update("p", 1, attrs={"note": "added only"})
+    assert await memory.store.purge_requests() == {}  # an added field drops nothing
+    await memory.update("p", 1, metadata={})
+    assert set(await memory.store.purge_requests()) == {"p"}
 
 
 async def test_write_hook_skips_replays_and_duplicates(memory: Memory) -> None:

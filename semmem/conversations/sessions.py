@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from semmem.conversations.pieces import AT, MESSAGE, PART, PIECE, ROLE, SESSION
-from semmem.errors import NotFound
+from semmem.errors import InvalidArguments, InvalidInput, NotFound
 from semmem.items import Item
 from semmem.keyed.address import Address
 from semmem.keyed.items import Keyed
@@ -47,6 +47,18 @@ def summary(session: Address, pieces: Sequence[Item]) -> dict[str, Any]:
             "lastAt": ats[-1] if ats else None}
 
 
+def session_address(session_id: str) -> Address:
+    """The address of a session an owner names.
+
+    Raises:
+        InvalidInput: not a valid session id (a parameter of the owner's request).
+    """
+    try:
+        return Address.of(SESSION, session_id)
+    except InvalidArguments as exc:
+        raise InvalidInput(exc.message.replace("key", "session id", 1)) from None
+
+
 class Sessions:
     """The sessions of a memory's partitions (owners' doors: CLI, admin API, console)."""
 
@@ -64,9 +76,9 @@ class Sessions:
 
         Raises:
             NotFound: no live piece of that session.
-            InvalidArguments: not a valid session id.
+            InvalidInput: not a valid session id.
         """
-        address = Address.of(SESSION, session_id)
+        address = session_address(session_id)
         pieces = await self.keyed.pieces(partition, address)
         if not pieces:
             raise NotFound("no such session in this memory")
@@ -77,9 +89,9 @@ class Sessions:
         within the forget window).
 
         Raises:
-            NotFound: no live piece of that session.
+            NotFound: no live piece of that session. InvalidInput: not a valid session id.
         """
-        address = Address.of(SESSION, session_id)
+        address = session_address(session_id)
         gone = await self.keyed.forget(partition, address)
         if not gone:
             raise NotFound("no such session in this memory")

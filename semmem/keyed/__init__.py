@@ -30,9 +30,17 @@ The API (``Keyed(memory)``, ``semmem.keyed.items``)
   put that replaces a body returns rows for the new pieces and tombstones for the old ones
   (``dropped=True`` so the old texts are purged). ``commit(partition, held, decide, op)`` is
   the same step for a caller that looked up first (to embed only what is new).
+- ``await put(partition, address, [(text, vector, attrs), …], op=None, ts=None)``: the item's
+  body replaced in one write (new pieces numbered in order, the old ones forgotten and
+  purged) → ``{"status", "items": [n…], "replaced": [n…], "count"}``; record fields other than
+  ``keyed`` are the caller's (e.g. a hiding flag or the value of a store item).
 - ``await forget(partition, address, keep=…) -> [n, …]``: every live piece forgotten through
   the forget path (durably gone within the forget window), pieces added meanwhile included.
 - ``address.address_of(item)``: the address a piece belongs to, or ``None`` for a fact.
+
+Visibility: conversation pieces are the model's to see (recall, search, ``forget`` by number).
+Items the model's tools must neither see nor overwrite (LangGraph store items) need a record
+field the reads and the tools' writes honour; that is not built here (issue 48).
 """
 
 from typing import Any

@@ -14,12 +14,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from semmem import rules
 from semmem.errors import Unavailable
-from semmem.items import Item
-from semmem.keyed.address import Address, address_of, space_tag
+from semmem.items import Item, now_ms
+from semmem.keyed.address import KEYED, Address, address_of, space_tag
 from semmem.keyed.index import addresses
 from semmem.rules import Decision, Operation
+from semmem.store.rows import NEW, ItemRow
 from semmem.store.views import IndexedView, ReadView, WriteView
 
 if TYPE_CHECKING:
@@ -29,6 +32,8 @@ ATTEMPTS = 8  # lookups made again when other writers keep moving the partition 
 LOOK_AHEAD = 4096  # numbers assigned since a lookup that a write looks up, not reads again
 CHUNK = 256  # pieces forgotten per commit
 
+# One piece of a body ``put`` writes: its text, its vector and its record fields.
+Body = tuple[str, np.ndarray, dict[str, Any]]
 # Decides a write of a keyed item on the write view, given the item's pieces in it (live
 # rows, number order, expired ones included: the decider knows its retention).
 Decide = Callable[[WriteView, list[Item]], Decision]
@@ -152,6 +157,44 @@ class Keyed:
             held = await self.held(partition, address)
             try:
                 return await self.commit(partition, held, decide, op, dropped=dropped)
+            except (Moved, rules.MissingRows):
+                continue
+        raise Unavailable("the partition kept changing under this write; retry it")
+
+    async def put(self, partition: str, address: Address, bodies: Sequence[Body],
+                  op: Operation | None = None, *, ts: int | None = None) -> dict[str, Any]:
+        """Replace ``address``'s pieces by ``bodies`` (text, vector, record fields) in one
+        write: new numbers for the new pieces, in order, and the old ones forgotten
+        (tombstones; their texts purged within the forget window). ``ts``: the pieces' time
+        (default now).
+
+        Returns:
+            ``{"status": "stored", "items": [n, …], "replaced": [n, …], "count"}``.
+        """
+        ttl = self.memory.idempotency_ttl_ms
+        held: Held | None = None
+
+        def decide(view: WriteView, pieces: list[Item]) -> Decision:
+            if pieces and held is not None and not held.numbers:
+                raise Moved("pieces appeared since the lookup")  # so the write purges them
+            now = now_ms()
+            rows = [ItemRow(it.n, None, None, it.ts, now, it.revision + 1, forgotten=True,
+                            created=it.born) for it in pieces]
+            n, numbers = view.hwm, []
+            for text, vector, attrs in bodies:
+                n += 1
+                rows.append(ItemRow(n, text, vector, now if ts is None else ts, now, 1,
+                                    attrs={**attrs, KEYED: address.public()}, created=NEW))
+                numbers.append(n)
+            result = {"status": "stored", "items": numbers, "replaced": [it.n for it in pieces],
+                      "count": view.count - len(pieces) + len(bodies)}
+            return rules.mutation(op, result, ttl, rows, n if bodies else None)
+
+        for _ in range(ATTEMPTS):
+            held = await self.held(partition, address)
+            try:  # a body replaced drops texts: purged like a forget's
+                return await self.commit(partition, held, decide, op,
+                                         dropped=bool(held.numbers))
             except (Moved, rules.MissingRows):
                 continue
         raise Unavailable("the partition kept changing under this write; retry it")

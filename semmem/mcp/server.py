@@ -41,6 +41,9 @@ log = logging.getLogger("semmem.mcp")
 
 CallerOf = Callable[[ServerRequestContext[Any]], Caller]
 RESOURCE_NOT_FOUND = -32002  # the MCP specification's code for an unknown resource
+# How long a session's end runs purge passes (one under way finishes): within the grace a
+# host gives a server whose stdin closed before it signals (the MCP SDK's client: 2 s).
+SESSION_END_S = 1.5
 
 INSTRUCTIONS = (
     "semmem is a long-term memory of numbered facts. Before answering, call recall with the "
@@ -140,7 +143,8 @@ def build_server(service: Service, caller_of: CallerOf) -> Server[Any]:
 async def serve_stdio(settings: Settings, *, partition: str, writable: bool = True,
                       embedder: Embedder | None = None) -> None:
     """Serve MCP on stdin/stdout for one partition until the host closes the pipe or sends
-    SIGTERM; either way, purges not done yet are handed to the store (``Maintenance``)."""
+    SIGTERM; either way, purges not done yet are handed to the store and then run for up to
+    ``SESSION_END_S`` (``Maintenance``); the next start purges at once what is left."""
     runtime = Runtime(settings, embedder=embedder)
     runtime.start()
     service = Service(runtime, max_bytes=settings.mcp_max_bytes)
@@ -153,9 +157,18 @@ async def serve_stdio(settings: Settings, *, partition: str, writable: bool = Tr
     loop = asyncio.get_running_loop()
     stopping: list[asyncio.Task[None]] = []
 
+    async def end() -> None:
+        # No process may follow a session for a while: after the hand-off, its purges run
+        # now for a bounded time, so what is past the retention leaves before it exits.
+        maintenance = runtime.maintainer
+        if maintenance is not None:
+            maintenance.settle_s = SESSION_END_S
+            maintenance.settle_first.add(partition)  # the one this session served
+        await runtime.stop()
+
     def stop_once() -> asyncio.Task[None]:
         if not stopping:
-            stopping.append(loop.create_task(runtime.stop(), name="semmem-stop"))
+            stopping.append(loop.create_task(end(), name="semmem-stop"))
         return stopping[0]
 
     def exit_now(_: object) -> None:

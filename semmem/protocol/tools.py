@@ -312,7 +312,10 @@ SEARCH_RESULT: dict[str, Any] = {
             "type": "object",
             "properties": {"n": {"type": "integer", "minimum": 1},
                            "text": {"type": "string"}, "score": {"type": "number"},
-                           "updatedAt": {"type": "string"}},
+                           "updatedAt": {"type": "string"},
+                           # a conversation's piece: its session, who said it, when
+                           "sessionId": {"type": "string"}, "role": {"type": "string"},
+                           "at": {"type": "string"}},
             "required": ["n", "text", "score", "updatedAt"]}},
         "count": {"type": "integer", "minimum": 0},
         "truncated": {"const": True},

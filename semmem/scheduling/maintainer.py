@@ -70,6 +70,14 @@ class Maintainer:
         due.at = max(due.at, due.not_before)  # writes do not cut a failing partition's backoff
         self._wake.set()
 
+    def purge_soon(self, partition: str | None) -> None:
+        """Have ``partition`` purged after the delay, without waiting out a retention: what
+        older versions hold that are past it already (a start's) leaves in this one pass."""
+        due = self._due.setdefault(partition, _Due(at=float("inf")))
+        due.purge = True
+        due.at = max(min(due.at, time.monotonic() + self.delay_s), due.not_before)
+        self._wake.set()
+
     def due_at(self, partition: str, seconds: float) -> None:
         """Have ``partition`` maintained in ``seconds`` at the latest (an idempotency record
         expires then: its pass prunes it, and a purge follows)."""

@@ -9,7 +9,8 @@ class WriteObserver(Protocol):
     """Told of every write (the server's maintenance schedules compaction and purges)."""
 
     def written(self, partition: str, dropped: bool) -> None:
-        """A write was attempted; ``dropped``: it may have dropped a text (forget, update)."""
+        """A write was attempted; ``dropped``: it may have dropped a value (a forget's text, an
+        update's old text or record field)."""
 
     def partition_deleted(self, partition: str) -> None:
         """A partition was deleted (its name must leave the registry's files)."""

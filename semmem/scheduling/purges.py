@@ -66,7 +66,8 @@ class Purger:
     The first pass compacts and removes versions older than the retention; versions committed
     between the forget and that compaction still reference the old data file, so only the
     follow-up removes it. A killed process loses its schedule, so a start purges every
-    partition once, and again when a killed write's leftover files are old enough to delete.
+    partition once (at once: what is past the retention goes), and again when a killed
+    write's leftover files are old enough to delete.
     Deleting a partition purges the registry the same way.
     """
 
@@ -124,10 +125,14 @@ class Purger:
 
     def sweep(self, partitions: list[str], orphan_age_s: float | None = None) -> None:
         """After a start: purge every partition and the registry once (a killed process's
-        schedule is lost), and again after ``orphan_age_s`` when the files a killed write may
-        have left are old enough to be deleted."""
+        schedule is lost, a stopped one's handed on), and again after ``orphan_age_s`` when
+        the files a killed write may have left are old enough to be deleted.
+
+        The first pass runs at once: versions already past the retention (a short session's
+        that ended before its purge) go in it; younger ones, in the follow-up."""
         for partition in [*partitions, REGISTRY_DUE]:
-            self.purge(partition)
+            self.maintainer.purge_soon(partition)
+            self._follow_up(partition)
         purge_log.info("start-up purge scheduled for %d partition(s)", len(partitions))
         if orphan_age_s is not None:
             loop = asyncio.get_running_loop()

@@ -10,7 +10,9 @@ are past the store's retention, so a forgotten text leaves every file within
 ``version_retention + delay + the maintenance pass`` (documented as the forget window).
 The registry (partition names) is maintained under the key ``REGISTRY_DUE`` after a partition is
 deleted. A server that stops (SIGTERM, a session's end) before its purges are done hands them
-to the store: a purge request in the registry, which every other server follows. The
+to the store: a purge request in the registry, which every other server follows; a stdio
+session's end then runs purge passes for a bounded time, and every start runs its first purge
+pass at once, so short sessions alone purge what is past the retention. The
 retention sweep (``lifecycle/sweep.py``) runs here too, at start and every
 ``SEMMEM_RETENTION_SWEEP_S``: what it forgets is purged like any forget.
 """
@@ -57,6 +59,11 @@ class Maintenance:
         self._sweeping: asyncio.Task[None] | None = None
         self._soon: dict[str, asyncio.Task[None]] = {}
         self.sweeps = 0  # retention sweeps done
+        # At stop, after the hand-off: purge passes run now for this long (a stdio session's
+        # end, which no process may follow for a while; 0: a server's stop hands off only).
+        self.settle_s = 0.0
+        # partitions settled first: those this process dropped values in, and those it serves
+        self.settle_first: set[str] = set()
 
     def sweeping(self, sweep: Callable[[list[str] | None], Awaitable[object]],
                  interval_s: float) -> None:
@@ -93,6 +100,8 @@ class Maintenance:
         record (if any) expires a record TTL from now: a pass is due then at the latest."""
         self.purger.written(partition, dropped)
         self.maintainer.due_at(partition, self.record_ttl_s + 1.0)
+        if dropped:
+            self.settle_first.add(partition)
 
     def purge_pending(self, partition: str) -> float | None:
         """Seconds until the last pass of ``partition``'s pending purge: its follow-up, else
@@ -154,7 +163,8 @@ class Maintenance:
 
     async def stop(self) -> None:
         """Cancel follow-ups and the sweep, hand the purges not done yet to the store
-        (``hand_off``), and stop the scheduler once the pass under way is done."""
+        (``hand_off``), stop the scheduler once the pass under way is done, then run purge
+        passes for ``settle_s`` (``settle``: a stdio session's end)."""
         pending = self.purger.pending()
         for task in [*self._soon.values(), *([self._sweeping] if self._sweeping else [])]:
             task.cancel()
@@ -172,6 +182,31 @@ class Maintenance:
         # under way may finish: what a kill cuts short there, the others' later purge sweeps.
         await self.hand_off(sorted(p for p in pending if p is not REGISTRY_DUE))
         await self.maintainer.stop()
+        if self.settle_s > 0:
+            await self.settle(pending, self.settle_s)
+
+    async def settle(self, pending: set[str | None], seconds: float) -> int:
+        """Run a purge pass of each ``pending`` partition now (``settle_first`` first, the
+        registry last), starting none after ``seconds``: what is past the retention leaves
+        before the process ends, the rest was handed off. Returns the passes done."""
+        deadline = time.monotonic() + seconds
+        order = sorted((p for p in pending if p is not REGISTRY_DUE),
+                       key=lambda p: (p not in self.settle_first, p))
+        done = 0
+        for partition in [*order, *([REGISTRY_DUE] if REGISTRY_DUE in pending else [])]:
+            if time.monotonic() >= deadline:
+                log.info("stopping: %d purge pass(es) left to the hand-off",
+                         len(pending) - done)
+                break
+            try:  # a pass is never cut: the bound is checked between passes
+                if partition is REGISTRY_DUE:
+                    await self.store.maintain_registry()
+                else:
+                    await self.store.maintain(partition)
+                done += 1
+            except Exception:  # handed off already: the next start or server purges it
+                log.warning("a purge pass at stop failed; it was handed off", exc_info=True)
+        return done
 
     async def hand_off(self, partitions: list[str]) -> None:
         """Leave a purge request for ``partitions`` in the registry (one commit, at most

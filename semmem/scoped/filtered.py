@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from semmem import results, rules
-from semmem.contract import make_cursor
+from semmem.contract import MAX_SOURCES, make_cursor
 from semmem.errors import InvalidArguments
 from semmem.items import Item
 from semmem.results import Recall, recall_candidates
@@ -215,6 +215,12 @@ def scoped(alive: Alive, scope: Filter | None) -> Alive:
     return lambda item: alive(item) and scope.matches(item)
 
 
+def reach(scope: Filter | None) -> Alive | None:
+    """Which facts a binding's scope reaches, ``None`` for every one (no scope): outside it an
+    edit's target reads as a number never given (``rules.check_target``)."""
+    return None if scope is None or scope.empty else scope.matches
+
+
 def listed(items: list[Item], flt: Filter | None) -> list[Item]:
     """``items`` the filter covers (all of them without one)."""
     return items if flt is None or flt.empty else [it for it in items if flt.matches(it)]
@@ -281,10 +287,15 @@ class Filtered:
         view = await self._read_view(partition)
         cursor = make_cursor(partition, view.seq)
         if isinstance(view, IndexedView):
-            from semmem.store.reads.filtered import nearest_where  # the engine: loaded here
+            from semmem.store.reads.filtered import (  # the engine: loaded here
+                nearest_where,
+                recent_where,
+            )
 
-            if text is None or not text.strip():  # newest first: from the live snapshot
-                return results.recent(await self.list(partition, filter=flt), max_bytes, cursor)
+            if text is None or not text.strip():  # newest first, as many as unfiltered reads
+                found = await recent_where(self.store, view, 3 * MAX_SOURCES, flt.where())
+                found = kept(retention.keep(found, await retention.max_age(partition)), flt)
+                return results.recent(found.items, max_bytes, cursor)
             qvec = await self._embed(text)
             found = await nearest_where(self.store, view, qvec,
                                         recall_candidates(max_bytes, self.index_candidates),

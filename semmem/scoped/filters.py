@@ -8,6 +8,7 @@ expression is an integer or a hex tag (``semmem.scoped.metadata.tag``), never a 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -206,6 +207,13 @@ class Filter:
                                                         for k, v in self.metadata.items()))
             parts.append(f"array_has_all(tags, [{quoted}])")
         return " AND ".join(parts)
+
+    def digest(self) -> str:
+        """A digest of what the filter covers (equal filters, equal digests): a scope's name
+        in the keys of its idempotency records."""
+        covered = [sorted(self._keys.items()), [self.updated.lo, self.updated.hi],
+                   [self.ts.lo, self.ts.hi]]
+        return hashlib.sha256(json.dumps(covered, ensure_ascii=False).encode()).hexdigest()
 
     def public(self) -> dict[str, Any]:
         """The filter as a wire object (inclusive bounds)."""

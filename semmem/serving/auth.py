@@ -2,12 +2,15 @@
 constant time.
 
 A token line may bind the token to one partition for the MCP endpoint, after the token and
-whitespace: ``<token> partition=<name> [access=read|read-write]``. A line with the token alone
-is a provider token, as before; a bound token is accepted on ``/mcp`` only, where the binding
+spaces or tabs (the only field separators; lines end at ``\n`` only, and a line holding any
+other control or separator character is refused):
+``<token> partition=<name> [access=read|read-write]``. A line with the token alone is a
+provider token, as before; a bound token is accepted on ``/mcp`` only, where the binding
 (not the caller) names the partition. Either may carry a scope, ``scope.<key>=<value>`` (a
 string; repeat for more keys): every call with the token sees and edits only the facts
 whose metadata has those values, and writes them on its new facts
-(``semmem.scoped.filters.Filter.stamp``).
+(``semmem.scoped.filters.Filter.stamp``). A call takes its token's binding and scope from
+one reading of the tokens (``Tokens.identify``), at admission.
 """
 
 from __future__ import annotations
@@ -17,11 +20,13 @@ import hashlib
 import hmac
 import logging
 import os
+import re
 import secrets
 import stat
 import threading
 import time
-from collections.abc import Iterable
+import unicodedata
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +49,16 @@ class Binding:
     scope: Filter = dataclasses.field(default_factory=Filter)
 
 
+@dataclass(frozen=True)
+class Identity:
+    """One configured token as a call finds it: its digest, binding (MCP) and scope (empty:
+    none), all from one reading of the tokens."""
+
+    digest: bytes
+    binding: Binding | None
+    scope: Filter
+
+
 Entry = tuple[str, Binding | None, Filter]
 _BINDING_FORM = ("after the token, expected 'partition=<name>' and optionally "
                  "'access=read|read-write', and/or 'scope.<key>=<value>' fields")
@@ -57,8 +72,54 @@ def _scope(pairs: dict[str, str], where: str) -> Filter:
         raise InvalidInput(f"{where}: scope: {exc.message}") from None
 
 
+# Fields are separated by spaces and tabs only, lines by ``\n`` only (``\r\n`` read as one):
+# ``str.split()`` and ``str.splitlines()`` also break on Unicode spaces and line separators,
+# which would make one line of a partition name or scope value bind a second token.
+_GAPS = re.compile("[ \t]+")
+_BLANK = " \t"
+
+
+def _fields(text: str) -> list[str]:
+    """``text`` split on runs of spaces and tabs."""
+    return [f for f in _GAPS.split(text.strip(_BLANK)) if f]
+
+
+def _check_characters(text: str, where: str) -> None:
+    """Refuse a line holding a control, format or separator character other than a space or
+    a tab (named by code point; the line is never echoed: it holds a token).
+
+    Raises:
+        InvalidInput: such a character.
+    """
+    for char in text:
+        if char not in _BLANK and unicodedata.category(char) in ("Cc", "Cf", "Zs", "Zl", "Zp"):
+            raise InvalidInput(f"{where}: holds U+{ord(char):04X}, a control or separator "
+                               "character; separate the fields with spaces or tabs, and put "
+                               "no such character in a token, partition or scope")
+
+
+def _lines(content: str) -> list[str]:
+    """A tokens file's lines: split on ``\n`` alone, one ``\r`` before it dropped (and a byte
+    order mark at the start)."""
+    lines = content.removeprefix("\ufeff").split("\n")
+    return [line.removesuffix("\r") for line in lines]
+
+
+def _texts(inline: str | None, lines: Iterable[str], item: Callable[[int], str],
+           line: Callable[[int], str]) -> list[tuple[str, str]]:
+    """(where, text) of every token entry given: the comma-separated inline items, then the
+    file's lines that are neither blank nor comments (``item``/``line`` name them by number)."""
+    # an inline item's ends may hold line breaks (a variable written over several lines)
+    texts = [(item(i + 1), t.strip(_BLANK + "\r\n"))
+             for i, t in enumerate((inline or "").split(","))]
+    texts.extend((line(i + 1), text) for i, text in enumerate(lines)
+                 if not text.lstrip(_BLANK).startswith("#"))
+    return [(where, text) for where, text in texts if text.strip(_BLANK)]
+
+
 def _entry(text: str, where: str) -> Entry:
-    token, *fields = text.split()
+    _check_characters(text, where)
+    token, *fields = _fields(text)
     values: dict[str, str] = {}
     scope: dict[str, str] = {}
     for field in fields:
@@ -82,10 +143,8 @@ def _entry(text: str, where: str) -> Entry:
 
 
 def _parse(inline: str | None, lines: Iterable[str]) -> tuple[Entry, ...]:
-    texts = [(f"SEMMEM_TOKENS item {i + 1}", t) for i, t in enumerate((inline or "").split(","))]
-    texts.extend((f"line {i + 1}", line) for i, line in enumerate(lines)
-                 if not line.lstrip().startswith("#"))
-    entries = [_entry(t.strip(), where) for where, t in texts if t.strip()]
+    entries = [_entry(t, where) for where, t in _texts(
+        inline, lines, lambda i: f"SEMMEM_TOKENS item {i}", lambda i: f"line {i}")]
     last = {token: (token, binding, scope) for token, binding, scope in entries}
     return tuple(last.values())  # a token listed twice: its last line wins
 
@@ -100,7 +159,7 @@ def load_entries(inline: str | None, file: Path | None) -> tuple[Entry, ...]:
     lines: list[str] = []
     if file is not None:
         try:
-            lines = Path(file).read_text(encoding="utf-8").splitlines()
+            lines = _lines(Path(file).read_bytes().decode("utf-8"))
         except (OSError, UnicodeDecodeError) as exc:
             why = exc.strerror if isinstance(exc, OSError) else "not UTF-8"
             raise InvalidInput(f"cannot read tokens file {file}: {why}") from None
@@ -113,17 +172,17 @@ def check_lengths(inline: str | None, file: Path | None, what: str) -> None:
     Raises:
         InvalidInput: a token is too short, or the file cannot be read.
     """
-    texts = [(f"item {i + 1} of {what}", t) for i, t in enumerate((inline or "").split(","))]
+    lines: list[str] = []
     if file is not None:
         try:
-            lines = Path(file).read_text(encoding="utf-8").splitlines()
+            lines = _lines(Path(file).read_bytes().decode("utf-8"))
         except (OSError, UnicodeDecodeError):
             lines = []  # load_entries says why, when the tokens are loaded
-        texts.extend((f"line {i + 1} of {file}", line) for i, line in enumerate(lines)
-                     if not line.lstrip().startswith("#"))
-    for where, text in texts:
-        token = text.split()[0] if text.split() else ""
-        if token and len(token.encode("utf-8")) < MIN_TOKEN_BYTES:
+    for where, text in _texts(inline, lines, lambda i: f"item {i} of {what}",
+                              lambda i: f"line {i} of {file}"):
+        _check_characters(text, f"the token at {where}")
+        token = _fields(text)[0]
+        if len(token.encode("utf-8")) < MIN_TOKEN_BYTES:
             raise InvalidInput(f"the token at {where} is shorter than {MIN_TOKEN_BYTES} bytes; "
                                f"use a long random one (e.g. `python -c \"import secrets; "
                                f"print(secrets.token_urlsafe(32))\"`)")
@@ -186,9 +245,9 @@ class Tokens:
         self._lock = threading.Lock()
         self._checked = time.monotonic()
         self._signature: tuple[int, int, int] | None = None
-        self._digests: tuple[bytes, ...] = ()
-        self._bound: tuple[tuple[bytes, Binding], ...] = ()
-        self._scoped: tuple[tuple[bytes, Filter], ...] = ()
+        # Every token as one tuple, replaced whole when the file changes: a call reads it
+        # once (``identify``), so its token, binding and scope all come from one reading.
+        self._known: tuple[Identity, ...] = ()
         if self._file is None:
             self._set(_parse(inline, ()))
         else:
@@ -203,12 +262,9 @@ class Tokens:
         return cls(inline=inline, file=file, recheck_s=recheck_s)
 
     def _set(self, entries: tuple[Entry, ...]) -> None:
-        unbound = [t for t, binding, _ in entries if binding is None]
-        self._digests = tuple(_digest(t.encode("utf-8")) for t in (*self._fixed, *unbound))
-        self._bound = tuple((_digest(t.encode("utf-8")), binding)
-                            for t, binding, _ in entries if binding is not None)
-        self._scoped = tuple((_digest(t.encode("utf-8")), scope)
-                             for t, _, scope in entries if not scope.empty)
+        fixed = [Identity(_digest(t.encode("utf-8")), None, Filter()) for t in self._fixed]
+        self._known = (*fixed, *(Identity(_digest(t.encode("utf-8")), binding, scope)
+                                 for t, binding, scope in entries))
 
     def _stat(self) -> tuple[int, int, int] | None:
         assert self._file is not None
@@ -243,47 +299,32 @@ class Tokens:
 
     def __bool__(self) -> bool:
         self.refresh()
-        return bool(self._digests)
+        return any(known.binding is None for known in self._known)
+
+    def identify(self, header: str | None) -> Identity | None:
+        """Who the header's token is (its binding and scope), from one reading of the tokens,
+        ``None`` for no configured token (constant time over all of them)."""
+        self.refresh()
+        known = self._known  # one reading: a file re-read meanwhile changes nothing here
+        given = bearer_of(header)
+        if given is None:
+            return None
+        digest = _digest(given)
+        found: Identity | None = None
+        for identity in known:
+            if hmac.compare_digest(digest, identity.digest):
+                found = identity  # no early exit: every token is compared
+        return found
 
     def matches(self, header: str | None) -> bool:
-        """Whether the header carries one of the tokens (constant time over all of them)."""
-        self.refresh()
-        given = bearer_of(header)
-        if given is None:
-            return False
-        digest = _digest(given)
-        found = False
-        for token in self._digests:
-            found |= hmac.compare_digest(digest, token)
-        return found
-
-
-    def scope(self, header: str | None) -> Filter | None:
-        """The scope of the token the header carries, if it has one (constant time over every
-        scoped token)."""
-        self.refresh()
-        given = bearer_of(header)
-        if given is None:
-            return None
-        digest = _digest(given)
-        found: Filter | None = None
-        for token, scope in self._scoped:
-            if hmac.compare_digest(digest, token):
-                found = scope  # no early exit: every token is compared
-        return found
+        """Whether the header carries a provider (unbound) token."""
+        identity = self.identify(header)
+        return identity is not None and identity.binding is None
 
     def binding(self, header: str | None) -> Binding | None:
-        """The binding of the bound token the header carries (constant time over all of them)."""
-        self.refresh()
-        given = bearer_of(header)
-        if given is None:
-            return None
-        digest = _digest(given)
-        found: Binding | None = None
-        for token, binding in self._bound:
-            if hmac.compare_digest(digest, token):
-                found = binding  # no early exit: every token is compared
-        return found
+        """The binding of the bound token the header carries, if it is one."""
+        identity = self.identify(header)
+        return None if identity is None else identity.binding
 
 
 class ProviderAuth:
@@ -294,14 +335,19 @@ class ProviderAuth:
         self.admin = admin
         self.insecure = insecure
 
-    def check(self, header: str | None) -> None:
-        """Allow a provider call.
+    def check(self, header: str | None) -> Filter | None:
+        """Allow a provider call; the scope of its token (``None``: unscoped), read with the
+        token itself, so a call keeps the scope it was admitted with (running insecure, a
+        call with no configured token is allowed, unscoped).
 
         Raises:
             Unauthorized: missing or wrong token (and not running insecure).
         """
-        if self.insecure or self.tokens.matches(header):
-            return
+        identity = self.tokens.identify(header)
+        if identity is not None and identity.binding is None:
+            return None if identity.scope.empty else identity.scope
+        if self.insecure:
+            return None
         if bearer_of(header) is None:
             raise Unauthorized("missing bearer token: send 'Authorization: Bearer <token>'")
         raise Unauthorized("wrong bearer token")
@@ -315,10 +361,10 @@ class ProviderAuth:
         """
         if self.insecure:
             return None
-        binding = self.tokens.binding(header)
-        if binding is not None:
-            return binding
-        if self.tokens.matches(header):
+        identity = self.tokens.identify(header)  # one reading: binding and scope together
+        if identity is not None and identity.binding is not None:
+            return identity.binding
+        if identity is not None:
             raise Forbidden("this token is not bound to a partition, so it cannot use MCP; bind "
                             "one in the tokens file: '<token> partition=<name>'")
         if bearer_of(header) is None:

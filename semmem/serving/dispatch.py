@@ -47,7 +47,9 @@ class ToolCall:
         if self.operation_id is None:
             return None
         cursor = self.cursor if self.cursor_sent else None
-        return Operation.of(self.operation_id, self.tool, arguments, cursor, self.deadline_ms)
+        within = "" if self.scope is None or self.scope.empty else self.scope.digest()
+        return Operation.of(self.operation_id, self.tool, arguments, cursor, self.deadline_ms,
+                            within)
 
 
 Handler = Callable[["Memory", ToolCall, ToolSpec, dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -148,7 +150,10 @@ class Dispatcher:
             raise Forbidden(f"the {spec.name} tool writes; this memory is bound read-only")
         args = spec.validate(call.arguments)
         result = await HANDLERS[spec.name](memory, call, spec, args)
-        self.metrics.partition_count(call.partition, result.get("count"))
+        if spec.access == "write" or (call.scope is None and not args.get("filter")):
+            # a read's count under a scope or a filter is of the facts it covers, not the
+            # partition's (a write's count is always the partition's)
+            self.metrics.partition_count(call.partition, result.get("count"))
         if spec.access == "write":
             self.metrics.writes.labels(spec.name).inc()
             if self.accepted:

@@ -17,6 +17,7 @@ from semmem.errors import NotReady, Overloaded, RateLimited, SemmemError, Unavai
 from semmem.memory import Memory
 from semmem.protocol.tools import tools_for
 from semmem.scheduling.schedule import Maintenance
+from semmem.scoped.filters import Filter
 from semmem.serving.auth import ProviderAuth, Tokens, bearer_of
 from semmem.serving.dispatch import Dispatcher
 from semmem.serving.metrics import Metrics
@@ -131,15 +132,17 @@ class Runtime:
             await self.memory.close()
         self.memory = None
 
-    def admit(self, header: str | None) -> None:
-        """Allow a provider call: its credentials, then its token's rate limit.
+    def admit(self, header: str | None) -> Filter | None:
+        """Allow a provider call: its credentials, then its token's rate limit; the token's
+        scope, read with it (``ProviderAuth.check``).
 
         Raises:
             Unauthorized: missing or wrong token.
             RateLimited: the token is over ``SEMMEM_RATE_LIMIT``.
         """
-        self.auth.check(header)
+        scope = self.auth.check(header)
         self.limit(header, "provider")
+        return scope
 
     def limit(self, header: str | None, surface: str) -> None:
         """Spend one request of the (already checked) token's rate limit.

@@ -25,6 +25,7 @@ from semmem.items import now_ms
 from semmem.protocol.envelope import operation_id_of
 from semmem.protocol.jsonio import dumps, loads
 from semmem.rules import Operation
+from semmem.scoped.filters import Filter
 from semmem.serving.auth import Binding
 from semmem.serving.guard import served
 from semmem.serving.runtime import Runtime
@@ -39,21 +40,21 @@ INGEST_PATH = "/ingest"
 MAX_INGEST_BODY = 4 * 1024 * 1024  # a long session in one call (the provider path's is 64 KiB)
 
 
-def _admit(rt: Runtime, header: str | None) -> Binding | None:
-    """The caller's binding (``None``: a provider token, or insecure), its rate limit spent.
+def _admit(rt: Runtime, header: str | None) -> tuple[Binding | None, Filter | None]:
+    """The caller's binding (``None``: a provider token, or insecure) and scope, from one
+    reading of the tokens at admission (before the body), its rate limit spent.
 
     Raises:
         Unauthorized: missing or wrong token. Forbidden: a read-only bound token.
         RateLimited: over ``SEMMEM_RATE_LIMIT``.
     """
-    binding = None if rt.auth.insecure else rt.auth.tokens.binding(header)
-    if binding is None:
-        rt.admit(header)
-        return None
-    if not binding.writable:
+    identity = rt.auth.tokens.identify(header)
+    if identity is None or identity.binding is None:
+        return None, rt.admit(header)
+    if not identity.binding.writable:
         raise Forbidden("this token is read-only (access=read): it cannot ingest")
     rt.limit(header, "provider")
-    return binding
+    return identity.binding, None if identity.scope.empty else identity.scope
 
 
 async def handle(request: Request) -> Response:
@@ -70,10 +71,12 @@ async def _handle(rt: Runtime, request: Request, span: tracing.Span) -> Response
     operation_id = "-"
     received = bytearray()
     header = request.headers.get("authorization")
-    bound: list[Binding | None] = [None]
+    # binding and scope taken with the token at admission: a tokens file changed while the
+    # body arrives changes nothing for this call
+    admitted: list[tuple[Binding | None, Filter | None]] = []
 
     def check() -> None:
-        bound[0] = _admit(rt, header)
+        admitted.append(_admit(rt, header))
 
     async def receive() -> None:
         _check_media_type(request)
@@ -98,16 +101,14 @@ async def _handle(rt: Runtime, request: Request, span: tracing.Span) -> Response
                                   "horizonSeconds": DEADLINE_HORIZON_MS // 1000})
             if req.read_only:
                 raise Forbidden("ingesting writes: access 'read' cannot ingest")
-            binding = bound[0]
+            binding, scope = admitted[0]
             if binding is not None and binding.partition != req.partition:
                 raise Forbidden("this token is bound to another partition")
-            # a token's scope (its configuration, never the body) bounds what the call writes
-            scope = binding.scope if binding is not None \
-                else rt.auth.tokens.scope(header)
-            fingerprinted = {**req.arguments,
-                             **({"scope": scope.public()} if scope is not None
-                                and not scope.empty else {})}
-            op = Operation.of(req.operation_id, "ingest", fingerprinted, None, req.deadline_ms)
+            # a scope (its configuration, never the body) bounds what the call writes, and
+            # its operation ids are its own (``Operation.within``)
+            within = "" if scope is None or scope.empty else scope.digest()
+            op = Operation.of(req.operation_id, "ingest", req.arguments, None, req.deadline_ms,
+                              within)
             result = await Conversations(call.memory).ingest(
                 req.partition, req.session, req.messages, op=op, scope=scope)
             if rt.accepted:

@@ -128,6 +128,55 @@ def provider_openapi(path: str = "/memory", *, accepted: bool = False) -> dict[s
     }
 
 
+def ingest_openapi() -> dict[str, Any]:
+    """``POST /ingest`` as an OpenAPI path item and its schemas (``semmem/conversations``)."""
+    from semmem.conversations.messages import MAX_MESSAGES, MAX_ROLE_CHARS
+    from semmem.keyed.address import MAX_KEY_CHARS
+
+    request = {
+        "type": "object",
+        "properties": {
+            "version": {"const": PROTOCOL_VERSION},
+            "operationId": {"type": "string", "minLength": 1},
+            "partition": {"type": "string", "minLength": 1},
+            "sessionId": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_CHARS},
+            "messages": {"type": "array", "minItems": 1, "maxItems": MAX_MESSAGES, "items": {
+                "type": "object",
+                "properties": {"role": {"type": "string", "minLength": 1,
+                                        "maxLength": MAX_ROLE_CHARS},
+                               "content": {"type": "string", "minLength": 1},
+                               "at": {"type": "string", "format": "date-time"}},
+                "required": ["role", "content"], "additionalProperties": False}},
+            "deadlineAt": {"type": "string", "format": "date-time"},
+            "access": {"enum": ["read", "read-write"]},
+        },
+        "required": ["version", "operationId", "partition", "sessionId", "messages"],
+    }
+    result = {
+        "type": "object",
+        "properties": {"status": {"enum": ["stored", "accepted"]},
+                       "sessionId": {"type": "string"},
+                       "items": {"type": "array", "items": {
+                           "type": "array", "items": {"type": "integer", "minimum": 1}}},
+                       "count": {"type": "integer", "minimum": 0}},
+        "required": ["status", "sessionId", "items", "count"],
+        "additionalProperties": False,
+    }
+    responses: dict[str, Any] = {"200": {"description": "each message's piece numbers",
+                                         "content": {"application/json": {
+                                             "schema": {"$ref": _REF + "IngestResult"}}}}}
+    for status in sorted(_codes()):
+        responses[str(status)] = _error_response(status)
+    return {"schemas": {"IngestRequest": request, "IngestResult": result},
+            "path": {"post": {
+                "operationId": "ingest",
+                "summary": "store a conversation session's messages as pieces",
+                "security": [{"bearer": []}],
+                "requestBody": {"required": True, "content": {"application/json": {
+                    "schema": {"$ref": _REF + "IngestRequest"}}}},
+                "responses": responses}}}
+
+
 def _error_response(status: int) -> dict[str, Any]:
     """The documented response of an error status: the envelope with that status's codes."""
     codes = _codes()[status]
@@ -162,6 +211,9 @@ def api_openapi(app: FastAPI, path: str = "/memory", *, accepted: bool = False
     """The whole HTTP API as one OpenAPI 3.1 document: the provider endpoint, and the admin
     and ops endpoints as FastAPI describes them with their real error answers."""
     doc = provider_openapi(path, accepted=accepted)
+    ingest = ingest_openapi()
+    doc["paths"]["/ingest"] = ingest["path"]
+    doc["components"]["schemas"].update(ingest["schemas"])
     described = app.openapi()
     for route, operations in described["paths"].items():
         errors = (_ADMIN_ERRORS if route.startswith("/admin") else _OPS_ERRORS.get(route, ())) \

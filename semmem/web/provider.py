@@ -68,6 +68,13 @@ async def handle(request: Request) -> Response:
 async def _handle(rt: Runtime, request: Request, span: tracing.Span) -> Response:
     operation_id = "-"
     received = bytearray()
+    # The token's scope (its configuration, never the body) bounds what the call reaches;
+    # taken with the token at admission, before the body: a tokens file changed while the
+    # body arrives changes nothing for this call.
+    scope: list[Filter | None] = []
+
+    def admit() -> None:
+        scope.append(rt.admit(request.headers.get("authorization")))
 
     async def receive() -> None:
         _check_media_type(request)
@@ -75,8 +82,7 @@ async def _handle(rt: Runtime, request: Request, span: tracing.Span) -> Response
 
     try:
         async with served(rt, "invalid",
-                          lambda: rt.admit(request.headers.get("authorization")),
-                          receive=receive) as call:
+                          admit, receive=receive) as call:
             decoded = loads(bytes(received))
             operation_id = operation_id_of(decoded)
             req = parse_envelope(decoded)
@@ -93,15 +99,13 @@ async def _handle(rt: Runtime, request: Request, span: tracing.Span) -> Response
                     f"deadlineAt is more than {DEADLINE_HORIZON_MS // 3_600_000} hours ahead",
                     {"deadlineAt": decoded.get("deadlineAt"),
                      "horizonSeconds": DEADLINE_HORIZON_MS // 1000})
-            # a token's scope (its configuration, never the body) bounds what the call reaches
-            scope = rt.auth.tokens.scope(request.headers.get("authorization"))
             if isinstance(req, RecallRequest):
                 recall = await call.memory.recall(req.partition, req.input.text, req.max_bytes,
-                                                  filter=scope)
+                                                  filter=scope[0])
                 wire = fit_recall(recall).wire()
                 body, count = dumps(wire), len(wire["sources"])
             else:
-                body, count = await _tool(rt, call.memory, req, scope)
+                body, count = await _tool(rt, call.memory, req, scope[0])
         tracing.answered(span, count, len(body))
         return Response(body, 200, media_type=MEDIA_TYPE)
     except SemmemError as exc:

@@ -388,3 +388,35 @@ def test_metadata_added_filtered_and_edited_in_browser(server: ServerProcess, br
                   headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
         assert [i.get("metadata") for i in r.json()["items"]] == [
             {"user": "cat", "run": 4}, {"user": "ben"}]
+
+
+def test_conversation_sessions_opened_and_forgotten_in_browser(
+        server: ServerProcess, browser: WebDriver, shots: Path) -> None:
+    """Sessions ingested through ``POST /ingest``: listed from the partition page, one opened
+    (its messages in order, each piece linked by number), one forgotten whole."""
+    import httpx
+
+    base, d, p = server.url, browser, "talks"
+    for session, lines in (("trip", ["I fly to Oslo on May 20.", "Have a good flight!"]),
+                           ("kitchen", ["The air fryer makes crispy chickpeas."])):
+        body = {"version": 1, "operationId": f"browser-{session}", "partition": p,
+                "sessionId": session,
+                "messages": [{"role": "user" if i % 2 == 0 else "assistant", "content": t,
+                              "at": f"2024-02-0{i + 1}T08:00:00Z"} for i, t in enumerate(lines)]}
+        r = httpx.post(f"{base}/ingest", json=body, headers={"Authorization": f"Bearer {TOKEN}"})
+        assert r.status_code == 200, r.text
+    d.get(f"{base}/console/signin")
+    d.delete_all_cookies()
+    sign_in(d, base, ADMIN_TOKEN)
+    d.get(f"{base}/console/partition?p={p}")
+    submit(d, d.find_element(By.ID, "sessions"))
+    assert d.title == f"Sessions in {p} · semmem console"
+    assert "trip" in text(d, "#sessions") and "kitchen" in text(d, "#sessions")
+    submit(d, d.find_element(By.LINK_TEXT, "trip"))
+    messages = d.find_elements(By.CSS_SELECTOR, "#messages > li")
+    assert ["Oslo" in messages[0].text, "flight" in messages[1].text] == [True, True]
+    assert "assistant" in messages[1].text
+    shoot(d, shots, "session")
+    submit(d, d.find_element(By.ID, "forget-session"), accept_confirm=True)
+    assert "Session forgotten: 2 piece(s)." in text(d)
+    assert "trip" not in text(d, "#sessions") and "kitchen" in text(d, "#sessions")

@@ -147,3 +147,27 @@ def test_middleware_with_async_client(server: ServerProcess, partition: str) -> 
 
     prompts = asyncio.run(run())
     assert prompts[-1] == f"{MEMORY_HEADER}\n1. Owns a red bike"
+
+
+def test_middleware_ingests_each_finished_turn_when_asked(owner: Client, proxied: Client,
+                                                          partition: str) -> None:
+    """``middleware(ingest=True)``: after each turn the user's message and the answer (not
+    the tool calls) are stored in the thread's session; the next turn recalls them."""
+    memory = LangChainMemory(proxied)
+    model = ScriptedChatModel(script=[
+        calls("memory_search", {"query": "trip"}, "c1"),
+        AIMessage("Noted: you fly to Oslo on May 20."), AIMessage("On May 20.")])
+    agent = create_agent(model, system_prompt="You are helpful.",
+                         middleware=[memory.middleware(ingest=True)],
+                         checkpointer=InMemorySaver())
+    _user_turn(agent, partition, "t1", "I fly to Oslo on May 20")
+    opened = owner.session(partition, "t1")
+    assert [(m["role"], [i["text"] for i in m["items"]]) for m in opened["messages"]] == [
+        ("user", ["I fly to Oslo on May 20"]),
+        ("assistant", ["Noted: you fly to Oslo on May 20."])]
+    _user_turn(agent, partition, "t1", "When do I fly?")
+    assert "I fly to Oslo on May 20" in model.seen[-1][0].content  # recalled from the piece
+    assert [m["role"] for m in owner.session(partition, "t1")["messages"]] == [
+        "user", "assistant", "user", "assistant"]
+    plain = LangChainMemory(proxied).middleware()
+    assert plain.ingest is False

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from semmem.store.files import incarnation, open_dataset
+from semmem.store.reads.recency import recent_items
 from semmem.store.rows import ITEM_COLUMNS, table_name
 from semmem.store.schema import LIVE_ITEMS
 from semmem.store.views import Candidates, IndexedView
@@ -61,6 +62,23 @@ async def nearest_where(store: Store, view: IndexedView, query: np.ndarray, k: i
     if not await _readable(store, view, where):
         return _none(store, view)
     return await store.nearest(view, query, k, columns, where)
+
+
+async def recent_where(store: Store, view: IndexedView, k: int, where: str) -> Candidates:
+    """The ``k`` live items ``where`` selects updated last at ``view``'s version (a blank
+    recall under a scope), found as an unfiltered one finds them (``recency``: the B-tree on
+    ``updated``), the partition never loaded; in number order."""
+    uri = await store.conn.uri_of(view.head.partition)
+    if uri is None:
+        return _none(store, view)
+
+    def read() -> Candidates:
+        ds = _version(store, uri, view)
+        if not _answers(ds, where):
+            return _none(store, view)
+        return recent_items(ds, view.head, k, store.dim, view.count, where)
+
+    return await asyncio.to_thread(read)
 
 
 async def count_where(store: Store, view: IndexedView, where: str,

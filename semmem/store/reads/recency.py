@@ -29,29 +29,31 @@ MAX_GROWTH = 64  # a window grows at most this much per try
 WIDEST_MS = 1 << 42  # ~139 years
 
 
-def newest_numbers(ds: Any, k: int, live: int | None = None) -> list[int]:
+def newest_numbers(ds: Any, k: int, live: int | None = None, where: str = "") -> list[int]:
     """The numbers of the ``k`` live items of ``ds`` updated last (newest first, ties to the
-    lower number); ``live`` is the live count if known."""
+    lower number), among those ``where`` selects if given (a filter expression); ``live`` is
+    the live count if known."""
     if k <= 0:
         return []
     last = _last_write(ds)
     if last is None or (live is not None and live <= k):
-        return _top(_live_rows(ds, None), k)
+        return _top(_live_rows(ds, None, where), k)
     window = FIRST_WINDOW_MS
     while window < WIDEST_MS:
-        rows = _live_rows(ds, last - window)
+        rows = _live_rows(ds, last - window, where)
         found = rows.num_rows
         if found >= k:
             return _top(rows, k)
         growth = MAX_GROWTH if found == 0 else min(MAX_GROWTH, max(2, 2 * k // found + 1))
         window *= growth
-    return _top(_live_rows(ds, None), k)
+    return _top(_live_rows(ds, None, where), k)
 
 
-def recent_items(ds: Any, head: Head, k: int, dim: int, live: int | None = None
-                 ) -> Candidates:
-    """The ``k`` live items of ``ds`` updated last, in number order."""
-    return items_numbered(ds, head, newest_numbers(ds, k, live), dim)
+def recent_items(ds: Any, head: Head, k: int, dim: int, live: int | None = None,
+                 where: str = "") -> Candidates:
+    """The ``k`` live items of ``ds`` updated last (among those ``where`` selects), in number
+    order."""
+    return items_numbered(ds, head, newest_numbers(ds, k, live, where), dim)
 
 
 def _last_write(ds: Any) -> int | None:
@@ -62,9 +64,10 @@ def _last_write(ds: Any) -> int | None:
     return int(max(head.column("updated").to_pylist()))
 
 
-def _live_rows(ds: Any, cutoff: int | None) -> pa.Table:
-    where = LIVE_ITEMS if cutoff is None else f"updated >= {int(cutoff)} AND {LIVE_ITEMS}"
-    return ds.to_table(columns=["n", "updated"], filter=where)
+def _live_rows(ds: Any, cutoff: int | None, where: str = "") -> pa.Table:
+    clause = LIVE_ITEMS if cutoff is None else f"updated >= {int(cutoff)} AND {LIVE_ITEMS}"
+    return ds.to_table(columns=["n", "updated"],
+                       filter=f"{clause} AND {where}" if where else clause)
 
 
 def _top(rows: pa.Table, k: int) -> list[int]:

@@ -23,7 +23,7 @@ from starlette.staticfiles import StaticFiles
 
 from semmem.errors import SemmemError
 from semmem.serving.runtime import Runtime
-from semmem.web.console import actions, pages, retention
+from semmem.web.console import actions, conversations, pages, retention
 from semmem.web.console.guard import Refused, SignInRequired
 from semmem.web.console.render import PREFIX, ConsoleHeaders, error_page, semmem_error_page, url
 from semmem.web.console.session import COOKIE, Sessions, clear_cookie
@@ -54,6 +54,9 @@ def create_console(runtime: Runtime) -> Starlette:
         Route("/item/forget", actions.forget, methods=["POST"]),
         Route("/item/merge", actions.merge, methods=["POST"]),
         Route("/similar", pages.similar, methods=["GET"]),
+        Route("/sessions", conversations.sessions, methods=["GET"]),
+        Route("/session", conversations.opened, methods=["GET"]),
+        Route("/session/forget", conversations.forget, methods=["POST"]),
         Route("/retention", retention.show, methods=["GET"]),
         Route("/retention", retention.set_policy, methods=["POST"]),
         Route("/retention/preview", retention.preview, methods=["POST"]),

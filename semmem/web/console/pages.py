@@ -43,6 +43,7 @@ FLASH = {
     "forgot": "Item #{n} forgotten.",
     "merged": "Item #{n} merged: it stays on file, no longer recalled.",
     "deleted": "Partition deleted.",
+    "sessionforgot": "Session forgotten: {n} piece(s).",
     "retention": "Policy changed; {n} fact(s) it expired were forgotten.",
     "signedout": "Signed out.",
 }

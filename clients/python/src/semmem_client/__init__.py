@@ -4,6 +4,7 @@
     with Client("http://127.0.0.1:8080", "a-token-of-16-bytes-or-more") as memory:
         memory.remember("alice", "Prefers metric units")
         print(memory.recall("alice", "which units?").text)
+        memory.ingest("alice", "chat-1", [{"role": "user", "content": "I got an air fryer"}])
 
 Adapters: ``semmem_client.langchain`` (LangChain tools, a LangGraph pre-model recall) and
 ``semmem_client.openai_agents`` (function tools, recall as dynamic instructions), each an extra.
@@ -32,6 +33,7 @@ from semmem_client._errors import (
     Unauthorized,
     Unavailable,
 )
+from semmem_client._ingest import IngestResult, Message, SessionSummary
 from semmem_client._retry import Retry
 from semmem_client._wire import (
     Forgotten,
@@ -49,9 +51,10 @@ from semmem_client._wire import (
 __version__ = "0.1.0"
 __all__ = [
     "AsyncClient", "AsyncTurn", "Client", "ClientClosed", "Conflict", "DeadlineExceeded",
-    "Forbidden", "Forgotten", "Found", "IdempotencyMismatch", "InternalError", "InvalidArguments",
-    "InvalidRequest", "Item", "ItemsPage", "NotFound", "Overloaded", "PartitionsPage",
-    "ProtocolError", "QuotaExceeded", "RateLimited", "Recall", "RequestTimeout", "Retry",
-    "SearchResult", "SemmemError", "Similar", "Source", "TooLarge", "TransportError", "Turn",
+    "Forbidden", "Forgotten", "Found", "IdempotencyMismatch", "IngestResult", "InternalError",
+    "InvalidArguments", "InvalidRequest", "Item", "ItemsPage", "Message", "NotFound",
+    "Overloaded", "PartitionsPage", "ProtocolError", "QuotaExceeded", "RateLimited", "Recall",
+    "RequestTimeout", "Retry", "SearchResult", "SemmemError", "SessionSummary", "Similar",
+    "Source", "TooLarge", "TransportError", "Turn",
     "Unauthorized", "Unavailable", "WriteResult",
 ]

@@ -6,12 +6,18 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
 from semmem_client._errors import ClientClosed, NotFound
+from semmem_client._ingest import (
+    DEFAULT_INGEST_DEADLINE_S,
+    INGEST_PATH,
+    ingest_body,
+    read_ingest,
+)
 from semmem_client._retry import Retry
 from semmem_client._wire import (
     Access,
@@ -112,6 +118,14 @@ class Base:
                                        tool=tool, arguments=arguments, **extra),
                               deadline_s, read_result)
 
+    def _ingest_call(self, partition: str, session_id: str,
+                     messages: Iterable[Mapping[str, Any]], op_id: str | None,
+                     timeout: float | None) -> Call:
+        deadline_s = check_deadline(DEFAULT_INGEST_DEADLINE_S if timeout is None else timeout)
+        body = ingest_body(partition, session_id, messages, op_id, deadline_s)
+        return Call("POST", INGEST_PATH, lambda status, content: read_ingest(
+            read_answer(status, content, None)), deadline_s, encode(body), headers=self.headers)
+
     def _tools_call(self, timeout: float | None) -> Call:
         return Call("GET", "/openapi.json", _json, self._deadline(timeout))
 
@@ -171,6 +185,19 @@ class Base:
     def _delete_partition_call(self, partition: str, timeout: float | None) -> Call:
         return self._admin_call("DELETE", "/partitions", {"partition": partition}, timeout,
                                 lambda status, content: bool(_json(status, content)["deleted"]))
+
+    def _sessions_call(self, partition: str, timeout: float | None) -> Call:
+        return self._admin_call("GET", "/sessions", {"partition": partition}, timeout,
+                                lambda status, content: _json(status, content)["sessions"])
+
+    def _session_call(self, method: str, partition: str, session_id: str,
+                      timeout: float | None) -> Call:
+        def read(status: int, content: bytes) -> Any:
+            answer = _json(status, content)
+            return answer["session"] if method == "GET" else answer
+
+        return self._admin_call(method, "/session", {"partition": partition,
+                                                     "session": session_id}, timeout, read)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url + self.memory_path!r}, access={self.access!r})"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import builtins
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from types import TracebackType
 from typing import Any, cast
 
@@ -14,6 +14,7 @@ from semmem_client._base import DEFAULT_MAX_BYTES, DEFAULT_PAGE, Base, Call, Tur
 from semmem_client._base import remember_args as _remember_args
 from semmem_client._base import search_args as _search_args
 from semmem_client._errors import SemmemError
+from semmem_client._ingest import IngestResult, SessionSummary
 from semmem_client._retry import Attempts, Retry
 from semmem_client._tools import ToolDefinition, tool_definitions
 from semmem_client._wire import (
@@ -148,6 +149,34 @@ class Client(Base):
         ``surfacing``, ``mergedInto``, ``expiresAt``; ``None`` clears one), as an owner."""
         return cast("dict[str, Any]", self._send(self._edit_call(partition, n, changes,
                                                                  timeout)))
+
+    def ingest(self, partition: str, session_id: str,
+               messages: Iterable[Mapping[str, Any]], *, operation_id: str | None = None,
+               timeout: float | None = None) -> IngestResult:
+        """Store a session's messages (``{"role", "content", "at"?}``, ``at`` ISO 8601 or a
+        datetime) as pieces through ``POST /ingest``: appended to the session, a message it
+        already holds never stored twice; retried with the same operation id, so a lost reply
+        replays. ``timeout`` defaults to 120 s (every new piece is embedded first)."""
+        return cast(IngestResult, self._send(self._ingest_call(
+            partition, session_id, messages, operation_id, timeout)))
+
+    def sessions(self, partition: str, *, timeout: float | None = None
+                 ) -> builtins.list[SessionSummary]:
+        """A partition's sessions, the latest said first (admin API)."""
+        return cast(builtins.list[SessionSummary],
+                    self._send(self._sessions_call(partition, timeout)))
+
+    def session(self, partition: str, session_id: str, *, timeout: float | None = None
+                ) -> dict[str, Any]:
+        """One session's messages in order, each with its pieces (admin API)."""
+        return cast(dict[str, Any], self._send(self._session_call(
+            "GET", partition, session_id, timeout)))
+
+    def forget_session(self, partition: str, session_id: str, *,
+                       timeout: float | None = None) -> Forgotten:
+        """Forget a session whole, durably (admin API); ``NotFound`` if it has no pieces."""
+        return cast(Forgotten, self._send(self._session_call(
+            "DELETE", partition, session_id, timeout)))
 
     def delete_partition(self, partition: str, *, timeout: float | None = None) -> bool:
         """Delete a partition and every file of it (the owner's erasure); ``False`` if it

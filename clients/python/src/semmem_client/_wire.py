@@ -47,13 +47,17 @@ class WriteResult(TypedDict):
 
 
 class Found(TypedDict):
-    """One ``search`` hit (owners' record fields may follow)."""
+    """One ``search`` hit (owners' record fields may follow; a conversation's piece carries
+    its ``sessionId``, ``role`` and ``at``)."""
 
     n: int
     text: str
     score: float
     updatedAt: str
     metadata: NotRequired[dict[str, Any]]
+    sessionId: NotRequired[str]
+    role: NotRequired[str]
+    at: NotRequired[str]
 
 
 class SearchResult(TypedDict):

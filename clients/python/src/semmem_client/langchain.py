@@ -9,18 +9,23 @@ as LangChain 1.x ``create_agent`` middleware (once per user turn) or as a LangGr
                  {"configurable": {"thread_id": "t1", "user_id": "alice"}})
 
 Install with ``pip install 'semmem-client[langchain]'``. With no fixed ``partition`` each call
-takes it from ``config["configurable"][partition_key]`` (default ``user_id``), so one agent
-serves every user; each (user, thread) keeps the cursor of its own latest recall.
+takes the user from ``config["configurable"][partition_key]`` (default ``user_id``), its
+partition ``user_partition(user)`` (the one mapping of every adapter: user ``a/b`` is
+partition ``a%2Fb``, as the LangGraph store's namespace ``("a/b",)``), so one agent serves
+every user; each (user, thread) keeps the cursor of its own latest recall.
+``memory.middleware(ingest=True)`` also ingests each finished turn into the session named by
+the thread id (the user's message and the assistant's answer, stored as pieces).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, NotRequired
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
 from langchain.agents.middleware.types import ModelCallResult, ModelResponse, PrivateStateAttr
-from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.config import get_config
@@ -28,7 +33,7 @@ from langgraph.runtime import Runtime
 from pydantic import ConfigDict
 
 from semmem_client._async import AsyncClient
-from semmem_client._binding import Binding, Key, with_memory
+from semmem_client._binding import Binding, Key, user_partition, with_memory
 from semmem_client._client import Client
 from semmem_client._tools import ToolDefinition
 
@@ -42,6 +47,22 @@ def _configurable(config: RunnableConfig | None) -> dict[str, Any]:
 def thread_of(config: RunnableConfig | None) -> str:
     """The LangGraph thread a call runs in (one cursor per thread)."""
     return str(_configurable(config).get("thread_id", NO_THREAD))
+
+
+def finished_turn(messages: Sequence[AnyMessage]) -> list[dict[str, str]]:
+    """The last user turn as ``ingest`` takes it: the last user message and the assistant's
+    messages with text after it (tool calls and tool results left out)."""
+    start = next((i for i in range(len(messages) - 1, -1, -1)
+                  if isinstance(messages[i], HumanMessage)), None)
+    if start is None:
+        return []
+    turn = []
+    for message in messages[start:]:
+        role = "user" if isinstance(message, HumanMessage) else \
+            "assistant" if isinstance(message, AIMessage) else None
+        if role is not None and message.text.strip():
+            turn.append({"role": role, "content": message.text})
+    return turn
 
 
 def latest_user_text(messages: Sequence[AnyMessage]) -> str | None:
@@ -76,14 +97,38 @@ class SemmemState(AgentState[Any]):
 class SemmemMiddleware(AgentMiddleware[SemmemState, Any, Any]):
     """``create_agent`` middleware: recall once per user turn (``before_agent``, for the
     turn's user message), then put it after the system prompt of every model call of that
-    turn; registers the memory tools."""
+    turn; registers the memory tools. With ``ingest``, each finished turn (the user's message
+    and the assistant's answer) is also stored as pieces in the session named by the thread
+    (``after_agent``, ``POST /ingest``)."""
 
     state_schema = SemmemState
 
-    def __init__(self, memory: LangChainMemory) -> None:
+    def __init__(self, memory: LangChainMemory, *, ingest: bool = False) -> None:
         super().__init__()
         self.memory = memory
         self.tools = memory.tools()
+        self.ingest = ingest
+
+    def after_agent(self, state: SemmemState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Ingest the finished turn (with ``ingest``)."""
+        turn = finished_turn(state["messages"]) if self.ingest else []
+        if turn:
+            partition, thread = self.memory.key(get_config())
+            self.memory._blocking().ingest(partition, thread, turn)
+        return None
+
+    async def aafter_agent(self, state: SemmemState, runtime: Runtime[Any]
+                           ) -> dict[str, Any] | None:
+        """Ingest the finished turn (with ``ingest``; awaited)."""
+        turn = finished_turn(state["messages"]) if self.ingest else []
+        if turn:
+            partition, thread = self.memory.key(get_config())
+            client = self.memory.client
+            if isinstance(client, Client):
+                await asyncio.to_thread(client.ingest, partition, thread, turn)
+            else:
+                await client.ingest(partition, thread, turn)
+        return None
 
     def before_agent(self, state: SemmemState, runtime: Runtime[Any]) -> dict[str, Any]:
         """Recall for the turn's user message."""
@@ -123,9 +168,9 @@ def _with_turn_memory(request: ModelRequest[Any]) -> ModelRequest[Any]:
 class LangChainMemory(Binding):
     """Users' memory for LangChain/LangGraph (see ``Binding`` for the options).
 
-    ``partition``: one fixed partition, or ``None`` (default) to read it per call from
-    ``config["configurable"][partition_key]``; a call without it is refused (``ValueError``)
-    rather than sharing one memory between users.
+    ``partition``: one fixed partition, or ``None`` (default) to read the user per call from
+    ``config["configurable"][partition_key]`` (its partition: ``user_partition``); a call
+    without it is refused (``ValueError``) rather than sharing one memory between users.
     """
 
     def __init__(self, client: Client | AsyncClient, partition: str | None = None, *,
@@ -135,14 +180,15 @@ class LangChainMemory(Binding):
         self.partition_key = partition_key
 
     def key(self, config: RunnableConfig | None) -> Key:
-        """The (partition, thread) of a call."""
+        """The (partition, thread) of a call (``ValueError`` for no user or one whose partition
+        is over 1,024 UTF-8 bytes)."""
         partition = self.partition
         if partition is None:
             chosen = _configurable(config).get(self.partition_key)
             if not isinstance(chosen, str) or not chosen:
                 raise ValueError(f"no partition: pass config={{'configurable': "
                                  f"{{'{self.partition_key}': ...}}}} or a fixed partition")
-            partition = chosen
+            partition = user_partition(chosen)  # the one mapping (``_partitions``)
         return partition, thread_of(config)
 
     def tools(self) -> list[BaseTool]:
@@ -152,10 +198,11 @@ class LangChainMemory(Binding):
                            args_schema=d.input_schema, memory=self, tool=d.name)
                 for d in self.definitions]
 
-    def middleware(self) -> SemmemMiddleware:
+    def middleware(self, *, ingest: bool = False) -> SemmemMiddleware:
         """``create_agent(..., middleware=[memory.middleware()])``: the tools, and recall once
-        per user turn after the agent's ``system_prompt``."""
-        return SemmemMiddleware(self)
+        per user turn after the agent's ``system_prompt``; ``ingest=True`` also stores each
+        finished turn in the thread's session (opt-in: the conversation becomes memory)."""
+        return SemmemMiddleware(self, ingest=ingest)
 
     def pre_model_hook(self, prompt: str = "") -> Callable[..., dict[str, Any]]:
         """A LangGraph ``pre_model_hook`` (``create_react_agent``): recall for the latest user

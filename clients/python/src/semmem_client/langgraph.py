@@ -8,7 +8,8 @@ is the ``store=`` of a graph or of ``create_react_agent``/``create_agent``.
 **Namespaces are partitions**: the labels, each with ``%`` written ``%25`` and ``/`` written
 ``%2F``, joined by ``/`` — ``("users", "alice")`` is partition ``users/alice`` and
 ``("alice",)`` is ``alice``, the partition the other adapters use for that user. The mapping
-is reversible (``partition_of`` / ``namespace_of``) and a namespace whose partition would pass
+is reversible (``partition_of`` / ``namespace_of``, the one mapping every adapter uses:
+``semmem_client._partitions``) and a namespace whose partition would pass
 1,024 UTF-8 bytes is refused (``ValueError``).
 
 **Items are facts** whose text is the canonical JSON ``{"key": …, "value": …}`` (sorted keys,
@@ -54,24 +55,10 @@ from langgraph.store.base import (
 
 from semmem_client._client import Client
 from semmem_client._errors import Conflict, NotFound
+from semmem_client._partitions import namespace_of as namespace_of
+from semmem_client._partitions import partition_of as partition_of
 
-MAX_PARTITION_BYTES = 1024
 SEARCH_LIMIT = 50  # the search tool's largest page: the best 50 facts of each partition
-
-
-def partition_of(namespace: tuple[str, ...]) -> str:
-    """The partition a namespace is stored in (``ValueError`` past 1,024 UTF-8 bytes)."""
-    partition = "/".join(label.replace("%", "%25").replace("/", "%2F") for label in namespace)
-    if not partition or len(partition.encode("utf-8", "surrogatepass")) > MAX_PARTITION_BYTES:
-        raise ValueError(f"namespace {namespace!r} maps to a partition of more than "
-                         f"{MAX_PARTITION_BYTES} UTF-8 bytes (or none)")
-    return partition
-
-
-def namespace_of(partition: str) -> tuple[str, ...]:
-    """The namespace of a partition (``partition_of``'s inverse)."""
-    return tuple(label.replace("%2F", "/").replace("%25", "%")
-                 for label in partition.split("/"))
 
 
 @dataclass

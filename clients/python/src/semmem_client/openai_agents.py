@@ -7,9 +7,11 @@
     await Runner.run(agent, "hi", context=User(user_id="alice"))
 
 Install with ``pip install 'semmem-client[openai-agents]'``. With no fixed ``partition`` each
-call takes it from the run's context (``RunContextWrapper.context``): ``partition_of(context)``
-when given, else the context itself when it is a string, else its ``user_id`` (attribute or
-key). Each run keeps the cursor of its latest recall, which its tool calls carry. An
+call takes the user from the run's context (``RunContextWrapper.context``):
+``partition_of(context)`` when given, else the context itself when it is a string, else its
+``user_id`` (attribute or key); its partition is ``user_partition(user)``, the one mapping of
+every adapter (user ``a/b`` is partition ``a%2Fb``, as the LangGraph store's ``("a/b",)``).
+Each run keeps the cursor of its latest recall, which its tool calls carry. An
 ``AsyncClient`` is awaited on the SDK's loop; a ``Client`` runs in a worker thread.
 
 No ``Session``: the SDK's sessions keep a run's transcript (every message and tool item, in
@@ -29,7 +31,7 @@ from agents import Agent, FunctionTool, RunContextWrapper, Tool
 from agents.tool_context import ToolContext
 
 from semmem_client._async import AsyncClient
-from semmem_client._binding import Binding, Key, with_memory
+from semmem_client._binding import Binding, Key, user_partition, with_memory
 from semmem_client._client import Client
 from semmem_client._tools import ToolDefinition
 
@@ -75,12 +77,13 @@ class AgentsMemory(Binding):
 
     def key(self, context: RunContextWrapper[Any]) -> Key:
         """The (partition, run) of a call; ``ValueError`` when the context names no user."""
-        partition = self.partition if self.partition is not None \
-            else self.partition_of(context.context)
-        if not isinstance(partition, str) or not partition:
+        if self.partition is not None:
+            return self.partition, run_of(context)
+        user = self.partition_of(context.context)
+        if not isinstance(user, str) or not user:
             raise ValueError("no partition: give the run a context with a user_id "
                              "(Runner.run(..., context=...)), a partition_of, or a partition")
-        return partition, run_of(context)
+        return user_partition(user), run_of(context)  # the one mapping (``_partitions``)
 
     def tools(self) -> list[Tool]:
         """``memory_recall``, ``memory_search``, ``memory_remember``, ``memory_update``,

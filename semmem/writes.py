@@ -1,0 +1,92 @@
+"""``Memory``'s write path (``Writes``, this part of ``Memory``): a plan committed through the
+store, and what it dropped reported for purging.
+
+A write drops a value when it replaces a live item's row without keeping one of its values:
+a forget's text, an update's old text, a replaced metadata object (and so its tags), a cleared
+note or status, a changed expiry. The old row stays in older data files, their versions and
+the indexes built on them until a purge, so every such write is purged alike, whatever
+surface made it (``drops``); an edit that only adds fields keeps every old value live and
+needs none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from semmem import rules
+from semmem.store.rows import ItemRow, Lookup, Mutation, Plan
+from semmem.store.views import WriteView
+
+if TYPE_CHECKING:
+    from semmem.items import Item
+    from semmem.lifecycle.retention import Retention
+    from semmem.rules import Operation
+    from semmem.scheduling.observing import WriteObserver
+    from semmem.store.tables import Store
+
+
+def drops(old: Item | None, row: ItemRow) -> bool:
+    """Whether writing ``row`` over the live item ``old`` leaves one of its values behind in
+    older files only: its text, or a record field removed or changed."""
+    if old is None:
+        return False
+    if row.text != old.text:
+        return True
+    return any(key not in row.attrs or row.attrs[key] != value
+               for key, value in old.attrs.items())
+
+
+def dropping(view: WriteView, decision: Mutation) -> bool:
+    """Whether a write decided on ``view`` drops a value of one of the items it rewrites."""
+    return any(drops(view.get(row.n), row) for row in decision.items)
+
+
+class Writes:
+    """The write path of ``Memory``: what it uses of it, and ``_write``."""
+
+    store: Store
+    observer: WriteObserver | None
+    retention: Retention
+
+    async def _write(
+        self, partition: str, plan: Plan, op: Operation | None,
+        dropped: bool = False, *, numbers: Iterable[Any] = (), texts: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """Commit ``plan`` and report the write to the observer, purging what it dropped.
+
+        ``dropped``: a replay of this write (decided by an earlier attempt, perhaps in a
+        process that stopped before scheduling its purge) may stand for one that dropped a
+        value: a forget or an update purges even then. A write decided here is purged when it
+        ``drops`` a value."""
+        await self.retention.refresh()
+        lookup = Lookup(ops=[op.key] if op is not None else [],
+                        numbers=rules.as_numbers(list(numbers)), texts=texts or [])
+        attempted = lost = False
+
+        def planned(view: WriteView) -> Mutation | dict[str, Any]:
+            nonlocal attempted, lost
+            decision = plan(view)
+            if isinstance(decision, Mutation):
+                attempted = True
+                lost = lost or dropping(view, decision)
+            return decision
+
+        try:
+            try:
+                return await self.store.write(partition, planned, lookup=lookup,
+                                              deadline_ms=op.deadline_ms if op else None)
+            except rules.MissingRows as missing:  # a replay's hints: read them, decide again
+                lookup = Lookup(ops=lookup.ops, numbers=[*lookup.numbers, *missing.numbers],
+                                texts=lookup.texts)
+                return await self.store.write(partition, planned, lookup=lookup,
+                                              deadline_ms=op.deadline_ms if op else None)
+        finally:
+            # Any attempted commit may have landed (even one that reported an error): one
+            # that dropped a value, or a replay or refusal of a write that may drop one,
+            # schedules its purge.
+            purge = lost or (dropped and not attempted)
+            if self.observer is not None and (attempted or purge):
+                self.observer.written(partition, purge)
+            elif self.observer is None and attempted and lost:  # the servers purge it
+                await self.store.request_purge(partition)
