@@ -1,13 +1,28 @@
-"""Simulated conversations against one `semmem serve`: the read and write mix of real agents.
+"""Conversations in, the relevant turn out (issue 47): recall of evidence turns within a budget.
 
-    .venv/bin/python benchmarks/conversations.py --clients 1,8,32 --seconds 30
+    .venv/bin/python benchmarks/conversations.py [--dataset longmemeval|locomo|both]
+        [--limit N] [--budgets 1024,2048,4096] [--data DIR] [--in-process]
 
-C concurrent conversations, each in its own partition pre-filled with ``--facts`` facts (real
-embeddings of the benchmark base set, written through the store). Every turn recalls a fresh
-input; then, with probability 0.3, remembers one new fact (sometimes two or three at once, sent
-in parallel like a model's parallel tool calls), with 0.05 updates and with 0.02 forgets a number
-the recall showed, under the recall's cursor. A 429 is retried after its ``Retry-After`` (as a
-host does) and counted. Reports per-operation p50/p95/p99, turns/s and errors per C.
+For each LongMemEval-S dev question (``/work/shared/data/longmemeval-dev``: its own ~490-turn
+haystack) and each LoCoMo dev conversation (``locomo-dev``: raw dialogs, category 5 skipped), the
+sessions are ingested in date order into a partition of their own through ``POST /ingest`` on a
+real ``semmem serve`` with the bundled model (one call per session, ``at`` = the session's date);
+each question is then recalled over HTTP at every budget and searched (top 5). Over the same
+pieces (read from the server's store once it has stopped) the same run scores plain cosine and
+BM25, rendered as plain ``n. text`` lines, and checks that ranking in-process gives what HTTP
+gave. Reported per question type and overall:
+
+- **turn coverage**: share of evidence turns with ≥ 60 % of their content words (case-folded
+  words, stop words left out) in the recalled text;
+- **full coverage**: share of questions (with evidence) whose every evidence turn is covered;
+- **answer in text**: share of short answers (≤ 4 words) found verbatim, case-insensitive;
+- **session@5**: an evidence session among the top-5 search results (lenient).
+
+``--data DIR`` keeps the server's store there: a second run with the same ``DIR`` ingests only
+partitions it does not hold yet (rank again without embedding again). ``--in-process`` skips the
+server: pieces cut here, embedded through the evaluation cache (``$SEMMEM_EVAL_CACHE``, outside
+the repository), ranked with ``semmem.results`` directly (for tuning). The data never enters the
+repository.
 """
 
 from __future__ import annotations
@@ -15,160 +30,253 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import random
-import secrets
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.http_latency import NAMES, QUERIES, make_facts
-from benchmarks.live_path import serve
-from benchmarks.recall_bench import pct
-from tests.support.server import REPO, TOKEN, free_port, iso_in
+from benchmarks.conversation_sets import (
+    Answer,
+    Dataset,
+    Question,
+    Session,
+    load_locomo,
+    load_longmemeval,
+    report,
+)
+from semmem.conversations.pieces import cut
+from semmem.evaluation.embeddings import model_embedder
+from semmem.items import Item, Vectors
+from semmem.ranking.lexical import Bm25Index
+from semmem.ranking.packing import pack
+from semmem.ranking.ranker import Ranker
+from semmem.ranking.turns import piece_fields
+from semmem.results import relevant
+from semmem.store.views import ItemSet
+
+DATA = Path("/work/shared/data")
+MODEL = Path(__file__).resolve().parent.parent / "models" / "all-MiniLM-L6-v2"
+BUDGETS = (1024, 2048, 4096)
 
 
-class Conversation:
-    """One simulated agent talking to its own partition."""
+# --- what each system answers ----------------------------------------------------------------
 
-    def __init__(self, client: httpx.AsyncClient, partition: str, rng: random.Random,
-                 texts: list[str], tally: dict[str, Any]) -> None:
-        self.client, self.partition, self.rng = client, partition, rng
-        self.texts = iter(texts)
-        self.tally = tally
-        self.ids = 0
-        self.run = secrets.token_hex(4)  # operation ids unique across runs and levels
+def session_of(item: Item) -> str:
+    """The session a piece belongs to."""
+    fields = piece_fields(item)
+    return fields[0] if fields is not None else ""
 
-    async def call(self, kind: str, body: dict[str, Any]) -> dict[str, Any] | None:
-        self.ids += 1
-        body = {"version": 1, "operationId": f"{self.run}-{self.partition}-{self.ids}",
-                "partition": self.partition, "access": "read-write",
-                "deadlineAt": iso_in(30), **body}
-        started = time.perf_counter()
-        while True:
-            r = await self.client.post("/memory", json=body)
-            if r.status_code != 429:
-                break
-            self.tally["retried_429"] += 1
-            await asyncio.sleep(float(r.headers.get("retry-after", "1")))
-        self.tally["ms"].setdefault(kind, []).append((time.perf_counter() - started) * 1000)
+
+def plain_lines(order: Iterable[int], items: Sequence[Item], budget: int) -> str:
+    """Pieces as plain ``n. text`` lines in ``order`` (rows) within ``budget``."""
+    plain = (Item(it.n, it.text, it.ts, it.updated, 1, it.seq, it.model)
+             for it in (items[i] for i in order))
+    return pack(plain, budget).text
+
+
+def baselines(snap: ItemSet, qvec: Vectors, question: str, budgets: Sequence[int],
+              bm25: Bm25Index) -> dict[str, Answer]:
+    """Plain cosine and BM25 over the same pieces (ties to the lower row)."""
+    out = {}
+    cosine = snap.vectors @ qvec.reshape(-1)
+    lexical, _ = bm25.scores(question)
+    for name, scores, keep in (("cosine", cosine, np.ones(len(cosine), bool)),
+                               ("bm25", lexical, lexical > 0)):
+        rows = np.flatnonzero(keep)
+        order = rows[np.lexsort((rows, -scores[rows]))].tolist()
+        out[name] = Answer({b: plain_lines(order, snap.items, b) for b in budgets},
+                           [session_of(snap.items[i]) for i in order[:5]])
+    return out
+
+
+def in_process(ranker: Ranker, snap: ItemSet, qvec: Vectors, question: str,
+               budgets: Sequence[int]) -> Answer:
+    """semmem's recall and search, ranked here on the same pieces."""
+    texts = {b: relevant(ranker, snap, qvec, question, b, "").text for b in budgets}
+    top = ranker.rank(snap, qvec, question, floor=False)[:5]
+    return Answer(texts, [session_of(s.item) for s in top])
+
+
+# --- ingestion -------------------------------------------------------------------------------
+
+def local_pieces(sessions: list[Session], model: str,
+                 cutter: Callable[[str], list[str]] = cut) -> list[Item]:
+    """The pieces of a haystack as ingestion cuts and numbers them (``--in-process``)."""
+    items: list[Item] = []
+    for s in sessions:
+        at = int(datetime.fromisoformat(s.at.replace("Z", "+00:00")).timestamp() * 1000)
+        for m, turn in enumerate(s.turns):
+            for p, text in enumerate(cutter(turn.content)):
+                n = len(items) + 1
+                attrs = {"keyed": {"space": "session", "key": s.id},
+                         "piece": {"role": turn.role, "at": s.at, "message": m, "part": p}}
+                items.append(Item(n, text, at, at, 1, n, model, attrs))
+    return items
+
+
+async def ingest_http(client: Any, ds: Dataset, done: set[str], marker: Path) -> float:
+    """Every haystack not in ``done`` through ``POST /ingest``, a call per session; seconds."""
+    from tests.support.server import AUTH
+
+    started = time.perf_counter()
+    for k, (partition, sessions) in enumerate(ds.haystacks.items(), 1):
+        if partition in done:
+            continue
+        for i, s in enumerate(sessions):  # a haystack may hold one session id twice
+            body = {"version": 1, "operationId": f"{partition}/{i}", "partition": partition,
+                    "sessionId": s.id, "messages": [
+                        {"role": t.role, "content": t.content, "at": s.at} for t in s.turns]}
+            r = await client.post("/ingest", json=body, headers=AUTH)
+            if r.status_code != 200:
+                raise SystemExit(f"ingest {partition} {s.id}: {r.status_code} {r.text[:300]}")
+        done.add(partition)
+        marker.write_text(json.dumps(sorted(done)))
+        print(f"  ingested {k}/{len(ds.haystacks)} {partition} "
+              f"({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
+    return time.perf_counter() - started
+
+
+async def ask_http(client: Any, q: Question, budgets: Sequence[int]) -> Answer:
+    """semmem's recall at every budget and its top-5 search, over HTTP."""
+    from tests.support.server import AUTH, iso_in
+
+    async def call(op: str, **fields: Any) -> dict[str, Any]:
+        body = {"version": 1, "operationId": f"{q.id}/{op}/{time.time_ns()}",
+                "partition": q.partition, "access": "read-write", "deadlineAt": iso_in(120),
+                **fields}
+        r = await client.post("/memory", headers=AUTH, json=body)
         if r.status_code != 200:
-            self.tally["errors"].setdefault(f"{kind} {r.status_code}", 0)
-            self.tally["errors"][f"{kind} {r.status_code}"] += 1
-            return None
-        answer: dict[str, Any] = r.json()
-        return answer
+            raise SystemExit(f"{op} {q.id}: {r.status_code} {r.text[:300]}")
+        out: dict[str, Any] = r.json()
+        return out
 
-    async def turn(self) -> None:
-        query = self.rng.choice(QUERIES).format(n=self.rng.choice(NAMES)) + \
-            f" ({self.rng.randrange(10**9)})"
-        recalled = await self.call("recall", {"operation": "recall", "input": {"text": query},
-                                              "maxBytes": 1024})
-        if recalled is None:
-            return
-        cursor, shown = recalled["cursor"], [int(s["id"]) for s in recalled["sources"]]
-        writes = []
-        if self.rng.random() < 0.3:
-            for _ in range(self.rng.choice([1, 1, 1, 2, 3])):
-                writes.append(self.call("remember", {"operation": "tool", "tool": "remember",
-                                                     "arguments": {"text": next(self.texts)}}))
-        if shown and self.rng.random() < 0.05:
-            writes.append(self.call("update", {
-                "operation": "tool", "tool": "update", "cursor": cursor,
-                "arguments": {"n": self.rng.choice(shown), "text": next(self.texts)}}))
-        if shown and self.rng.random() < 0.02:
-            writes.append(self.call("forget", {
-                "operation": "tool", "tool": "forget", "cursor": cursor,
-                "arguments": {"n": self.rng.choice(shown)}}))
-        await asyncio.gather(*writes)
-        self.tally["turns"] += 1
+    texts = {}
+    for b in budgets:
+        found = await call(f"r{b}", operation="recall", input={"text": q.text}, maxBytes=b)
+        texts[b] = found["text"]
+    found = await call("s", operation="tool", tool="search",
+                       arguments={"query": q.text, "limit": 5})
+    top = [str(e.get("sessionId", "")) for e in found["result"]["items"]]
+    return Answer(texts, top)
 
 
-async def seed(data: Path, partitions: int, size: int) -> None:
-    """``partitions`` partitions of ``size`` real-embedded facts, written through the store."""
-    from benchmarks.recall_bench import fill
-    from benchmarks.vectors import base_set
-    from semmem.embedding.files import default_model_dir
-    from semmem.embedding.reference import SentenceTransformerEmbedder
-    from semmem.store import Store
+async def stored_sets(data: Path, partitions: Iterable[str]) -> dict[str, ItemSet]:
+    """Each partition's live pieces and vectors, read from the (stopped) server's store."""
+    from semmem.settings import Settings
+    from semmem.wiring import make_store
 
-    model = SentenceTransformerEmbedder(default_model_dir())
-    texts, vectors, _ = base_set(model, 10_000)
-    store = Store(str(data), dim=model.dim, model_id=model.model_id)
-    await store.open()
-    for p in range(partitions):
-        start = (p * size) % (len(texts) - size)
-        await fill(store, f"conversation-{p}", texts[start:start + size],
-                   vectors[start:start + size], size)
-    await store.close()
+    embedder = model_embedder(MODEL)
+    store = make_store(Settings(data=str(data)), embedder)
+    await store.open(check_model=False)
+    try:
+        out = {}
+        for p in partitions:
+            snap = await store.snapshot(p)
+            out[p] = ItemSet(list(snap.items), np.asarray(snap.vectors, np.float32))
+        return out
+    finally:
+        await store.close()
 
 
-async def run(port: int, clients: int, seconds: float, seed_: int) -> dict[str, Any]:
-    tally: dict[str, Any] = {"turns": 0, "retried_429": 0, "errors": {}, "ms": {}}
-    rng = random.Random(seed_)
-    pool = make_facts(20_000, rng)
-    limits = httpx.Limits(max_connections=clients * 4)
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60,
-                                 headers={"Authorization": f"Bearer {TOKEN}"},
-                                 limits=limits) as client:
-        chats = [Conversation(client, f"conversation-{c}", random.Random(seed_ + c),
-                              pool[c::clients], tally) for c in range(clients)]
-        stop = time.perf_counter() + seconds
+# --- the run ---------------------------------------------------------------------------------
 
-        async def talk(chat: Conversation) -> None:
-            while time.perf_counter() < stop:
-                await chat.turn()
+def score_all(ds: Dataset, sets: dict[str, ItemSet], embed: Callable[[list[str]], Vectors],
+              budgets: Sequence[int], semmem: list[Answer] | None) -> dict[str, list[Answer]]:
+    """Baselines (and semmem in-process, or compared with ``semmem`` from HTTP)."""
+    ranker = Ranker()
+    qvecs = embed([q.text for q in ds.questions])
+    bm25 = {p: Bm25Index.build([it.text for it in s.items]) for p, s in sets.items()}
+    here, base = [], []
+    for q, qvec in zip(ds.questions, qvecs, strict=True):
+        snap = sets[q.partition]
+        here.append(in_process(ranker, snap, qvec, q.text, budgets))
+        base.append(baselines(snap, qvec, q.text, budgets, bm25[q.partition]))
+    if semmem is not None:
+        same = sum(a.texts == b.texts for a, b in zip(semmem, here, strict=True))
+        print(f"{ds.name}: in-process recall identical to HTTP for {same} of "
+              f"{len(here)} questions", file=sys.stderr)
+    return {"semmem": semmem if semmem is not None else here,
+            "cosine": [b["cosine"] for b in base], "bm25": [b["bm25"] for b in base]}
 
-        started = time.perf_counter()
-        await asyncio.gather(*(talk(c) for c in chats))
-        elapsed = time.perf_counter() - started
-    ops = {kind: {"n": len(ms), "p50": round(pct(ms, .5), 1), "p95": round(pct(ms, .95), 1),
-                  "p99": round(pct(ms, .99), 1)} for kind, ms in sorted(tally["ms"].items())}
-    return {"clients": clients, "turns_per_s": round(tally["turns"] / elapsed, 2),
-            "turns": tally["turns"], "errors": tally["errors"],
-            "retried_429": tally["retried_429"], "ops": ops}
+
+async def run_server(datasets: list[Dataset], data: Path, budgets: Sequence[int]
+                     ) -> dict[str, list[Answer]]:
+    """Ingest and ask over HTTP on a real server; returns semmem's answers per dataset."""
+    import httpx
+
+    from tests.support.server import ServerProcess
+
+    marker = data / "ingested.json"
+    done = set(json.loads(marker.read_text())) if marker.exists() else set()
+    server = ServerProcess(data / "store", model=True, log=data / "server.log",
+                           maintenance_delay_s=None)
+    data.mkdir(parents=True, exist_ok=True)
+    server.start().wait_ready(300)
+    answers = {}
+    try:
+        async with httpx.AsyncClient(base_url=server.url, timeout=600) as client:
+            for ds in datasets:
+                took = await ingest_http(client, ds, done, marker)
+                print(f"{ds.name}: ingest {took:.0f} s", file=sys.stderr)
+                answers[ds.name] = [await ask_http(client, q, budgets) for q in ds.questions]
+    finally:
+        server.stop()
+    return answers
 
 
 def main() -> None:
-    """Seed, serve, converse at each C, print."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--clients", default="1,8,32")
-    parser.add_argument("--seconds", type=float, default=30.0)
-    parser.add_argument("--facts", type=int, default=1000)
-    parser.add_argument("--server-repo", type=Path, default=REPO)
-    parser.add_argument("--seed", type=int, default=5)
-    parser.add_argument("--json", action="store_true")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--dataset", choices=("longmemeval", "locomo", "both"),
+                        default="both")
+    parser.add_argument("--limit", type=int, default=None, help="questions per dataset")
+    parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)))
+    parser.add_argument("--data", type=Path, default=None,
+                        help="keep the server's store here (reused by a later run)")
+    parser.add_argument("--in-process", action="store_true",
+                        help="no server: cut, embed (cached) and rank here")
+    parser.add_argument("--ingested-only", action="store_true",
+                        help="only the questions whose partitions --data already holds")
     args = parser.parse_args()
-    levels = [int(c) for c in args.clients.split(",")]
-    reports = []
-    with tempfile.TemporaryDirectory(prefix="semmem-conv-") as tmp:
-        data = Path(tmp) / "db"
-        asyncio.run(seed(data, max(levels), args.facts))
-        port = free_port()
-        server = serve(data, port, args.server_repo.resolve(), Path(tmp) / "server.log")
-        try:
-            for c in levels:
-                reports.append(asyncio.run(run(port, c, args.seconds, args.seed)))
-        finally:
-            server.terminate()
-            server.wait(30)
-    if args.json:
-        print(json.dumps(reports, indent=2))
-        return
-    print(f"conversations, {args.facts} facts each, real model, {os.cpu_count()} CPUs, "
-          f"{args.seconds:.0f} s per level, server {args.server_repo}")
-    for rep in reports:
-        print(f"C={rep['clients']:3d}  {rep['turns_per_s']:6.2f} turns/s  errors {rep['errors']}"
-              f"  429 retried {rep['retried_429']}")
-        for kind, s in rep["ops"].items():
-            print(f"       {kind:8s} n={s['n']:5d}  p50 {s['p50']:7.1f}  p95 {s['p95']:7.1f}"
-                  f"  p99 {s['p99']:7.1f} ms")
+    budgets = [int(b) for b in args.budgets.split(",")]
+    datasets = []
+    if args.dataset in ("longmemeval", "both"):
+        datasets.append(load_longmemeval(DATA / "longmemeval-dev", args.limit))
+    if args.dataset in ("locomo", "both"):
+        datasets.append(load_locomo(DATA / "locomo-dev", args.limit))
+    if args.ingested_only and args.data is not None:
+        marker = args.data / "ingested.json"
+        held = set(json.loads(marker.read_text())) if marker.exists() else set()
+        for ds in datasets:
+            ds.questions = [q for q in ds.questions if q.partition in held]
+            ds.haystacks = {p: s for p, s in ds.haystacks.items() if p in held}
+    embedder = model_embedder(MODEL)
+    started = time.perf_counter()
+    data = args.data or Path(tempfile.mkdtemp(prefix="semmem-conversations-"))
+    served = None if args.in_process else asyncio.run(run_server(datasets, data, budgets))
+    if args.in_process and args.data is None:
+        data.rmdir()
+    for ds in datasets:
+        if served is None:
+            sets = {}
+            for p, sessions in ds.haystacks.items():
+                items = local_pieces(sessions, embedder.model_id)
+                sets[p] = ItemSet(items, embedder.embed_batch([it.text for it in items]))
+        else:
+            sets = asyncio.run(stored_sets(data / "store", ds.haystacks))
+        pieces = sum(s.size for s in sets.values())
+        print(f"{ds.name}: {len(sets)} partitions, {pieces} pieces", file=sys.stderr)
+        answers = score_all(ds, sets, embedder.embed_batch, budgets,
+                            None if served is None else served[ds.name])
+        print(report(ds.name, ds.questions, answers, budgets), flush=True)
+    where = "" if args.in_process else f"; store {data}"
+    print(f"\n({time.perf_counter() - started:.0f} s{where})", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Cues in a query's wording that ranking weighs beside similarity: asking *when*.
+"""Cues in a query's wording that ranking weighs beside similarity: asking *when*, asking what
+the assistant said, asking about the present or the recent past.
 
 English-only. A fact that says when something happened ("last Saturday", "two years ago", "in
 June", "in 2022") is what a when-question needs; ranking's ``time_weight`` favours such facts
@@ -24,6 +25,37 @@ TIME_WORDS = word_set(
     tuesday wednesday thursday friday saturday sunday january february march april june july
     august september october november december"""
 )
+
+
+# Asking what the assistant said: "you recommended", "our previous conversation".
+_ASKS_ASSISTANT = re.compile(
+    r"\byou(?:'ve| have| had)? (?:said|mentioned|recommended|suggested|told|gave|provided|"
+    r"listed|shared|explained|described|named|proposed|wrote|came up with)\b"
+    r"|\b(?:did|do|could|would) you (?:say|mention|recommend|suggest|tell|give|provide|list|"
+    r"share|explain|describe|name|propose|write|come up with)\b"
+    r"|\b(?:our|the|that) (?:previous|earlier|last|past|recent) (?:conversation|chat|discussion)",
+    re.IGNORECASE,
+)
+# Asking about the present or the recent past, where the newer of two turns is the answer:
+# "my current…", "now", "two weeks ago", "last Saturday".
+_ASKS_RECENT = re.compile(
+    r"\b(?:current(?:ly)?|now|latest|most recent(?:ly)?|recently|these days|anymore|still)\b"
+    r"|\b(?:\w+ )?(?:days?|weeks?|months?) ago\b"
+    r"|\b(?:last|past|this) (?:week(?:end)?|month|night|monday|tuesday|wednesday|thursday|"
+    r"friday|saturday|sunday)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_assistant(text: str) -> bool:
+    """Whether ``text`` asks about what the assistant said in a conversation."""
+    return _ASKS_ASSISTANT.search(text) is not None
+
+
+def asks_recent(text: str) -> bool:
+    """Whether ``text`` asks about the present or the recent past ("my current…", "last
+    week", "two days ago")."""
+    return _ASKS_RECENT.search(text) is not None
 
 
 def asks_when(text: str) -> bool:

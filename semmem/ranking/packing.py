@@ -15,12 +15,31 @@ T = TypeVar("T")
 
 
 def render_line(item: Item) -> str:
-    """One item as one recall line; a note (if any) follows an em dash."""
-    line = f"{item.n}. {one_line(item.text)}"
+    """One item as one recall line: a piece of a conversation leads with its date and who said
+    it (``12. [2023-05-20 user] …``); a note (if any) follows an em dash."""
+    line = f"{item.n}. {said(item)}{one_line(item.text)}"
     note = item.attrs.get("note")
     if isinstance(note, str) and note.strip():
         line += f" — {one_line(note.strip())}"
     return line
+
+
+def said(item: Item) -> str:
+    """``[<date> <role>] `` for a piece of a conversation (its ``at`` and role), else ``""``:
+    what a model needs to reason about the line (when, and who said it)."""
+    piece = item.attrs.get("piece")
+    if piece is None:  # a fact: most lines, so decided on one lookup
+        return ""
+    at, role, keyed = piece.get("at"), piece.get("role"), item.attrs.get("keyed")
+    if isinstance(at, str) and isinstance(role, str) and role.isprintable() \
+            and isinstance(keyed, dict) and keyed.get("space") == "session":  # as Item.piece
+        return f"[{at[:10]} {role}] "  # every piece the door stores: one format, no checks
+    found = item.piece
+    if found is None:
+        return ""
+    head = " ".join(one_line(str(v))[:10] if k == "at" else one_line(str(v))
+                    for k, v in (("at", found["at"]), ("role", found["role"])) if v)
+    return f"[{head}] " if head else ""
 
 
 @dataclass(frozen=True)

@@ -34,10 +34,11 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from semmem.items import Item, Vectors
-from semmem.ranking.cues import asks_when, is_time_term
+from semmem.ranking.cues import asks_assistant, asks_recent, asks_when, is_time_term
 from semmem.ranking.lexical import Bm25Index
 from semmem.ranking.packing import Packed, pack_candidates
 from semmem.ranking.sets import Lexical, Timed, centred, rank_text
+from semmem.ranking.turns import Turns, grouped_evidence
 from semmem.store.views import ItemSet
 
 _DAY_MS = 86_400_000
@@ -92,6 +93,34 @@ class RankingConfig(BaseSettings):
     time_min_cosine: float = Field(
         0.4, ge=-1, le=1, description="the cosine an item needs for time_weight to apply"
     )
+    assistant_weight: float = Field(
+        0.5, ge=0,
+        description="taken from a conversation piece the assistant said, unless the input asks "
+                    "what the assistant said (English cues)",
+    )
+    session_weight: float = Field(
+        0.0, ge=0,
+        description="added to a piece in proportion to how much of its session matches the "
+                    "input (relative to the best session)",
+    )
+    session_min_cosine: float = Field(
+        0.3, ge=-1, le=1,
+        description="the cosine a piece needs to count for its session or message, and to be "
+                    "lifted by them",
+    )
+    message_weight: float = Field(
+        0.0, ge=0,
+        description="added to a piece in proportion to how much of its message matches the "
+                    "input (relative to the best message)",
+    )
+    recent_weight: float = Field(
+        0.0, ge=0,
+        description="weight of a piece's recency (relative to the newest piece) when the input "
+                    "asks about the present or the recent past (English cues)",
+    )
+    recent_half_life_days: float = Field(
+        30.0, gt=0, description="half-life of that recency"
+    )
     packing: Literal["rank", "expected"] = Field(
         "rank",
         description="rank: whole lines in rank order while they fit; expected: among the first "
@@ -140,7 +169,8 @@ class RankingConfig(BaseSettings):
         return cls.model_validate({
             "lexical_weight": 0.0, "centering": 0.0, "recency_weight": 0.0, "min_score": -1.0,
             "relative_floor": None, "dedupe_threshold": 1.01, "candidates": 1_000_000,
-            "time_weight": 0.0,
+            "time_weight": 0.0, "assistant_weight": 0.0, "session_weight": 0.0,
+            "message_weight": 0.0, "recent_weight": 0.0,
         })
 
 
@@ -253,7 +283,30 @@ class Ranker:
             # Only for items already close to the input: a time alone makes no fact relevant.
             close = cosine >= cfg.time_min_cosine
             combined = combined + cfg.time_weight * self._timed(snap) * close
+        turns = snap.cached("turns", Turns.of)
+        if turns.any:
+            combined = combined + self._piece_terms(turns, cosine, query)
         return combined.astype(np.float32), cosine, lexical.astype(np.float32)
+
+    def _piece_terms(self, turns: Turns, cosine: npt.NDArray[np.float32], query: str
+                     ) -> npt.NDArray[np.float32]:
+        """What a piece's fields add to its score (0 for facts): see docs/ranking.md."""
+        cfg = self.config
+        out = np.zeros(len(cosine), np.float32)
+        if cfg.assistant_weight > 0 and not asks_assistant(query):
+            out -= cfg.assistant_weight * turns.assistant
+        if cfg.session_weight > 0 or cfg.message_weight > 0:
+            evidence = np.maximum(cosine - cfg.session_min_cosine, 0).astype(np.float32)
+            lifted = evidence > 0  # only pieces that match themselves
+            for weight, codes in ((cfg.session_weight, turns.session),
+                                  (cfg.message_weight, turns.message)):
+                if weight > 0:
+                    out += weight * grouped_evidence(codes, evidence) * lifted
+        if cfg.recent_weight > 0 and asks_recent(query):
+            newest = float(turns.at[turns.piece].max())
+            age = (newest - turns.at) / (cfg.recent_half_life_days * _DAY_MS)
+            out += cfg.recent_weight * np.power(0.5, np.maximum(age, 0)) * turns.piece
+        return out
 
     def floor_of(self, cosine: npt.NDArray[np.float32]) -> float:
         """The cosine an item needs to be recalled, given every item's cosine to the query."""

@@ -1,0 +1,134 @@
+"""Ranking pieces of conversations: the line's date and role, the assistant's words, sessions
+that match as a whole, recent turns for questions about now; facts ranked as before."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+from semmem.embedding.reference import SentenceTransformerEmbedder
+from semmem.items import Item
+from semmem.ranking.cues import asks_assistant, asks_recent
+from semmem.ranking.packing import render_line
+from semmem.ranking.ranker import Ranker, RankingConfig
+from semmem.ranking.turns import Turns
+from semmem.store.views import ItemSet
+from tests.ranking.test_ranker import unit
+
+DAY = 86_400_000
+
+
+def piece(n: int, text: str, session: str = "s1", role: str = "user",
+          at: str = "2023-05-20T10:00:00Z", message: int = 0, part: int = 0) -> Item:
+    attrs: dict[str, Any] = {"keyed": {"space": "session", "key": session},
+                             "piece": {"role": role, "at": at, "message": message,
+                                       "part": part}}
+    return Item(n, text, 1000 * n, 1000 * n, 1, n, "test", attrs)
+
+
+def fact(n: int, text: str) -> Item:
+    return Item(n, text, 1000 * n, 1000 * n, 1, n, "test")
+
+
+def item_set(items: Sequence[Item], vectors: Sequence[np.ndarray] | np.ndarray) -> ItemSet:
+    matrix = vectors if isinstance(vectors, np.ndarray) else np.stack(list(vectors))
+    return ItemSet(list(items), np.ascontiguousarray(matrix, dtype=np.float32))
+
+
+def test_a_piece_line_leads_with_its_date_and_role_and_a_fact_line_does_not() -> None:
+    assert render_line(piece(12, "I just got an Air Fryer.")) == (
+        "12. [2023-05-20 user] I just got an Air Fryer.")
+    assert render_line(fact(3, "Maya is vegetarian")) == "3. Maya is vegetarian"
+
+
+def test_cues_for_the_assistant_and_for_the_recent_past() -> None:
+    assert asks_assistant("Remind me of the restaurant in Rome you recommended")
+    assert asks_assistant("I was thinking about our previous conversation about privacy")
+    assert not asks_assistant("Which restaurant in Rome did I book?")
+    assert asks_recent("What is my current job?") and asks_recent("What did I do two weeks ago?")
+    assert asks_recent("Who did I go with last Saturday?")
+    assert not asks_recent("Where does my sister Emily live?")
+
+
+def test_turns_carried_forward_match_a_fresh_read() -> None:
+    old = [piece(1, "a", "s1"), fact(2, "b"), piece(3, "c", "s2", "assistant", message=1),
+           piece(4, "d", "s2", message=2)]
+    vecs = [unit(1, 0)] * 4
+    before = item_set(old, vecs)
+    turns = Turns.of(before)
+    new_items = [old[0], piece(3, "c2", "s3", "user", message=5), old[3],
+                 piece(5, "e", "s1", "assistant", at="2023-06-01T00:00:00Z")]
+    after = item_set(new_items, [unit(1, 0)] * 4)
+    carried = turns.evolve(before, after, range(3, 4), [1], [1])
+    fresh = Turns.of(after)
+    for name in ("piece", "assistant", "at"):
+        assert np.array_equal(getattr(carried, name), getattr(fresh, name)), name
+    # Codes may differ; the grouping they make may not.
+    for name in ("session", "message"):
+        a, b = getattr(carried, name), getattr(fresh, name)
+        assert np.array_equal(a[:, None] == a[None, :], b[:, None] == b[None, :]), name
+
+
+def test_facts_alone_rank_exactly_as_without_the_piece_terms() -> None:
+    snap = item_set([fact(1, "tea in the morning"), fact(2, "coffee at noon"),
+                     fact(3, "a walk last week")], [unit(1, 0.2), unit(0.5, 1), unit(1, 1)])
+    plain = RankingConfig.defaults().model_copy(update={
+        "assistant_weight": 0.0, "session_weight": 0.0, "recent_weight": 0.0})
+    lit = plain.model_copy(update={"assistant_weight": 0.3, "session_weight": 0.3,
+                                   "recent_weight": 0.3})
+    q = unit(1, 0.3)
+    a = Ranker(plain).score(snap, q, "what did I drink now, you said")
+    b = Ranker(lit).score(snap, q, "what did I drink now, you said")
+    for x, y in zip(a, b, strict=True):
+        assert np.array_equal(x, y)
+
+
+def test_a_session_that_matches_as_a_whole_lifts_its_pieces() -> None:
+    # Piece 1 is alone in its session; pieces 2-4 share one, each as close as piece 1 or
+    # slightly less: with the session term, the session's best piece comes first.
+    items = [piece(1, "x", "lone"), piece(2, "y", "busy"), piece(3, "z", "busy"),
+             piece(4, "w", "busy")]
+    vecs = [unit(1, 0.50), unit(1, 0.55), unit(1, 0.6), unit(1, 0.6)]
+    snap = item_set(items, vecs)
+    base = RankingConfig.plain_cosine()
+    q = unit(1, 0)
+    assert [s.item.n for s in Ranker(base).rank(snap, q, "q")][:2] == [1, 2]
+    lifted = base.model_copy(update={"session_weight": 0.2, "session_min_cosine": 0.5})
+    assert [s.item.n for s in Ranker(lifted).rank(snap, q, "q")][:2] == [2, 3]
+
+
+def test_recent_pieces_first_when_the_input_asks_about_now() -> None:
+    items = [piece(1, "old", "s1", at="2023-01-01T00:00:00Z"),
+             piece(2, "new", "s2", at="2023-06-01T00:00:00Z")]
+    snap = item_set(items, [unit(1, 0.30), unit(1, 0.33)])
+    cfg = RankingConfig.plain_cosine().model_copy(update={"recent_weight": 0.1})
+    q = unit(1, 0)
+    assert [s.item.n for s in Ranker(cfg).rank(snap, q, "where do I work")] == [1, 2]
+    assert [s.item.n for s in Ranker(cfg).rank(snap, q, "where do I work now")] == [2, 1]
+
+
+@pytest.fixture(scope="module")
+def embedded(real_embedder: SentenceTransformerEmbedder) -> tuple[ItemSet, Any]:
+    items = [
+        piece(1, "I take my Canon EOS 80D on every trip, it is the camera I use for everything."),
+        piece(2, "For landscape shots in a national park, a sturdy tripod and an aperture of f/8 "
+                 "to f/11 work with any camera.", role="assistant", message=1),
+        piece(3, "I also started a vegetable garden on my balcony last spring.", "s2"),
+    ]
+    return item_set(items, real_embedder.embed_batch([it.text for it in items])), real_embedder
+
+
+def test_the_users_own_words_come_before_the_assistants_echo(
+        embedded: tuple[ItemSet, Any]) -> None:
+    snap, model = embedded
+    question = "What camera do I use for landscape photography?"
+    qvec = model.embed_batch([question])[0]
+    plain = RankingConfig.defaults().model_copy(update={"assistant_weight": 0.0})
+    assert Ranker(plain).rank(snap, qvec, question)[0].item.n == 2  # the echo wins on words
+    assert Ranker().rank(snap, qvec, question)[0].item.n == 1
+    asked = "What did you suggest about the camera for landscape photography?"
+    avec = model.embed_batch([asked])[0]
+    assert Ranker().rank(snap, avec, asked)[0].item.n == 2
