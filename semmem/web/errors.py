@@ -10,6 +10,7 @@ import logging
 
 from starlette.responses import Response
 
+from semmem import tracing
 from semmem.errors import SemmemError
 from semmem.protocol.status import PUBLIC_5XX, envelope, public, retry_after, status_of
 from semmem.protocol.untrusted import loggable
@@ -41,6 +42,18 @@ def internal_response(operation_id: str = "-") -> Response:
     """A 500 ``internal`` for an unexpected exception (the caller logs the traceback)."""
     message = PUBLIC_5XX[500].format(op=operation_id)
     return Response(envelope("internal", message), 500, media_type=MEDIA_TYPE)
+
+
+def failed_response(exc: Exception, span: tracing.Span, operation_id: str = "-") -> Response:
+    """The response for whatever ended a served operation, its span marked failed: a domain
+    error's envelope, or a logged 500 ``internal`` (call it inside the ``except``: the
+    traceback is logged from there)."""
+    if isinstance(exc, SemmemError):
+        span.fail(exc.code)
+        return error_response(exc, operation_id)
+    span.fail("internal")
+    log.exception("operation %s: internal error", operation_id)
+    return internal_response(operation_id)
 
 
 def http_error_response(status: int, detail: str, headers: dict[str, str] | None = None

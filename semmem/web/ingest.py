@@ -11,8 +11,6 @@ only, and only with ``access=read-write``.
 
 from __future__ import annotations
 
-import logging
-
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -20,7 +18,7 @@ from semmem import tracing
 from semmem.contract import DEADLINE_HORIZON_MS
 from semmem.conversations.ingest import Conversations
 from semmem.conversations.messages import parse_request
-from semmem.errors import DeadlineExceeded, Forbidden, InvalidInput, SemmemError
+from semmem.errors import DeadlineExceeded, Forbidden, InvalidInput
 from semmem.items import now_ms
 from semmem.protocol.envelope import operation_id_of
 from semmem.protocol.jsonio import dumps, loads
@@ -30,11 +28,9 @@ from semmem.serving.auth import Binding
 from semmem.serving.guard import served
 from semmem.serving.runtime import Runtime
 from semmem.web.bodies import read_body
-from semmem.web.errors import MEDIA_TYPE, error_response, internal_response
+from semmem.web.errors import MEDIA_TYPE, failed_response
 from semmem.web.provider import _check_media_type
 from semmem.web.requests import runtime
-
-log = logging.getLogger("semmem.web")
 
 INGEST_PATH = "/ingest"
 MAX_INGEST_BODY = 4 * 1024 * 1024  # a long session in one call (the provider path's is 64 KiB)
@@ -117,10 +113,5 @@ async def _handle(rt: Runtime, request: Request, span: tracing.Span) -> Response
             body = dumps(result, sort_keys=True)
         tracing.answered(span, sum(len(n) for n in result["items"]), len(body))
         return Response(body, 200, media_type=MEDIA_TYPE)
-    except SemmemError as exc:
-        span.fail(exc.code)
-        return error_response(exc, operation_id)
-    except Exception:
-        span.fail("internal")
-        log.exception("operation %s: internal error", operation_id)
-        return internal_response(operation_id)
+    except Exception as exc:
+        return failed_response(exc, span, operation_id)

@@ -8,8 +8,6 @@ taken), capacity (429), envelope (400), deadline (400), tool (400), access (403)
 
 from __future__ import annotations
 
-import logging
-
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -26,10 +24,9 @@ from semmem.serving.dispatch import ToolCall, records
 from semmem.serving.guard import served
 from semmem.serving.runtime import Runtime
 from semmem.web.bodies import read_body
-from semmem.web.errors import MEDIA_TYPE, error_response, internal_response
+from semmem.web.errors import MEDIA_TYPE, failed_response
 from semmem.web.requests import runtime
 
-log = logging.getLogger("semmem.web")
 
 def _check_media_type(request: Request) -> None:
     """``application/json`` with any parameters; a charset, if given, must be UTF-8."""
@@ -108,10 +105,5 @@ async def _handle(rt: Runtime, request: Request, span: tracing.Span) -> Response
                 body, count = await _tool(rt, call.memory, req, scope[0])
         tracing.answered(span, count, len(body))
         return Response(body, 200, media_type=MEDIA_TYPE)
-    except SemmemError as exc:
-        span.fail(exc.code)
-        return error_response(exc, operation_id)
-    except Exception:
-        span.fail("internal")
-        log.exception("operation %s: internal error", operation_id)
-        return internal_response(operation_id)
+    except Exception as exc:
+        return failed_response(exc, span, operation_id)
