@@ -1,0 +1,250 @@
+"""Store items over keyed items: get, put, delete, search and refresh by namespace and key.
+
+An item is the keyed item ``Address("store", key)`` of its namespace's partition
+(``namespaces.partition_of``). Its pieces are its index texts (one piece per text, a long one
+cut into pieces of at most 640 characters; an item without index texts has one piece, its key,
+that no query scores); the first piece's ``store`` record field holds the value, the creation
+and update times and the TTL, and every piece carries the expiry (``expiresAt``), so a put is
+one write (``Keyed.commit``). Pieces of the ``store`` space are never surfaced
+(``Item.surfaced``): the model's tools neither see nor edit them.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from semmem import rules
+from semmem.conversations.pieces import cut
+from semmem.errors import Unavailable
+from semmem.items import EXPIRES, Item, iso, now_ms, parse_iso
+from semmem.keyed.address import KEYED, Address, address_of, space_tag
+from semmem.keyed.index import addresses
+from semmem.keyed.items import ATTEMPTS, Held, Keyed, Moved
+from semmem.rules import Decision
+from semmem.store.rows import NEW, ItemRow
+from semmem.store.views import IndexedView, WriteView
+from semmem.stored.filters import matches
+from semmem.stored.namespaces import Registry, namespace_of, partition_of
+
+if TYPE_CHECKING:
+    from semmem.memory import Memory
+
+SPACE = "store"  # the keyed space of store items
+STORE = "store"  # the record field
+EMBED_BATCH = 64
+
+
+@dataclass(frozen=True)
+class Record:
+    """One store item as read: where it is, its value and times (epoch ms)."""
+
+    namespace: tuple[str, ...]
+    key: str
+    value: dict[str, Any]
+    created: int
+    updated: int
+    ttl: float | None
+    expires: int | None
+    numbers: tuple[int, ...]
+    indexed: bool = True
+
+    def public(self, score: float | None = None, *, scored: bool = False) -> dict[str, Any]:
+        """As answered: ``namespace, key, value, createdAt, updatedAt, expiresAt`` (and
+        ``score`` in a search)."""
+        out: dict[str, Any] = {"namespace": list(self.namespace), "key": self.key,
+                               "value": self.value, "createdAt": iso(self.created),
+                               "updatedAt": iso(self.updated),
+                               "expiresAt": None if self.expires is None else iso(self.expires)}
+        if scored:
+            out["score"] = score
+        return out
+
+
+def record_of(namespace: tuple[str, ...], key: str, pieces: Sequence[Item]) -> Record | None:
+    """The item ``pieces`` (live, number order) make up, ``None`` when none holds its value."""
+    head = next((it for it in pieces if isinstance(it.attrs.get(STORE), dict)
+                 and "value" in it.attrs[STORE]), None)
+    if head is None:
+        return None
+    body = head.attrs[STORE]
+    expiry = head.attrs.get(EXPIRES)
+    ttl = body.get("ttl")
+    return Record(namespace, key, body["value"], int(body.get("created", head.ts)),
+                  int(body.get("updated", head.updated)),
+                  float(ttl) if isinstance(ttl, int | float) else None,
+                  parse_iso(expiry) if isinstance(expiry, str) else None,
+                  tuple(it.n for it in pieces), body.get("indexed") is not False)
+
+
+@dataclass(frozen=True)
+class Found:
+    """A search's candidate: the item and the rows of its scored pieces' vectors."""
+
+    record: Record
+    vectors: np.ndarray | None
+
+
+class StoreItems:
+    """The application's store items in a memory."""
+
+    def __init__(self, memory: Memory) -> None:
+        self.memory = memory
+        self.keyed = Keyed(memory)
+        self.registry = Registry(self.keyed)
+
+    async def get(self, namespace: tuple[str, ...], key: str) -> Record | None:
+        """The live item at ``namespace``/``key`` (through the address index)."""
+        pieces = await self.keyed.pieces(partition_of(namespace), Address.of(SPACE, key))
+        return record_of(namespace, key, pieces)
+
+    async def delete(self, namespace: tuple[str, ...], key: str) -> list[int]:
+        """Forget the item through the forget path; its piece numbers."""
+        return await self.keyed.forget(partition_of(namespace), Address.of(SPACE, key))
+
+    async def put(self, namespace: tuple[str, ...], key: str, value: dict[str, Any],
+                  texts: Sequence[str], ttl: float | None) -> dict[str, Any]:
+        """Replace the item by ``value`` with ``texts`` indexed and expiry ``ttl`` minutes
+        from now, in one write (its creation time kept when it already lives)."""
+        partition = partition_of(namespace)
+        address = Address.of(SPACE, key)
+        pieces = [p for t in texts for p in cut(t)]
+        indexed = bool(pieces)
+        bodies = pieces if indexed else [key]
+        vectors: list[np.ndarray] = []
+        for start in range(0, len(bodies), EMBED_BATCH):
+            vectors.extend(await self.memory.model.embed(bodies[start:start + EMBED_BATCH]))
+        await self.registry.record(partition)
+        alive = self.memory.retention.alive(await self.memory.retention.max_age(partition))
+        ttl_ms = self.memory.idempotency_ttl_ms
+        looked: list[Held] = []
+
+        def decide(view: WriteView, old: list[Item]) -> Decision:
+            if old and not looked[-1].numbers:
+                raise Moved("pieces appeared since the lookup")  # so the write purges them
+            now = now_ms()
+            before = record_of(namespace, key, [it for it in old if alive(it)])
+            expiry = {EXPIRES: iso(now + round(ttl * 60_000))} if ttl is not None else {}
+            head = {"value": value, "created": before.created if before else now,
+                    "updated": now, "ttl": ttl, "indexed": indexed}
+            rows = [ItemRow(it.n, None, None, it.ts, now, it.revision + 1, forgotten=True,
+                            created=it.born) for it in old]
+            n = view.hwm
+            for i, (text, vector) in enumerate(zip(bodies, vectors, strict=True)):
+                n += 1
+                attrs = {KEYED: address.public(), STORE: head if i == 0 else {"part": i},
+                         **expiry}
+                rows.append(ItemRow(n, text, vector, now, now, 1, attrs=attrs, created=NEW))
+            result = {"status": "stored", "items": list(range(view.hwm + 1, n + 1)),
+                      "replaced": [it.n for it in old]}
+            return rules.mutation(None, result, ttl_ms, rows, n)
+
+        for _ in range(ATTEMPTS):
+            looked.append(await self.keyed.held(partition, address))
+            try:
+                return await self.keyed.commit(partition, looked[-1], decide,
+                                               dropped=bool(looked[-1].numbers))
+            except (Moved, rules.MissingRows):
+                continue
+        raise Unavailable("the partition kept changing under this write; retry it")
+
+    async def found(self, partition: str) -> list[Found]:
+        """Every live item of a partition with its scored pieces' vectors (the address index
+        below the index threshold; the ``tags`` index past it)."""
+        memory = self.memory
+        await memory.retention.refresh()
+        view = await memory.store.read_view(partition)
+        alive = memory.retention.alive(await memory.retention.max_age(partition))
+        if isinstance(view, IndexedView):
+            from semmem.store.reads.filtered import numbers_where  # the engine: loaded here
+
+            where = f"array_has_all(tags, ['{space_tag(SPACE)}'])"
+            got = await memory.store.numbered(view, numbers=await numbers_where(
+                memory.store, view, where))
+            items, matrix = list(got.items), got.vectors
+            rows = list(range(len(items)))
+        else:
+            index = addresses(view)
+            numbers = sorted(n for a, ns in index.numbers.items() if a.space == SPACE
+                             for n in ns)
+            items = [it for n in numbers if (it := view.get(n)) is not None]
+            matrix = view.vectors
+            rows = [view.by_n[it.n] for it in items]
+        grouped: dict[Address, list[tuple[Item, int]]] = defaultdict(list)
+        for it, row in zip(items, rows, strict=True):
+            address = address_of(it)
+            if address is not None and alive(it):
+                grouped[address].append((it, row))
+        namespace = namespace_of(partition)
+        out = []
+        for address, held in grouped.items():
+            record = record_of(namespace, address.key, [it for it, _ in held])
+            if record is None:
+                continue
+            out.append(Found(record, matrix[[r for _, r in held]] if record.indexed else None))
+        return out
+
+    async def live(self, partition: str) -> bool:
+        """Whether the partition holds a live store item (a namespace ``list`` answers)."""
+        memory = self.memory
+        await memory.retention.refresh()
+        view = await memory.store.read_view(partition)
+        if isinstance(view, IndexedView):
+            return bool(await self.found(partition))
+        alive = memory.retention.alive(await memory.retention.max_age(partition))
+        return any(a.space == SPACE and (it := view.get(ns[0])) is not None and alive(it)
+                   for a, ns in addresses(view).numbers.items() if ns)
+
+    async def search(self, prefix: tuple[str, ...], query: str | None,
+                     wanted: dict[str, Any], limit: int, offset: int, *,
+                     only: str | None = None) -> list[tuple[Record, float | None]]:
+        """The items under ``prefix`` whose value passes ``wanted`` (applied before ranking),
+        best first by the cosine of ``query`` with their best index piece (LangGraph's score),
+        else the latest updated first; ``offset``/``limit`` paged. ``only``: the one
+        partition a bound caller may read."""
+        partitions = [p for p in await self.registry.partitions(prefix)
+                      if only is None or p == only]
+        qvec = (await self.memory.model.embed([query]))[0] if query else None
+        ranked: list[tuple[Record, float | None]] = []
+        for partition in partitions:
+            for f in await self.found(partition):
+                if not matches(f.record.value, wanted):
+                    continue
+                score = None
+                if qvec is not None and f.vectors is not None and len(f.vectors):
+                    score = float(np.max(f.vectors @ qvec))
+                ranked.append((f.record, score))
+        ranked.sort(key=lambda pair: (pair[1] is None, -(pair[1] or 0.0), -pair[0].updated,
+                                      pair[0].namespace, pair[0].key))
+        return ranked[offset:offset + limit]
+
+    async def refresh(self, records: Sequence[Record]) -> None:
+        """Move each item's expiry to its TTL from now, one write per partition; its
+        ``updatedAt`` stays as it is."""
+        by_partition: dict[str, list[Record]] = defaultdict(list)
+        for r in records:
+            if r.ttl is not None:
+                by_partition[partition_of(r.namespace)].append(r)
+        for partition, found in by_partition.items():
+            numbers = sorted({n for r in found for n in r.numbers})
+            ttls = {n: r.ttl for r in found for n in r.numbers}
+            alive = self.memory.retention.alive(await self.memory.retention.max_age(partition))
+
+            def plan(view: WriteView, numbers: list[int] = numbers,
+                     ttls: dict[int, float | None] = ttls, alive: Any = alive) -> Decision:
+                now, rows = now_ms(), []
+                for n in numbers:
+                    it, ttl = view.get(n), ttls[n]
+                    if it is None or not alive(it) or ttl is None:
+                        continue  # gone or expired meanwhile: a refresh brings nothing back
+                    attrs = {**it.attrs, EXPIRES: iso(now + round(ttl * 60_000))}
+                    rows.append(ItemRow(n, it.text, rules.vector_of(view, n), it.ts, now,
+                                        it.revision + 1, attrs=attrs, created=it.born))
+                return rules.mutation(None, {"refreshed": len(rows)}, 0, rows) if rows \
+                    else {"refreshed": 0}
+
+            await self.memory._write(partition, plan, None, numbers=numbers)
