@@ -118,7 +118,7 @@ class StoreItems:
         vectors: list[np.ndarray] = []
         for start in range(0, len(bodies), EMBED_BATCH):
             vectors.extend(await self.memory.model.embed(bodies[start:start + EMBED_BATCH]))
-        await self.registry.record(partition)
+        await self.registry.record(namespace)
         alive = self.memory.retention.alive(await self.memory.retention.max_age(partition))
         ttl_ms = self.memory.idempotency_ttl_ms
         looked: list[Held] = []

@@ -6,7 +6,8 @@ A namespace is its labels, each with ``%`` written ``%25`` and ``/`` written ``%
 is ``alice``, the partition the other adapters use for that user). The registry is the
 partition ``REGISTRY`` (no namespace maps to it: a label's ``%`` is always written ``%25``),
 holding one keyed item per namespace that ever held a store item (space ``store-ns``, key: the
-partition). A put records its namespace there first (once: a lookup by address finds it), so
+namespace, each label with ``%``, ``/`` and control characters percent-encoded as UTF-8:
+``registry_key``). A put records its namespace there first (once: a lookup by address finds it), so
 a crash between the two leaves at most a listed namespace without items, which ``listing``
 leaves out: it checks each namespace it would answer for a live item.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+from urllib.parse import unquote
 
 import numpy as np
 
@@ -45,8 +47,6 @@ def check_namespace(value: object, what: str = "namespace", *, empty: bool = Fal
     for label in value:
         if not isinstance(label, str) or not label:
             raise InvalidArguments(f"{what}'s labels must be non-empty strings")
-        if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in label):
-            raise InvalidArguments(f"{what}'s labels must not contain control characters")
     namespace = tuple(value)
     if namespace:
         partition_of(namespace)
@@ -94,26 +94,43 @@ class Condition:
         return all(p in ("*", label) for p, label in zip(self.path, part, strict=True))
 
 
+def _escape(label: str) -> str:
+    return "".join("".join(f"%{b:02X}" for b in c.encode("utf-8", "surrogatepass"))
+                   if c in "%/" or ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 else c
+                   for c in label)
+
+
+def registry_key(namespace: Sequence[str]) -> str:
+    """The key a namespace is listed under (printable: an address key holds no control
+    characters); ``namespace_of_key`` reads it back."""
+    return "/".join(_escape(label) for label in namespace)
+
+
+def namespace_of_key(key: str) -> tuple[str, ...]:
+    """The namespace a registry key lists."""
+    return tuple(unquote(label, errors="surrogatepass") for label in key.split("/"))
+
+
 class Registry:
     """The namespaces that hold (or held) store items."""
 
     def __init__(self, keyed: Keyed) -> None:
         self.keyed = keyed
 
-    async def record(self, partition: str) -> None:
-        """List ``partition``'s namespace (a lookup when it already is; a write once)."""
-        address = Address.of(NAMESPACE_SPACE, partition)
+    async def record(self, namespace: Sequence[str]) -> None:
+        """List ``namespace`` (a lookup when it already is; a write once)."""
+        address = Address.of(NAMESPACE_SPACE, registry_key(namespace))
         held = await self.keyed.held(REGISTRY, address)
         if held.numbers:
             return
         dim = self.keyed.memory.embedder.dim
         marker = np.zeros(dim, dtype=np.float32)
         marker[0] = 1.0  # never searched: a unit vector, not a model call
-        await self.keyed.put(REGISTRY, address, [(partition, marker, {})])
+        await self.keyed.put(REGISTRY, address, [(address.key, marker, {})])
 
     async def partitions(self, prefix: Sequence[str] = ()) -> list[str]:
-        """The listed partitions whose namespace starts with ``prefix``, sorted (the registry's
-        address index: one dictionary walk, no partition read)."""
+        """The partitions of the listed namespaces that start with ``prefix``, sorted (the
+        registry's address index: one dictionary walk, no partition read)."""
         memory = self.keyed.memory
         await memory.retention.refresh()
         view = await memory.store.read_view(REGISTRY)
@@ -122,7 +139,6 @@ class Registry:
         else:
             names = [a.key for a, ns in addresses(view).numbers.items()
                      if ns and a.space == NAMESPACE_SPACE]
-        if prefix:
-            whole = partition_of(prefix)
-            names = [p for p in names if p == whole or p.startswith(whole + "/")]
-        return sorted(names)
+        wanted = tuple(prefix)
+        namespaces = [namespace_of_key(key) for key in names]
+        return sorted(partition_of(ns) for ns in namespaces if ns[:len(wanted)] == wanted)
