@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from semmem.errors import Forbidden
-from semmem.stored.items import Record, StoreItems
+from semmem.stored.items import Put, Record, StoreItems
 from semmem.stored.namespaces import namespace_of, partition_of
 from semmem.stored.requests import StoreOp
 
@@ -23,31 +23,54 @@ async def run(items: StoreItems, ops: list[StoreOp], *, only: str | None = None
         for op in ops:
             if op.op in ("get", "put") and partition_of(op.namespace) != only:
                 raise Forbidden("this token is bound to another partition")
-    results: list[Any] = []
+    results: list[Any] = [None] * len(ops)
     refresh: list[Record] = []
-    for op in ops:
-        if op.op == "get":
-            record = await items.get(op.namespace, op.key)
-            if record is not None and op.refresh:
-                refresh.append(record)
-            results.append(None if record is None else record.public())
-        elif op.op == "put" and op.value is None:
-            results.append({"forgotten": await items.delete(op.namespace, op.key)})
-        elif op.op == "put":
-            assert op.value is not None
-            written = await items.put(op.namespace, op.key, op.value, op.index, op.ttl)
-            results.append({"items": written.get("items", [])})
-        elif op.op == "search":
-            found = await items.search(op.namespace, op.query, op.filter, op.limit, op.offset,
-                                       only=only)
-            if op.refresh:
-                refresh.extend(r for r, _ in found)
-            results.append([r.public(score, scored=True) for r, score in found])
-        else:
-            results.append(await namespaces(items, op, only))
+    i = 0
+    while i < len(ops):
+        end = i
+        while end < len(ops) and ops[end].op == "put" and ops[end].value is not None:
+            end += 1
+        if end > i:  # a run of puts: one write per namespace (nothing reads in between)
+            await _puts(items, ops, range(i, end), results)
+            i = end
+            continue
+        op = ops[i]
+        results[i] = await _one(items, op, refresh, only)
+        i += 1
     if refresh:
         await items.refresh(refresh)
     return results
+
+
+async def _puts(items: StoreItems, ops: list[StoreOp], run: range, results: list[Any]
+                ) -> None:
+    by_namespace: dict[tuple[str, ...], list[int]] = {}
+    for i in run:
+        by_namespace.setdefault(ops[i].namespace, []).append(i)
+    for namespace, at in by_namespace.items():
+        written = await items.put_many(namespace, [
+            Put(ops[i].key, ops[i].value or {}, ops[i].index, ops[i].ttl) for i in at])
+        for i, result in zip(at, written, strict=True):
+            results[i] = {"items": result["items"]}
+
+
+async def _one(items: StoreItems, op: StoreOp, refresh: list[Record], only: str | None
+               ) -> Any:
+    """One operation other than a put of a value."""
+    if op.op == "get":
+        record = await items.get(op.namespace, op.key)
+        if record is not None and op.refresh:
+            refresh.append(record)
+        return None if record is None else record.public()
+    if op.op == "put":  # a delete
+        return {"forgotten": await items.delete(op.namespace, op.key)}
+    if op.op == "search":
+        found = await items.search(op.namespace, op.query, op.filter, op.limit, op.offset,
+                                   only=only)
+        if op.refresh:
+            refresh.extend(r for r, _ in found)
+        return [r.public(score, scored=True) for r, score in found]
+    return await namespaces(items, op, only)
 
 
 async def namespaces(items: StoreItems, op: StoreOp, only: str | None) -> list[list[str]]:

@@ -82,6 +82,16 @@ def record_of(namespace: tuple[str, ...], key: str, pieces: Sequence[Item]) -> R
 
 
 @dataclass(frozen=True)
+class Put:
+    """One item to put: its key, value, index texts and TTL (minutes)."""
+
+    key: str
+    value: dict[str, Any]
+    texts: tuple[str, ...]
+    ttl: float | None
+
+
+@dataclass(frozen=True)
 class Found:
     """A search's candidate: the item and the rows of its scored pieces' vectors."""
 
@@ -110,46 +120,71 @@ class StoreItems:
                   texts: Sequence[str], ttl: float | None) -> dict[str, Any]:
         """Replace the item by ``value`` with ``texts`` indexed and expiry ``ttl`` minutes
         from now, in one write (its creation time kept when it already lives)."""
+        return (await self.put_many(namespace, [Put(key, value, tuple(texts), ttl)]))[0]
+
+    async def put_many(self, namespace: tuple[str, ...], puts: Sequence[Put]
+                       ) -> list[dict[str, Any]]:
+        """``put`` of several items of one namespace in one write (a key given twice: the
+        last value); each put's ``{"items": [n…], "replaced": [n…]}``."""
         partition = partition_of(namespace)
-        address = Address.of(SPACE, key)
-        pieces = [p for t in texts for p in cut(t)]
-        indexed = bool(pieces)
-        bodies = pieces if indexed else [key]
+        last = {p.key: p for p in puts}
+        addresses_ = {key: Address.of(SPACE, key) for key in last}
+        bodies: dict[str, list[str]] = {}
+        for p in last.values():
+            pieces = [piece for t in p.texts for piece in cut(t)]
+            bodies[p.key] = pieces or [p.key]
+        flat = [t for texts in bodies.values() for t in texts]
         vectors: list[np.ndarray] = []
-        for start in range(0, len(bodies), EMBED_BATCH):
-            vectors.extend(await self.memory.model.embed(bodies[start:start + EMBED_BATCH]))
+        for start in range(0, len(flat), EMBED_BATCH):
+            vectors.extend(await self.memory.model.embed(flat[start:start + EMBED_BATCH]))
         await self.registry.record(namespace)
         alive = self.memory.retention.alive(await self.memory.retention.max_age(partition))
         ttl_ms = self.memory.idempotency_ttl_ms
         looked: list[Held] = []
 
-        def decide(view: WriteView, old: list[Item]) -> Decision:
-            if old and not looked[-1].numbers:
+        def decide(view: WriteView, _: list[Item]) -> Decision:
+            held: dict[Address, list[Item]] = {a: [] for a in addresses_.values()}
+            for it in view.items:
+                address = address_of(it)
+                if address in held:
+                    held[address].append(it)
+            if any(old for old in held.values()) and not looked[-1].numbers:
                 raise Moved("pieces appeared since the lookup")  # so the write purges them
-            now = now_ms()
-            before = record_of(namespace, key, [it for it in old if alive(it)])
-            expiry = {EXPIRES: iso(now + round(ttl * 60_000))} if ttl is not None else {}
-            head = {"value": value, "created": before.created if before else now,
-                    "updated": now, "ttl": ttl, "indexed": indexed}
-            rows = [ItemRow(it.n, None, None, it.ts, now, it.revision + 1, forgotten=True,
-                            created=it.born) for it in old]
-            n = view.hwm
-            for i, (text, vector) in enumerate(zip(bodies, vectors, strict=True)):
-                n += 1
-                attrs = {KEYED: address.public(), STORE: head if i == 0 else {"part": i},
-                         **expiry}
-                rows.append(ItemRow(n, text, vector, now, now, 1, attrs=attrs, created=NEW))
-            result = {"status": "stored", "items": list(range(view.hwm + 1, n + 1)),
-                      "replaced": [it.n for it in old]}
-            return rules.mutation(None, result, ttl_ms, rows, n)
+            now, n, rows, done = now_ms(), view.hwm, [], {}
+            at = iter(vectors)
+            for key, p in last.items():
+                old = held[addresses_[key]]
+                before = record_of(namespace, key, [it for it in old if alive(it)])
+                expiry = {EXPIRES: iso(now + round(p.ttl * 60_000))} if p.ttl is not None \
+                    else {}
+                head = {"value": p.value, "created": before.created if before else now,
+                        "updated": now, "ttl": p.ttl, "indexed": bool(p.texts)}
+                rows += [ItemRow(it.n, None, None, it.ts, now, it.revision + 1, forgotten=True,
+                                 created=it.born) for it in old]
+                first = n + 1
+                for i, text in enumerate(bodies[key]):
+                    n += 1
+                    attrs = {KEYED: addresses_[key].public(),
+                             STORE: head if i == 0 else {"part": i}, **expiry}
+                    rows.append(ItemRow(n, text, next(at), now, now, 1, attrs=attrs,
+                                        created=NEW))
+                done[key] = {"status": "stored", "items": list(range(first, n + 1)),
+                             "replaced": [it.n for it in old]}
+            return rules.mutation(None, {"puts": done}, ttl_ms, rows, n)
 
         for _ in range(ATTEMPTS):
-            looked.append(await self.keyed.held(partition, address))
+            await self.memory.retention.refresh()
+            view = await self.memory.store.read_view(partition)
+            numbers = [n for a in addresses_.values()
+                       for n in await self.keyed._numbers(view, a.where(), a)]
+            looked.append(Held(next(iter(addresses_.values())), tuple(sorted(numbers)),
+                               view.hwm, view))
             try:
-                return await self.keyed.commit(partition, looked[-1], decide,
-                                               dropped=bool(looked[-1].numbers))
+                result = await self.keyed.commit(partition, looked[-1], decide,
+                                                 dropped=bool(numbers))
             except (Moved, rules.MissingRows):
                 continue
+            return [result["puts"][p.key] for p in puts]
         raise Unavailable("the partition kept changing under this write; retry it")
 
     async def found(self, partition: str) -> list[Found]:

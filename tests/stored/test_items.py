@@ -125,3 +125,19 @@ def test_unknown_operators_and_oversized_values_are_refused() -> None:
     with pytest.raises(InvalidArguments, match="bytes"):
         parse_request({"ops": [{"op": "put", "namespace": ["u"], "key": "k",
                                 "value": {"v": "x" * 300_000}}]})
+
+
+async def test_a_run_of_puts_is_one_write_per_namespace(memory: Memory) -> None:
+    items = StoreItems(memory)
+    await items.put(("u",), "a", {"v": 0}, ["zero"], None)
+    before = (await memory.store.snapshot("u")).seq
+    out = await run(items, parse_request({"ops": [
+        {"op": "put", "namespace": ["u"], "key": "a", "value": {"v": 1}, "index": ["one"]},
+        {"op": "put", "namespace": ["u"], "key": "b", "value": {"v": 2}},
+        {"op": "put", "namespace": ["w"], "key": "a", "value": {"v": 3}},
+        {"op": "put", "namespace": ["u"], "key": "a", "value": {"v": 4}, "ttl": 5},
+        {"op": "get", "namespace": ["u"], "key": "a"}]}))
+    assert (await memory.store.snapshot("u")).seq == before + 1
+    assert out[0] == out[3] and out[4]["value"] == {"v": 4} and out[4]["expiresAt"]
+    first = await items.get(("u",), "a")
+    assert first is not None and len((await memory.snapshot("u")).items) == 2
