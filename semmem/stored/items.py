@@ -27,7 +27,7 @@ from semmem.keyed.index import addresses
 from semmem.keyed.items import ATTEMPTS, Held, Keyed, Moved
 from semmem.rules import Decision
 from semmem.store.rows import NEW, ItemRow
-from semmem.store.views import IndexedView, WriteView
+from semmem.store.views import IndexedView, ItemSet, WriteView
 from semmem.stored.filters import matches
 from semmem.stored.namespaces import Registry, namespace_of, partition_of
 
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 SPACE = "store"  # the keyed space of store items
 STORE = "store"  # the record field
 EMBED_BATCH = 64
+ENTRIES = "stored:entries"  # a snapshot's items, as searches read them (``ItemSet.cached``)
 
 
 @dataclass(frozen=True)
@@ -92,11 +93,32 @@ class Put:
 
 
 @dataclass(frozen=True)
-class Found:
-    """A search's candidate: the item and the rows of its scored pieces' vectors."""
+class Entry:
+    """One item of a partition as a search reads it: its record, the piece holding its value
+    (what "expired" is tested on: every piece has its times), and the rows of its index
+    pieces' vectors (none when it is not indexed)."""
 
     record: Record
-    vectors: np.ndarray | None
+    head: Item
+    rows: np.ndarray
+
+
+def _entries(namespace: tuple[str, ...], pieces: list[tuple[int, Item]]) -> list[Entry]:
+    """The items ``pieces`` (row, piece; number order) make up."""
+    grouped: dict[Address, list[tuple[int, Item]]] = defaultdict(list)
+    for row, it in pieces:
+        address = address_of(it)
+        if address is not None and address.space == SPACE:
+            grouped[address].append((row, it))
+    out = []
+    for address, held in grouped.items():
+        record = record_of(namespace, address.key, [it for _, it in held])
+        if record is None:
+            continue
+        head = next(it for _, it in held if "value" in it.attrs.get(STORE, {}))
+        rows = np.array([r for r, _ in held] if record.indexed else [], dtype=np.int64)
+        out.append(Entry(record, head, rows))
+    return out
 
 
 class StoreItems:
@@ -187,41 +209,32 @@ class StoreItems:
             return [result["puts"][p.key] for p in puts]
         raise Unavailable("the partition kept changing under this write; retry it")
 
-    async def found(self, partition: str) -> list[Found]:
-        """Every live item of a partition with its scored pieces' vectors (the address index
-        below the index threshold; the ``tags`` index past it)."""
+    async def entries(self, partition: str) -> tuple[list[Entry], np.ndarray, rules.Alive]:
+        """Every item of a partition (expired ones included: test ``alive`` on an entry's
+        head), the vectors its rows index, and the partition's test of "not expired now".
+        Below the index threshold, built once per snapshot from the address index (kept with
+        the snapshot until the next write); past it, read through the ``tags`` index."""
         memory = self.memory
         await memory.retention.refresh()
         view = await memory.store.read_view(partition)
         alive = memory.retention.alive(await memory.retention.max_age(partition))
+        namespace = namespace_of(partition)
         if isinstance(view, IndexedView):
             from semmem.store.reads.filtered import numbers_where  # the engine: loaded here
 
             where = f"array_has_all(tags, ['{space_tag(SPACE)}'])"
             got = await memory.store.numbered(view, numbers=await numbers_where(
                 memory.store, view, where))
-            items, matrix = list(got.items), got.vectors
-            rows = list(range(len(items)))
-        else:
-            index = addresses(view)
+            return _entries(namespace, list(enumerate(got.items))), got.vectors, alive
+
+        def build(items: ItemSet) -> list[Entry]:
+            index = addresses(items)
             numbers = sorted(n for a, ns in index.numbers.items() if a.space == SPACE
                              for n in ns)
-            items = [it for n in numbers if (it := view.get(n)) is not None]
-            matrix = view.vectors
-            rows = [view.by_n[it.n] for it in items]
-        grouped: dict[Address, list[tuple[Item, int]]] = defaultdict(list)
-        for it, row in zip(items, rows, strict=True):
-            address = address_of(it)
-            if address is not None and alive(it):
-                grouped[address].append((it, row))
-        namespace = namespace_of(partition)
-        out = []
-        for address, held in grouped.items():
-            record = record_of(namespace, address.key, [it for it, _ in held])
-            if record is None:
-                continue
-            out.append(Found(record, matrix[[r for _, r in held]] if record.indexed else None))
-        return out
+            return _entries(namespace, [(items.by_n[n], items.items[items.by_n[n]])
+                                        for n in numbers if n in items.by_n])
+
+        return view.cached(ENTRIES, build), view.vectors, alive
 
     async def live(self, partition: str) -> bool:
         """Whether the partition holds a live store item (a namespace ``list`` answers)."""
@@ -229,7 +242,8 @@ class StoreItems:
         await memory.retention.refresh()
         view = await memory.store.read_view(partition)
         if isinstance(view, IndexedView):
-            return bool(await self.found(partition))
+            entries, _, alive = await self.entries(partition)
+            return any(alive(e.head) for e in entries)
         alive = memory.retention.alive(await memory.retention.max_age(partition))
         return any(a.space == SPACE and (it := view.get(ns[0])) is not None and alive(it)
                    for a, ns in addresses(view).numbers.items() if ns)
@@ -246,13 +260,16 @@ class StoreItems:
         qvec = (await self.memory.model.embed([query]))[0] if query else None
         ranked: list[tuple[Record, float | None]] = []
         for partition in partitions:
-            for f in await self.found(partition):
-                if not matches(f.record.value, wanted):
-                    continue
-                score = None
-                if qvec is not None and f.vectors is not None and len(f.vectors):
-                    score = float(np.max(f.vectors @ qvec))
-                ranked.append((f.record, score))
+            entries, matrix, alive = await self.entries(partition)
+            kept = [e for e in entries if alive(e.head) and matches(e.record.value, wanted)]
+            scores: dict[int, float] = {}
+            scored = [i for i, e in enumerate(kept) if len(e.rows)] if qvec is not None else []
+            if scored:  # one product for every piece of every candidate, then each one's best
+                flat = np.concatenate([kept[i].rows for i in scored])
+                starts = np.cumsum([0] + [len(kept[i].rows) for i in scored[:-1]])
+                best = np.maximum.reduceat(matrix[flat] @ qvec, starts)
+                scores = {i: float(b) for i, b in zip(scored, best, strict=True)}
+            ranked.extend((e.record, scores.get(i)) for i, e in enumerate(kept))
         ranked.sort(key=lambda pair: (pair[1] is None, -(pair[1] or 0.0), -pair[0].updated,
                                       pair[0].namespace, pair[0].key))
         return ranked[offset:offset + limit]

@@ -5,6 +5,7 @@ new ``updatedAt``, and pieces the model's tools never see or edit."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,7 @@ from semmem.memory import Memory
 from semmem.stored.batch import run
 from semmem.stored.items import StoreItems
 from semmem.stored.requests import parse_request
+from tests.support.memory import small_indexed_memory
 
 
 async def test_a_put_is_one_write_with_its_expiry_and_a_get_reads_it_back(
@@ -141,3 +143,22 @@ async def test_a_run_of_puts_is_one_write_per_namespace(memory: Memory) -> None:
     assert out[0] == out[3] and out[4]["value"] == {"v": 4} and out[4]["expiresAt"]
     first = await items.get(("u",), "a")
     assert first is not None and len((await memory.snapshot("u")).items) == 2
+
+
+async def test_past_the_index_threshold_get_search_and_list_use_the_tags_index(
+        tmp_path: Path) -> None:
+    memory = await small_indexed_memory(tmp_path / "db")
+    try:
+        items = StoreItems(memory)
+        await run(items, parse_request({"ops": [
+            {"op": "put", "namespace": ["big"], "key": f"k{i}", "value": {"i": i},
+             "index": [f"note number {i}"]} for i in range(60)]}))
+        await memory.maintain("big")
+        assert (await memory.store.read_view("big")).indexed
+        got = await items.get(("big",), "k7")
+        assert got is not None and got.value == {"i": 7}
+        found = await items.search(("big",), "note number 42", {"i": {"$gte": 40}}, 3, 0)
+        assert found[0][0].key == "k42" and all(r.value["i"] >= 40 for r, _ in found)
+        assert await run(items, parse_request({"ops": [{"op": "list"}]})) == [[["big"]]]
+    finally:
+        await memory.close()
