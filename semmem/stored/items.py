@@ -28,6 +28,7 @@ from semmem.keyed.items import ATTEMPTS, Held, Keyed, Moved
 from semmem.rules import Decision
 from semmem.store.rows import NEW, ItemRow
 from semmem.store.views import IndexedView, ItemSet, WriteView
+from semmem.stored.fields import STORE
 from semmem.stored.filters import matches
 from semmem.stored.namespaces import Registry, namespace_of, partition_of
 
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
     from semmem.memory import Memory
 
 SPACE = "store"  # the keyed space of store items
-STORE = "store"  # the record field
 EMBED_BATCH = 64
 ENTRIES = "stored:entries"  # a snapshot's items, as searches read them (``ItemSet.cached``)
 

@@ -162,3 +162,22 @@ async def test_past_the_index_threshold_get_search_and_list_use_the_tags_index(
         assert await run(items, parse_request({"ops": [{"op": "list"}]})) == [[["big"]]]
     finally:
         await memory.close()
+
+
+async def test_an_export_imported_into_another_store_keeps_the_items(
+        memory: Memory, tmp_path: Path) -> None:
+    items = StoreItems(memory)
+    await memory.remember("u", "Alice is vegan")  # a fact with an index text's words
+    await items.put(("u",), "profile", {"diet": "vegan"}, ["Alice is vegan", "x " * 400], 60.0)
+    exported = [it.public() for it in (await memory.snapshot("u")).items]
+    other = await Memory.open(str(tmp_path / "other"), memory.embedder)
+    try:
+        await other.import_("u", exported)
+        again = StoreItems(other)
+        got = await again.get(("u",), "profile")
+        assert got is not None and got.value == {"diet": "vegan"} and got.ttl == 60.0
+        assert len((await other.snapshot("u")).items) == len(exported)
+        await other.import_("u", exported)  # a second import adds nothing
+        assert len((await other.snapshot("u")).items) == len(exported)
+    finally:
+        await other.close()
