@@ -2,9 +2,10 @@
 and committing them in batches; re-embedding partitions for ``reindex``.
 
 - JSONL: one ``{"text", "n"?, "ts"?, "updated"?, "revision"?, "note"?, "status"?, "surfacing"?,
-  "mergedInto"?, "slug"?, "metadata"?, "keyed"?, "piece"?}`` object per line (what ``semmem
-  export`` writes; a conversation's piece carries ``keyed`` and ``piece``, and is a duplicate
-  only of the same piece: same text, session, message and part).
+  "mergedInto"?, "slug"?, "metadata"?, "keyed"?, "piece"?, "store"?}`` object per line (what
+  ``semmem export`` writes; a conversation's piece carries ``keyed`` and ``piece``, and is a
+  duplicate only of the same piece: same text, session, message and part; a store item's
+  piece carries ``keyed`` and ``store``, and is told apart by its key and part).
 - Map of records (the user-memory adapter's collection shape): one JSON object whose values are
   objects, e.g. ``{"metric": {"text": "Prefers metric units", "note": "since 2020"}}``. Entries
   are taken in slug order; ``display_field`` names the text field, ``note_field`` the note; the
@@ -39,6 +40,7 @@ from semmem.items import (
 from semmem.keyed.address import KEYED, keyed_fields
 from semmem.store.rows import NEW, ItemRow, Mutation
 from semmem.store.views import WriteView
+from semmem.stored.fields import STORE, clean_store, store_position
 
 if TYPE_CHECKING:
     from semmem.store.tables import Store
@@ -72,13 +74,13 @@ def number_imports(view: WriteView, batch: Sequence[dict[str, Any]],
         fields = record_fields(rec)
         # A conversation's piece is a duplicate only of the same piece (text and position):
         # one sentence may be said in many messages and sessions.
-        where = position(fields)
+        where = _position(fields)
         key = dedupe_key(text) if where is None else repr((dedupe_key(text), where))
         same = view.find_text(text)
-        if where is not None and (same is None or position(same.attrs) != where):
+        if where is not None and (same is None or _position(same.attrs) != where):
             # the piece under the record's own number (the view holds it), if it is that one
             held = view.get(rec["n"]) if isinstance(rec.get("n"), int) else None
-            same = held if held is not None and position(held.attrs) == where \
+            same = held if held is not None and _position(held.attrs) == where \
                 and dedupe_key(held.text) == dedupe_key(text) else None
         if (same is not None and alive(same)) or key in seen:
             duplicates += 1
@@ -190,7 +192,14 @@ def record_fields(record: dict[str, Any]) -> dict[str, Any]:
         fields[KEYED] = keyed_fields(record[KEYED])
     if record.get(PIECE) is not None:
         fields[PIECE] = clean_piece(record[PIECE])
+    if record.get(STORE) is not None:
+        fields[STORE] = clean_store(record[STORE])
     return fields
+
+
+def _position(attrs: dict[str, Any]) -> tuple[object, ...] | None:
+    """A conversation's or a store item's piece position (``None``: a fact)."""
+    return position(attrs) or store_position(attrs)
 
 
 def _check(record: dict[str, Any], where: str) -> dict[str, Any]:

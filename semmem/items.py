@@ -21,6 +21,8 @@ Vectors = npt.NDArray[np.float32]
 
 MAX_NOTE_CHARS = 500
 RECORD_FIELDS = ("note", "status", "surfacing", "mergedInto", "slug", "expiresAt", METADATA)
+# Keyed spaces whose pieces are the application's alone (``semmem.stored``): never surfaced.
+APPLICATION_SPACES = frozenset({"store", "store-ns"})
 EXPIRES = "expiresAt"  # a fact's own end (ISO 8601): see semmem/lifecycle/retention.py
 _SPACE = re.compile(r"\s+")
 
@@ -198,13 +200,24 @@ class Item:
 
     @property
     def surfaced(self) -> bool:
-        """Whether recall may show the item: not inactive, not on hold, not merged away."""
+        """Whether recall may show the item: not inactive, not on hold, not merged away, not a
+        piece of an application's store item (``semmem.stored``: the model's tools never see
+        or edit those)."""
+        if self.application:
+            return False
         status = self.attrs.get("status")
         if status is not None and str(status).strip().casefold() != "active":
             return False
         if str(self.attrs.get("surfacing", "")).strip().casefold() == "hold":
             return False
         return "mergedInto" not in self.attrs
+
+    @property
+    def application(self) -> bool:
+        """Whether the item is a piece of an application's store item (``semmem.stored``):
+        no model-facing read shows it, whatever its other fields."""
+        keyed = self.attrs.get("keyed")
+        return isinstance(keyed, dict) and keyed.get("space") in APPLICATION_SPACES
 
     @property
     def metadata(self) -> dict[str, Any]:

@@ -105,7 +105,8 @@ def search_entries(ranker: Ranker, items: ItemSet, qvec: np.ndarray, query: str,
     out = []
     with tracing.span("semmem.rank") as span:
         found = ranker.rank(items, qvec, query, floor=False, among=among)
-        best = [s for s in found if s.item.n not in hidden][:limit]
+        # an application's store pieces never reach the model's search (``Item.application``)
+        best = [s for s in found if s.item.n not in hidden and not s.item.application][:limit]
         span.set("semmem.rank.candidates", items.size)
     for s in best:
         entry: dict[str, Any] = {

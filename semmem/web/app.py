@@ -24,12 +24,13 @@ from semmem.protocol.jsonio import dumps
 from semmem.protocol.untrusted import loggable
 from semmem.serving.runtime import Runtime
 from semmem.settings import Settings
-from semmem.web import admin, console, ingest, provider, sessions
+from semmem.web import admin, console, ingest, provider, sessions, stored
 from semmem.web.errors import MEDIA_TYPE, error_response, http_error_response, internal_response
 from semmem.web.rebinding import LoopbackOnly
 
 log = logging.getLogger("semmem.web")
-OPS_PATHS = ("/healthz", "/readyz", "/metrics", "/openapi.json", ingest.INGEST_PATH)
+OPS_PATHS = ("/healthz", "/readyz", "/metrics", "/openapi.json", ingest.INGEST_PATH,
+             stored.STORE_PATH)
 
 
 def create_app(settings: Settings, *, embedder: Embedder | None = None,
@@ -79,6 +80,8 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None,
     app.add_api_route(settings.path, provider.handle, methods=["POST"],
                       include_in_schema=False)
     app.add_api_route(ingest.INGEST_PATH, ingest.handle, methods=["POST"],
+                      include_in_schema=False)
+    app.add_api_route(stored.STORE_PATH, stored.handle, methods=["POST"],
                       include_in_schema=False)
     if mcp is not None:
         app.router.routes.append(Route(MCP_PATH, mcp, include_in_schema=False))  # an ASGI app

@@ -177,6 +177,32 @@ def ingest_openapi() -> dict[str, Any]:
                 "responses": responses}}}
 
 
+def store_openapi() -> dict[str, Any]:
+    """``POST /store`` as an OpenAPI path item and its schemas (``semmem/stored``); each
+    operation's own fields are checked by the server (422), not described one by one."""
+    from semmem.stored.requests import MAX_OPS
+
+    request = {"type": "object", "properties": {"ops": {
+        "type": "array", "maxItems": MAX_OPS, "items": {
+            "type": "object", "properties": {"op": {"enum": ["get", "put", "search", "list"]}},
+            "required": ["op"]}}}, "required": ["ops"]}
+    result = {"type": "object", "properties": {"results": {"type": "array"}},
+              "required": ["results"]}
+    responses: dict[str, Any] = {"200": {"description": "one result per operation",
+                                         "content": {"application/json": {
+                                             "schema": {"$ref": _REF + "StoreResult"}}}}}
+    for status in sorted(_codes()):
+        responses[str(status)] = _error_response(status)
+    return {"schemas": {"StoreRequest": request, "StoreResult": result},
+            "path": {"post": {
+                "operationId": "store",
+                "summary": "a batch of LangGraph store operations on the application's items",
+                "security": [{"bearer": []}],
+                "requestBody": {"required": True, "content": {"application/json": {
+                    "schema": {"$ref": _REF + "StoreRequest"}}}},
+                "responses": responses}}}
+
+
 def _error_response(status: int) -> dict[str, Any]:
     """The documented response of an error status: the envelope with that status's codes."""
     codes = _codes()[status]
@@ -214,6 +240,9 @@ def api_openapi(app: FastAPI, path: str = "/memory", *, accepted: bool = False
     ingest = ingest_openapi()
     doc["paths"]["/ingest"] = ingest["path"]
     doc["components"]["schemas"].update(ingest["schemas"])
+    stored = store_openapi()
+    doc["paths"]["/store"] = stored["path"]
+    doc["components"]["schemas"].update(stored["schemas"])
     described = app.openapi()
     for route, operations in described["paths"].items():
         errors = (_ADMIN_ERRORS if route.startswith("/admin") else _OPS_ERRORS.get(route, ())) \

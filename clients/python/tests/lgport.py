@@ -165,49 +165,53 @@ class Stores:
             client.close()
 
 
-def _fact(store: BaseStore, namespace: tuple[str, ...], key: str) -> tuple[str, dict[str, Any]]:
-    from semmem_client.langgraph import entry_of, partition_of
+def _pieces(store: BaseStore, namespace: tuple[str, ...], key: str
+            ) -> tuple[str, list[dict[str, Any]]]:
+    """An item's pieces as its owner exports them (the admin API; the store never needs it)."""
+    from semmem_client.langgraph import partition_of
 
     assert isinstance(store, SemmemStore)
     partition = partition_of(namespace)
-    for fact in store.client.export(partition):
-        entry = entry_of(dict(fact))
-        if entry is not None and entry.key == key:
-            return partition, dict(fact)
-    raise KeyError(key)
+    with Client(store.client.url, TOKEN, admin_token=ADMIN_TOKEN, memory_path=PATH) as owner:
+        pieces = [dict(f) for f in owner.export(partition)
+                  if f.get("keyed") == {"space": "store", "key": key}]
+    if not pieces:
+        raise KeyError(key)
+    return partition, pieces
 
 
 def expire_now(store: BaseStore, namespace: tuple[str, ...], key: str) -> None:
     """Set an item's expiry a minute in the past without deleting it (postgres's
     ``_expire_now``, which backdates the row with SQL), through the owner's API."""
-    partition, fact = _fact(store, namespace, key)
+    partition, pieces = _pieces(store, namespace, key)
     assert isinstance(store, SemmemStore)
-    store.client.edit(partition, fact["n"], {"expiresAt": iso_in(-60)})
+    past = iso_in(-60)
+    with Client(store.client.url, TOKEN, admin_token=ADMIN_TOKEN, memory_path=PATH) as owner:
+        for piece in pieces:
+            owner.edit(partition, piece["n"], {"expiresAt": past})
+    _EXPIRED[(store.client.url, namespace, key)] = past
+
+
+# What ``expire_now`` set: the export omits an expired item, so its expiry reads as this
+# while it stays expired (a refresh that moved it would bring the item back into the export).
+_EXPIRED: dict[tuple[str, tuple[str, ...], str], str] = {}
 
 
 def expires_at(store: BaseStore, namespace: tuple[str, ...], key: str) -> str:
     """An item's stored expiry (postgres's ``_stored_expires_at``), ISO 8601."""
-    expiry = _fact(store, namespace, key)[1].get("expiresAt")
+    assert isinstance(store, SemmemStore)
+    try:
+        pieces = _pieces(store, namespace, key)[1]
+    except KeyError:
+        return _EXPIRED[(store.client.url, namespace, key)]
+    expiry = pieces[0].get("expiresAt")
     assert isinstance(expiry, str)
     return expiry
 
 
-# The cases SemmemStore cannot pass until the server keeps LangGraph's items as keyed items
-# (issue 48's server half; listed in the client README with the same reasons). Strict: a
-# case that starts passing fails here until its entry goes.
-FIELDS = ("semmem embeds an item's whole JSON text as one vector; LangGraph embeds each "
-          "indexed field (index=[...] or the store's fields) and scores the best of them")
-SCORES = ("a score is semmem's ranking of the item's whole JSON text, not the cosine of the "
-          "indexed text with the query")
-PENDING = {
-    "test_embed_with_path": FIELDS,
-    "test_embed_with_path_operation_config": FIELDS,
-    "test_scores": SCORES,
-    "test_omit_expired_filters_read_paths": (
-        "list_namespaces lists partitions, so a namespace whose items all expired is listed"),
-    "test_omit_expired_refresh_ttl_only_refreshes_live_rows": (
-        "an expired item's expiry cannot be read back (the owner's export omits it)"),
-}
+# The cases SemmemStore cannot pass (listed in the client README with the same reasons).
+# Strict: a case that starts passing fails here until its entry goes.
+PENDING: dict[str, str] = {}
 
 
 def pending(request: pytest.FixtureRequest, kind: str) -> None:

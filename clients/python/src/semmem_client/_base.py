@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from semmem_client._errors import ClientClosed, NotFound
+from semmem_client._errors import ClientClosed, NotFound, ProtocolError
 from semmem_client._ingest import (
     DEFAULT_INGEST_DEADLINE_S,
     INGEST_PATH,
@@ -30,6 +30,7 @@ from semmem_client._wire import (
     read_result,
 )
 
+STORE_PATH = "/store"
 DEFAULT_DEADLINE_S = 10.0
 DEFAULT_MAX_BYTES = 8192
 DEFAULT_PAGE = 100
@@ -125,6 +126,12 @@ class Base:
         body = ingest_body(partition, session_id, messages, op_id, deadline_s)
         return Call("POST", INGEST_PATH, lambda status, content: read_ingest(
             read_answer(status, content, None)), deadline_s, encode(body), headers=self.headers)
+
+    def _store_call(self, ops: list[dict[str, Any]], timeout: float | None) -> Call:
+        deadline_s = check_deadline(DEFAULT_INGEST_DEADLINE_S if timeout is None else timeout)
+        return Call("POST", STORE_PATH, lambda status, content: _store_results(
+            read_answer(status, content, None), len(ops)), deadline_s, encode({"ops": ops}),
+            headers=self.headers)
 
     def _tools_call(self, timeout: float | None) -> Call:
         return Call("GET", "/openapi.json", _json, self._deadline(timeout))
@@ -249,3 +256,11 @@ class TurnBase:
     def cursor(self) -> str | None:
         """The state the recall read."""
         return self.recall.cursor
+
+
+def _store_results(body: Any, count: int) -> list[Any]:
+    """A ``POST /store`` answer: one result per operation."""
+    results = body.get("results") if isinstance(body, dict) else None
+    if not isinstance(results, list) or len(results) != count:
+        raise ProtocolError("store answer without one result per operation", status=200)
+    return results

@@ -150,6 +150,13 @@ class Client(Base):
         return cast("dict[str, Any]", self._send(self._edit_call(partition, n, changes,
                                                                  timeout)))
 
+    def store(self, ops: builtins.list[dict[str, Any]], *, timeout: float | None = None
+              ) -> builtins.list[Any]:
+        """Run a batch of store operations (``POST /store``: ``put``/``get``/``search``/``list``
+        on the application's store items, which the model's tools never reach), in order; one
+        result each. ``timeout`` defaults to 120 s (a put embeds its index texts first)."""
+        return cast(builtins.list[Any], self._send(self._store_call(ops, timeout)))
+
     def ingest(self, partition: str, session_id: str,
                messages: Iterable[Mapping[str, Any]], *, operation_id: str | None = None,
                timeout: float | None = None) -> IngestResult:

@@ -1,39 +1,37 @@
-"""LangGraph's ``BaseStore`` over semmem: ``SemmemStore(Client(url, token, admin_token=…))``
-is the ``store=`` of a graph or of ``create_react_agent``/``create_agent``.
+"""LangGraph's ``BaseStore`` over semmem: ``SemmemStore(Client(url, token))`` is the ``store=``
+of a graph or of ``create_react_agent``/``create_agent``.
 
-    store = SemmemStore(Client("http://127.0.0.1:8080", token, admin_token=admin))
+    store = SemmemStore(Client("http://127.0.0.1:8080", token))
     store.put(("users", "alice"), "units", {"text": "Prefers metric units"})
-    store.search(("users", "alice"), query="which units?")   # semmem's own ranking
+    store.search(("users", "alice"), query="which units?")   # LangGraph's cosine scores
+
+**Items are the application's store items** (``POST /store``, ``semmem.stored`` on the
+server): a JSON value (up to 256 KiB) under a namespace and a key (compared exactly: "Theme"
+and "theme" are two items), written in one write with its index texts and expiry. The model's
+tools (recall, search, remember, update, forget) never see, create or change them.
 
 **Namespaces are partitions**: the labels, each with ``%`` written ``%25`` and ``/`` written
 ``%2F``, joined by ``/`` — ``("users", "alice")`` is partition ``users/alice`` and
-``("alice",)`` is ``alice``, the partition the other adapters use for that user. The mapping
-is reversible (``partition_of`` / ``namespace_of``, the one mapping every adapter uses:
-``semmem_client._partitions``) and a namespace whose partition would pass
-1,024 UTF-8 bytes is refused (``ValueError``).
+``("alice",)`` is ``alice``, the partition the other adapters use for that user (so deleting a
+user's partition deletes their store items too). The mapping is reversible (``partition_of`` /
+``namespace_of``, the one every adapter uses) and a namespace whose partition would pass 1,024
+UTF-8 bytes is refused.
 
-**Items are facts** whose text is the canonical JSON ``{"key": …, "value": …}`` (sorted keys,
-no spaces; ``"ttl"`` and ``"index": false`` when given), so ``search(query=…)`` ranks them with
-semmem's model and lexical evidence, and ``recall`` shows them to models like any fact. A text
-holds at most 2,000 characters; a larger item is refused by the server (``InvalidArguments``).
-semmem stores a text once per partition (compared case-insensitively, whitespace collapsed):
-two keys whose JSON differs only that way cannot both be stored (``ValueError``). Facts that
-are not store items (remembered by a model, say) are left out of ``get`` and ``search``.
-
-Reads go through the admin API (``export``; the client needs ``admin_token``), writes through
-the provider (``remember``) and the admin API (an edit: new text, expiry), deletes through
-``forget`` (durably gone, as every forget). ``ttl`` (minutes) becomes the fact's
-``expiresAt``; a read with ``refresh_ttl`` moves it forward (an owner's edit: it also moves
-``updated_at``). ``index=False`` leaves an item out of query searches (semmem embeds it
-anyway); a field list for ``index`` (per put, or ``index={"fields": […]}`` for the store) is
-read as ``True``: semmem embeds the whole text.
+**Index and search as LangGraph's stores**: the texts at the indexed paths (``index=[…]`` per
+put, else the store's ``index={"fields": […]}``, by default ``["$"]``, the whole value as
+JSON; ``index=False``: none) are embedded with the server's model, a long one in pieces;
+``search(query=…)`` scores an item by the best cosine of the query with its pieces, after the
+filter (containment, ``$eq $ne $gt $gte $lt $lte``; others refused) has chosen the candidates.
+Unlike ``InMemoryStore()`` without an index config, a ``SemmemStore`` always embeds (``$`` by
+default): semmem always has a model. ``ttl`` (minutes) is the items' ``expiresAt``; a read
+with ``refresh_ttl`` moves it forward in one write per batch and leaves ``updated_at`` alone.
 
 **Async**: ``SemmemStore(AsyncClient(...))``, made inside the event loop that uses it, is
 natively async (an ``AsyncSemmemStore``, LangGraph's ``AsyncBatchedBaseStore``): ``aget``,
-``aput``… awaited on the loop, concurrent calls gathered into one ``abatch`` (a key put twice
-at once is written once, the last value), the blocking methods refused on the loop itself
-(``asyncio.InvalidStateError``, as LangGraph's async stores) and run on it from other threads.
-With a ``Client`` the async methods run the blocking batch in a worker thread.
+``aput``… awaited on the loop, concurrent calls gathered into one ``abatch``, the blocking
+methods refused on the loop itself (``asyncio.InvalidStateError``, as LangGraph's async stores)
+and run on it from other threads. With a ``Client`` the async methods run the blocking batch in
+a worker thread. Each batch is one HTTP call.
 """
 
 from __future__ import annotations
@@ -48,25 +46,10 @@ from langgraph.store.base.batch import AsyncBatchedBaseStore, _check_loop
 from semmem_client._async import AsyncClient
 from semmem_client._client import Client
 from semmem_client._partitions import MAX_PARTITION_BYTES, namespace_of, partition_of
-from semmem_client._store_plan import (
-    SEARCH_LIMIT,
-    Batch,
-    Entry,
-    adrive,
-    drive,
-    entry_of,
-    fact_text,
-    matches,
-)
+from semmem_client._store_plan import Batch, adrive, drive, index_texts
 
-__all__ = ["MAX_PARTITION_BYTES", "SEARCH_LIMIT", "AsyncSemmemStore", "Entry", "SemmemStore",
-           "entry_of", "fact_text", "matches", "namespace_of", "partition_of"]
-
-
-def _check_admin(client: Client | AsyncClient) -> None:
-    if not client._admin:
-        raise ValueError("SemmemStore reads items by key through the admin API: give the "
-                         "client an admin_token (or set SEMMEM_ADMIN_TOKEN)")
+__all__ = ["MAX_PARTITION_BYTES", "AsyncSemmemStore", "SemmemStore", "index_texts",
+           "namespace_of", "partition_of"]
 
 
 class SemmemStore(BaseStore):
@@ -82,18 +65,21 @@ class SemmemStore(BaseStore):
 
     def __init__(self, client: Client | AsyncClient, *, ttl: TTLConfig | None = None,
                  index: dict[str, Any] | None = None) -> None:
-        _check_admin(client)
         unknown = set(index or {}) - {"fields"}
         if unknown:
-            raise ValueError(f"SemmemStore's index takes 'fields' only (semmem embeds with the "
+            raise ValueError(f"SemmemStore's index takes 'fields' (semmem embeds with the "
                              f"server's model): not {sorted(unknown)}")
         self.client: Any = client
         self.ttl_config = ttl
         self.index_config = dict(index) if index is not None else None
 
+    def _fields(self) -> list[str] | None:
+        fields = (self.index_config or {}).get("fields")
+        return list(fields) if fields else None
+
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run ``ops`` in order; a batch reads each partition it touches once."""
-        results: list[Result] = drive(Batch().run(list(ops)), self.client)
+        """Run ``ops`` in order, in one call to the server."""
+        results: list[Result] = drive(Batch(self._fields()).run(list(ops)), self.client)
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
@@ -117,7 +103,7 @@ class AsyncSemmemStore(SemmemStore, AsyncBatchedBaseStore):
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Run ``ops`` in order, each client call awaited on this loop."""
-        results: list[Result] = await adrive(Batch().run(list(ops)), self.client)
+        results: list[Result] = await adrive(Batch(self._fields()).run(list(ops)), self.client)
         return results
 
     @_check_loop

@@ -1,0 +1,302 @@
+"""Store items over keyed items: get, put, delete, search and refresh by namespace and key.
+
+An item is the keyed item ``Address("store", key)`` of its namespace's partition
+(``namespaces.partition_of``). Its pieces are its index texts (one piece per text, a long one
+cut into pieces of at most 640 characters; an item without index texts has one piece, its key,
+that no query scores); the first piece's ``store`` record field holds the value, the creation
+and update times and the TTL, and every piece carries the expiry (``expiresAt``), so a put is
+one write (``Keyed.commit``). Pieces of the ``store`` space are never surfaced
+(``Item.surfaced``): the model's tools neither see nor edit them.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from semmem import rules
+from semmem.conversations.pieces import cut
+from semmem.errors import Unavailable
+from semmem.items import EXPIRES, Item, iso, now_ms, parse_iso
+from semmem.keyed.address import KEYED, Address, address_of, space_tag
+from semmem.keyed.index import addresses
+from semmem.keyed.items import ATTEMPTS, Held, Keyed, Moved
+from semmem.rules import Decision
+from semmem.store.rows import NEW, ItemRow
+from semmem.store.views import IndexedView, ItemSet, WriteView
+from semmem.stored.fields import STORE
+from semmem.stored.filters import matches
+from semmem.stored.namespaces import Registry, namespace_of, partition_of
+
+if TYPE_CHECKING:
+    from semmem.memory import Memory
+
+SPACE = "store"  # the keyed space of store items
+EMBED_BATCH = 64
+ENTRIES = "stored:entries"  # a snapshot's items, as searches read them (``ItemSet.cached``)
+
+
+@dataclass(frozen=True)
+class Record:
+    """One store item as read: where it is, its value and times (epoch ms)."""
+
+    namespace: tuple[str, ...]
+    key: str
+    value: dict[str, Any]
+    created: int
+    updated: int
+    ttl: float | None
+    expires: int | None
+    numbers: tuple[int, ...]
+    indexed: bool = True
+
+    def public(self, score: float | None = None, *, scored: bool = False) -> dict[str, Any]:
+        """As answered: ``namespace, key, value, createdAt, updatedAt, expiresAt`` (and
+        ``score`` in a search)."""
+        out: dict[str, Any] = {"namespace": list(self.namespace), "key": self.key,
+                               "value": self.value, "createdAt": iso(self.created),
+                               "updatedAt": iso(self.updated),
+                               "expiresAt": None if self.expires is None else iso(self.expires)}
+        if scored:
+            out["score"] = score
+        return out
+
+
+def record_of(namespace: tuple[str, ...], key: str, pieces: Sequence[Item]) -> Record | None:
+    """The item ``pieces`` (live, number order) make up, ``None`` when none holds its value."""
+    head = next((it for it in pieces if isinstance(it.attrs.get(STORE), dict)
+                 and "value" in it.attrs[STORE]), None)
+    if head is None:
+        return None
+    body = head.attrs[STORE]
+    expiry = head.attrs.get(EXPIRES)
+    ttl = body.get("ttl")
+    return Record(namespace, key, body["value"], int(body.get("created", head.ts)),
+                  int(body.get("updated", head.updated)),
+                  float(ttl) if isinstance(ttl, int | float) else None,
+                  parse_iso(expiry) if isinstance(expiry, str) else None,
+                  tuple(it.n for it in pieces), body.get("indexed") is not False)
+
+
+@dataclass(frozen=True)
+class Put:
+    """One item to put: its key, value, index texts and TTL (minutes)."""
+
+    key: str
+    value: dict[str, Any]
+    texts: tuple[str, ...]
+    ttl: float | None
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One item of a partition as a search reads it: its record, the piece holding its value
+    (what "expired" is tested on: every piece has its times), and the rows of its index
+    pieces' vectors (none when it is not indexed)."""
+
+    record: Record
+    head: Item
+    rows: np.ndarray
+
+
+def _entries(namespace: tuple[str, ...], pieces: list[tuple[int, Item]]) -> list[Entry]:
+    """The items ``pieces`` (row, piece; number order) make up."""
+    grouped: dict[Address, list[tuple[int, Item]]] = defaultdict(list)
+    for row, it in pieces:
+        address = address_of(it)
+        if address is not None and address.space == SPACE:
+            grouped[address].append((row, it))
+    out = []
+    for address, held in grouped.items():
+        record = record_of(namespace, address.key, [it for _, it in held])
+        if record is None:
+            continue
+        head = next(it for _, it in held if "value" in it.attrs.get(STORE, {}))
+        rows = np.array([r for r, _ in held] if record.indexed else [], dtype=np.int64)
+        out.append(Entry(record, head, rows))
+    return out
+
+
+class StoreItems:
+    """The application's store items in a memory."""
+
+    def __init__(self, memory: Memory) -> None:
+        self.memory = memory
+        self.keyed = Keyed(memory)
+        self.registry = Registry(self.keyed)
+
+    async def get(self, namespace: tuple[str, ...], key: str) -> Record | None:
+        """The live item at ``namespace``/``key`` (through the address index)."""
+        pieces = await self.keyed.pieces(partition_of(namespace), Address.of(SPACE, key))
+        return record_of(namespace, key, pieces)
+
+    async def delete(self, namespace: tuple[str, ...], key: str) -> list[int]:
+        """Forget the item through the forget path; its piece numbers."""
+        return await self.keyed.forget(partition_of(namespace), Address.of(SPACE, key))
+
+    async def put(self, namespace: tuple[str, ...], key: str, value: dict[str, Any],
+                  texts: Sequence[str], ttl: float | None) -> dict[str, Any]:
+        """Replace the item by ``value`` with ``texts`` indexed and expiry ``ttl`` minutes
+        from now, in one write (its creation time kept when it already lives)."""
+        return (await self.put_many(namespace, [Put(key, value, tuple(texts), ttl)]))[0]
+
+    async def put_many(self, namespace: tuple[str, ...], puts: Sequence[Put]
+                       ) -> list[dict[str, Any]]:
+        """``put`` of several items of one namespace in one write (a key given twice: the
+        last value); each put's ``{"items": [n…], "replaced": [n…]}``."""
+        partition = partition_of(namespace)
+        last = {p.key: p for p in puts}
+        addresses_ = {key: Address.of(SPACE, key) for key in last}
+        bodies: dict[str, list[str]] = {}
+        for p in last.values():
+            pieces = [piece for t in p.texts for piece in cut(t)]
+            bodies[p.key] = pieces or [p.key]
+        flat = [t for texts in bodies.values() for t in texts]
+        vectors: list[np.ndarray] = []
+        for start in range(0, len(flat), EMBED_BATCH):
+            vectors.extend(await self.memory.model.embed(flat[start:start + EMBED_BATCH]))
+        await self.registry.record(namespace)
+        alive = self.memory.retention.alive(await self.memory.retention.max_age(partition))
+        ttl_ms = self.memory.idempotency_ttl_ms
+        looked: list[Held] = []
+
+        def decide(view: WriteView, _: list[Item]) -> Decision:
+            held: dict[Address, list[Item]] = {a: [] for a in addresses_.values()}
+            for it in view.items:
+                address = address_of(it)
+                if address in held:
+                    held[address].append(it)
+            if any(old for old in held.values()) and not looked[-1].numbers:
+                raise Moved("pieces appeared since the lookup")  # so the write purges them
+            now, n, rows, done = now_ms(), view.hwm, [], {}
+            at = iter(vectors)
+            for key, p in last.items():
+                old = held[addresses_[key]]
+                before = record_of(namespace, key, [it for it in old if alive(it)])
+                expiry = {EXPIRES: iso(now + round(p.ttl * 60_000))} if p.ttl is not None \
+                    else {}
+                head = {"value": p.value, "created": before.created if before else now,
+                        "updated": now, "ttl": p.ttl, "indexed": bool(p.texts)}
+                rows += [ItemRow(it.n, None, None, it.ts, now, it.revision + 1, forgotten=True,
+                                 created=it.born) for it in old]
+                first = n + 1
+                for i, text in enumerate(bodies[key]):
+                    n += 1
+                    attrs = {KEYED: addresses_[key].public(),
+                             STORE: head if i == 0 else {"part": i}, **expiry}
+                    rows.append(ItemRow(n, text, next(at), now, now, 1, attrs=attrs,
+                                        created=NEW))
+                done[key] = {"status": "stored", "items": list(range(first, n + 1)),
+                             "replaced": [it.n for it in old]}
+            return rules.mutation(None, {"puts": done}, ttl_ms, rows, n)
+
+        for _ in range(ATTEMPTS):
+            await self.memory.retention.refresh()
+            view = await self.memory.store.read_view(partition)
+            numbers = [n for a in addresses_.values()
+                       for n in await self.keyed._numbers(view, a.where(), a)]
+            looked.append(Held(next(iter(addresses_.values())), tuple(sorted(numbers)),
+                               view.hwm, view))
+            try:
+                result = await self.keyed.commit(partition, looked[-1], decide,
+                                                 dropped=bool(numbers))
+            except (Moved, rules.MissingRows):
+                continue
+            return [result["puts"][p.key] for p in puts]
+        raise Unavailable("the partition kept changing under this write; retry it")
+
+    async def entries(self, partition: str) -> tuple[list[Entry], np.ndarray, rules.Alive]:
+        """Every item of a partition (expired ones included: test ``alive`` on an entry's
+        head), the vectors its rows index, and the partition's test of "not expired now".
+        Below the index threshold, built once per snapshot from the address index (kept with
+        the snapshot until the next write); past it, read through the ``tags`` index."""
+        memory = self.memory
+        await memory.retention.refresh()
+        view = await memory.store.read_view(partition)
+        alive = memory.retention.alive(await memory.retention.max_age(partition))
+        namespace = namespace_of(partition)
+        if isinstance(view, IndexedView):
+            from semmem.store.reads.filtered import numbers_where  # the engine: loaded here
+
+            where = f"array_has_all(tags, ['{space_tag(SPACE)}'])"
+            got = await memory.store.numbered(view, numbers=await numbers_where(
+                memory.store, view, where))
+            return _entries(namespace, list(enumerate(got.items))), got.vectors, alive
+
+        def build(items: ItemSet) -> list[Entry]:
+            index = addresses(items)
+            numbers = sorted(n for a, ns in index.numbers.items() if a.space == SPACE
+                             for n in ns)
+            return _entries(namespace, [(items.by_n[n], items.items[items.by_n[n]])
+                                        for n in numbers if n in items.by_n])
+
+        return view.cached(ENTRIES, build), view.vectors, alive
+
+    async def live(self, partition: str) -> bool:
+        """Whether the partition holds a live store item (a namespace ``list`` answers)."""
+        memory = self.memory
+        await memory.retention.refresh()
+        view = await memory.store.read_view(partition)
+        if isinstance(view, IndexedView):
+            entries, _, alive = await self.entries(partition)
+            return any(alive(e.head) for e in entries)
+        alive = memory.retention.alive(await memory.retention.max_age(partition))
+        return any(a.space == SPACE and (it := view.get(ns[0])) is not None and alive(it)
+                   for a, ns in addresses(view).numbers.items() if ns)
+
+    async def search(self, prefix: tuple[str, ...], query: str | None,
+                     wanted: dict[str, Any], limit: int, offset: int, *,
+                     only: str | None = None) -> list[tuple[Record, float | None]]:
+        """The items under ``prefix`` whose value passes ``wanted`` (applied before ranking),
+        best first by the cosine of ``query`` with their best index piece (LangGraph's score),
+        else the latest updated first; ``offset``/``limit`` paged. ``only``: the one
+        partition a bound caller may read."""
+        partitions = [p for p in await self.registry.partitions(prefix)
+                      if only is None or p == only]
+        qvec = (await self.memory.model.embed([query]))[0] if query else None
+        ranked: list[tuple[Record, float | None]] = []
+        for partition in partitions:
+            entries, matrix, alive = await self.entries(partition)
+            kept = [e for e in entries if alive(e.head) and matches(e.record.value, wanted)]
+            scores: dict[int, float] = {}
+            scored = [i for i, e in enumerate(kept) if len(e.rows)] if qvec is not None else []
+            if scored:  # one product for every piece of every candidate, then each one's best
+                flat = np.concatenate([kept[i].rows for i in scored])
+                starts = np.cumsum([0] + [len(kept[i].rows) for i in scored[:-1]])
+                best = np.maximum.reduceat(matrix[flat] @ qvec, starts)
+                scores = {i: float(b) for i, b in zip(scored, best, strict=True)}
+            ranked.extend((e.record, scores.get(i)) for i, e in enumerate(kept))
+        ranked.sort(key=lambda pair: (pair[1] is None, -(pair[1] or 0.0), -pair[0].updated,
+                                      pair[0].namespace, pair[0].key))
+        return ranked[offset:offset + limit]
+
+    async def refresh(self, records: Sequence[Record]) -> None:
+        """Move each item's expiry to its TTL from now, one write per partition; its
+        ``updatedAt`` stays as it is."""
+        by_partition: dict[str, list[Record]] = defaultdict(list)
+        for r in records:
+            if r.ttl is not None:
+                by_partition[partition_of(r.namespace)].append(r)
+        for partition, found in by_partition.items():
+            numbers = sorted({n for r in found for n in r.numbers})
+            ttls = {n: r.ttl for r in found for n in r.numbers}
+            alive = self.memory.retention.alive(await self.memory.retention.max_age(partition))
+
+            def plan(view: WriteView, numbers: list[int] = numbers,
+                     ttls: dict[int, float | None] = ttls, alive: Any = alive) -> Decision:
+                now, rows = now_ms(), []
+                for n in numbers:
+                    it, ttl = view.get(n), ttls[n]
+                    if it is None or not alive(it) or ttl is None:
+                        continue  # gone or expired meanwhile: a refresh brings nothing back
+                    attrs = {**it.attrs, EXPIRES: iso(now + round(ttl * 60_000))}
+                    rows.append(ItemRow(n, it.text, rules.vector_of(view, n), it.ts, now,
+                                        it.revision + 1, attrs=attrs, created=it.born))
+                return rules.mutation(None, {"refreshed": len(rows)}, 0, rows) if rows \
+                    else {"refreshed": 0}
+
+            await self.memory._write(partition, plan, None, numbers=numbers)

@@ -1,0 +1,135 @@
+"""``POST /store`` on a real ``semmem serve`` process (fake embedder): a batch of puts, gets,
+searches and listings; a 64 KB value; the tokens of ``/ingest`` (read-only ones cannot write,
+bound ones reach their partition only, scoped ones are refused); refusals in the envelope; a
+put's expiry surviving a kill right after its answer (issue 46 item 4)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support.server import JSON, TOKEN, ServerProcess
+from tests.support.web import assert_error, send, tool
+
+READER = "reader-token-00000000"
+WRITER = "writer-token-00000000"
+SCOPED = "scoped-token-00000000"
+TOKENS = "\n".join([TOKEN, f"{READER} partition=bound access=read",
+                    f"{WRITER} partition=bound", f"{SCOPED} scope.team=blue"])
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """One real server with provider, bound and scoped tokens."""
+    base = tmp_path_factory.mktemp("store")
+    tokens = base / "tokens"
+    tokens.write_text(TOKENS + "\n")
+    tokens.chmod(0o600)
+    process = ServerProcess(base / "db", env={"SEMMEM_TOKENS_FILE": str(tokens),
+                                              "SEMMEM_TOKENS": ""}).start()
+    try:
+        yield process.wait_ready()
+    finally:
+        process.stop()
+
+
+@pytest.fixture
+def c(server: ServerProcess) -> Iterator[httpx.Client]:
+    with server.client() as client:
+        yield client
+
+
+def store(c: httpx.Client, *ops: dict[str, Any], token: str = TOKEN) -> httpx.Response:
+    return send(c, {"ops": list(ops)}, {"Authorization": f"Bearer {token}", **JSON},
+                path="/store")
+
+
+def results(r: httpx.Response) -> list[Any]:
+    assert r.status_code == 200, r.text
+    found: list[Any] = r.json()["results"]
+    return found
+
+
+def put(ns: list[str], key: str, value: Any, **extra: Any) -> dict[str, Any]:
+    return {"op": "put", "namespace": ns, "key": key, "value": value, **extra}
+
+
+def get(ns: list[str], key: str) -> dict[str, Any]:
+    return {"op": "get", "namespace": ns, "key": key}
+
+
+def test_a_batch_puts_gets_searches_and_lists_in_order(c: httpx.Client) -> None:
+    big = {"doc": "x" * 64 * 1024}
+    out = results(store(c, put(["users", "ann"], "profile", {"name": "Ann", "age": 40},
+                               index=["Ann likes hiking in the Alps"]),
+                        put(["users", "ann"], "blob", big),
+                        get(["users", "ann"], "profile"), get(["users", "ann"], "blob"),
+                        {"op": "search", "prefix": ["users"], "query": "hiking in the Alps",
+                         "filter": {"age": {"$gt": 30}}},
+                        {"op": "list", "conditions": [{"type": "prefix", "path": ["users"]}]},
+                        get(["users", "ann"], "missing")))
+    assert out[2]["value"] == {"name": "Ann", "age": 40} and out[2]["namespace"] == [
+        "users", "ann"]
+    assert out[3]["value"] == big and out[3]["expiresAt"] is None
+    assert [(f["key"], f["score"] is not None) for f in out[4]] == [("profile", True)]
+    assert out[5] == [["users", "ann"]] and out[6] is None
+    # deleted through the forget path: gone from get and from the listing
+    out = results(store(c, put(["users", "ann"], "profile", None),
+                        put(["users", "ann"], "blob", None), get(["users", "ann"], "profile"),
+                        {"op": "list"}))
+    assert out[0]["forgotten"] and out[2] is None and ["users", "ann"] not in out[3]
+
+
+def test_store_items_are_out_of_the_models_reach_over_http(c: httpx.Client) -> None:
+    results(store(c, put(["carol"], "profile", {"diet": "vegan"},
+                         index=["Carol is vegan"])))
+    forged = send(c, tool("remember", {"text": '{"key":"profile","value":{"diet":"meat"}}'},
+                          partition="carol"))
+    assert forged.status_code == 200, forged.text
+    assert results(store(c, get(["carol"], "profile")))[0]["value"] == {"diet": "vegan"}
+    found = send(c, tool("search", {"query": "Carol is vegan"}, partition="carol"))
+    assert found.status_code == 200, found.text
+    texts = [e["text"] for e in found.json()["result"]["items"]]
+    assert texts and "Carol is vegan" not in texts  # it sees the forged fact, not the piece
+
+
+def test_tokens_bound_read_only_and_scoped(c: httpx.Client) -> None:
+    assert_error(store(c, put(["bound"], "k", {"v": 1}), token=READER), 403, "forbidden")
+    assert results(store(c, put(["bound"], "k", {"v": 1}), token=WRITER)) == [
+        {"items": [1]}]
+    assert results(store(c, get(["bound"], "k"), token=READER))[0]["value"] == {"v": 1}
+    assert_error(store(c, get(["other"], "k"), token=WRITER), 403, "forbidden")
+    assert_error(store(c, get(["bound"], "k"), token=SCOPED), 403, "forbidden")
+    assert_error(store(c, get(["bound"], "k"), token="wrong"), 401, "unauthorized")
+
+
+def test_refusals_are_the_contracts_envelope(c: httpx.Client) -> None:
+    assert_error(store(c, {"op": "search", "filter": {"a": {"$in": [1]}}}), 422,
+                 "invalid_arguments")
+    assert_error(store(c, put(["u"], "k", {"v": "x" * 300_000})), 422, "invalid_arguments")
+    assert_error(store(c, {"op": "drop"}), 422, "invalid_arguments")
+    assert_error(send(c, {"nope": 1}, {"Authorization": f"Bearer {TOKEN}", **JSON},
+                      path="/store"), 400, "invalid_request")
+
+
+def test_a_put_killed_right_after_its_answer_still_expires(tmp_path: Path) -> None:
+    process = ServerProcess(tmp_path / "db").start().wait_ready()
+    try:
+        with process.client() as client:
+            results(store(client, put(["dave"], "note", {"v": 1}, ttl=0.2)))
+        process.kill9()  # no second call a crash could cut off: the expiry came with the put
+        process.start().wait_ready()
+        with process.client() as client:
+            first = results(store(client, get(["dave"], "note")))[0]
+            assert first is not None and first["expiresAt"] is not None  # positive control
+            deadline = time.monotonic() + 60
+            while results(store(client, get(["dave"], "note")))[0] is not None:
+                assert time.monotonic() < deadline, "the item never expired"
+                time.sleep(0.5)
+    finally:
+        process.stop()
