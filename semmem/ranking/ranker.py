@@ -38,7 +38,7 @@ from semmem.ranking.cues import asks_assistant, asks_recent, asks_when, is_time_
 from semmem.ranking.lexical import Bm25Index
 from semmem.ranking.packing import Packed, pack_candidates
 from semmem.ranking.sets import Lexical, Timed, centred, rank_text
-from semmem.ranking.turns import Turns, grouped_evidence
+from semmem.ranking.turns import Turns, grouped_evidence, message_gap
 from semmem.store.views import ItemSet
 
 _DAY_MS = 86_400_000
@@ -113,6 +113,11 @@ class RankingConfig(BaseSettings):
         description="added to a piece in proportion to how much of its message matches the "
                     "input (relative to the best message)",
     )
+    message_share: float = Field(
+        0.8, ge=0, le=1,
+        description="share of the gap to the best-scoring piece of the same message added to "
+                    "a piece (1 = every piece of a message scores as its best one)",
+    )
     recent_weight: float = Field(
         0.0, ge=0,
         description="weight of a piece's recency (relative to the newest piece) when the input "
@@ -170,7 +175,7 @@ class RankingConfig(BaseSettings):
             "lexical_weight": 0.0, "centering": 0.0, "recency_weight": 0.0, "min_score": -1.0,
             "relative_floor": None, "dedupe_threshold": 1.01, "candidates": 1_000_000,
             "time_weight": 0.0, "assistant_weight": 0.0, "session_weight": 0.0,
-            "message_weight": 0.0, "recent_weight": 0.0,
+            "message_weight": 0.0, "message_share": 0.0, "recent_weight": 0.0,
         })
 
 
@@ -286,6 +291,8 @@ class Ranker:
         turns = snap.cached("turns", Turns.of)
         if turns.any:
             combined = combined + self._piece_terms(turns, cosine, query)
+            if cfg.message_share > 0:
+                combined = combined + cfg.message_share * message_gap(turns.message, combined)
         return combined.astype(np.float32), cosine, lexical.astype(np.float32)
 
     def _piece_terms(self, turns: Turns, cosine: npt.NDArray[np.float32], query: str

@@ -120,3 +120,16 @@ def grouped_evidence(codes: npt.NDArray[np.int64], evidence: npt.NDArray[np.floa
     if top > 0:
         out[inside] = totals[codes[inside]] / top
     return out
+
+
+def message_gap(codes: npt.NDArray[np.int64], scores: npt.NDArray[np.float32]
+                ) -> npt.NDArray[np.float32]:
+    """Each row's distance below the best score of its group (0 for rows with code -1)."""
+    inside = codes >= 0
+    out = np.zeros(len(codes), np.float32)
+    if not inside.any():
+        return out
+    best = np.full(int(codes.max()) + 1, -np.inf, np.float32)
+    np.maximum.at(best, codes[inside], scores[inside])
+    out[inside] = best[codes[inside]] - scores[inside]
+    return out

@@ -76,9 +76,10 @@ def test_facts_alone_rank_exactly_as_without_the_piece_terms() -> None:
     snap = item_set([fact(1, "tea in the morning"), fact(2, "coffee at noon"),
                      fact(3, "a walk last week")], [unit(1, 0.2), unit(0.5, 1), unit(1, 1)])
     plain = RankingConfig.defaults().model_copy(update={
-        "assistant_weight": 0.0, "session_weight": 0.0, "recent_weight": 0.0})
+        "assistant_weight": 0.0, "session_weight": 0.0, "recent_weight": 0.0,
+        "message_share": 0.0})
     lit = plain.model_copy(update={"assistant_weight": 0.3, "session_weight": 0.3,
-                                   "recent_weight": 0.3})
+                                   "recent_weight": 0.3, "message_share": 1.0})
     q = unit(1, 0.3)
     a = Ranker(plain).score(snap, q, "what did I drink now, you said")
     b = Ranker(lit).score(snap, q, "what did I drink now, you said")
@@ -98,6 +99,27 @@ def test_a_session_that_matches_as_a_whole_lifts_its_pieces() -> None:
     assert [s.item.n for s in Ranker(base).rank(snap, q, "q")][:2] == [1, 2]
     lifted = base.model_copy(update={"session_weight": 0.2, "session_min_cosine": 0.5})
     assert [s.item.n for s in Ranker(lifted).rank(snap, q, "q")][:2] == [2, 3]
+
+
+def test_the_rest_of_a_matching_message_follows_its_best_piece() -> None:
+    # A long message cut in three: its first piece matches best, the other two less than an
+    # unrelated piece (4) and a fact (5); lifted towards their best sibling, they come before
+    # them, so the recall holds the whole turn rather than a third of it.
+    items = [piece(1, "a", message=3, part=0), piece(2, "b", message=3, part=1),
+             piece(3, "c", message=3, part=2), piece(4, "d", "s2"), fact(5, "e")]
+    vecs = [unit(1, 0.2), unit(1, 1.2), unit(1, 1.3), unit(1, 0.6), unit(1, 0.7)]
+    snap = item_set(items, vecs)
+    base = RankingConfig.plain_cosine()
+    q = unit(1, 0)
+    assert [s.item.n for s in Ranker(base).rank(snap, q, "q")] == [1, 4, 5, 2, 3]
+    shared = base.model_copy(update={"message_share": 0.8})
+    ranked = Ranker(shared).rank(snap, q, "q")
+    assert [s.item.n for s in ranked] == [1, 2, 3, 4, 5]
+    plain = {s.item.n: s.score for s in Ranker(base).rank(snap, q, "q")}
+    best = plain[1]
+    for s in ranked:  # 80 % of the gap to the message's best closed; others untouched
+        gap = best - plain[s.item.n] if s.item.n <= 3 else 0.0
+        assert s.score == pytest.approx(plain[s.item.n] + 0.8 * gap, abs=1e-6)
 
 
 def test_recent_pieces_first_when_the_input_asks_about_now() -> None:
