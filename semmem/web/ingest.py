@@ -30,7 +30,7 @@ from semmem.serving.runtime import Runtime
 from semmem.web.bodies import read_body
 from semmem.web.errors import MEDIA_TYPE, failed_response
 from semmem.web.provider import _check_media_type
-from semmem.web.requests import runtime
+from semmem.web.requests import traced
 
 INGEST_PATH = "/ingest"
 MAX_INGEST_BODY = 4 * 1024 * 1024  # a long session in one call (the provider path's is 64 KiB)
@@ -55,12 +55,7 @@ def _admit(rt: Runtime, header: str | None) -> tuple[Binding | None, Filter | No
 
 async def handle(request: Request) -> Response:
     """Serve one ingestion call; every outcome is a JSON body, never a stack trace."""
-    rt = runtime(request)
-    with tracing.span("semmem.request", request.headers, server=True) as span:
-        tracing.http(span, request.method, INGEST_PATH)
-        response = await _handle(rt, request, span)
-        span.set("http.response.status_code", response.status_code)
-        return response
+    return await traced(request, INGEST_PATH, _handle)
 
 
 async def _handle(rt: Runtime, request: Request, span: tracing.Span) -> Response:

@@ -25,7 +25,7 @@ from semmem.serving.guard import served
 from semmem.serving.runtime import Runtime
 from semmem.web.bodies import read_body
 from semmem.web.errors import MEDIA_TYPE, failed_response
-from semmem.web.requests import runtime
+from semmem.web.requests import runtime, traced
 
 
 def _check_media_type(request: Request) -> None:
@@ -55,11 +55,7 @@ async def _tool(rt: Runtime, memory: Memory, req: ToolRequest,
 
 async def handle(request: Request) -> Response:
     """Serve one provider call; every outcome is a JSON body, never a stack trace."""
-    with tracing.span("semmem.request", request.headers, server=True) as span:
-        tracing.http(span, request.method, runtime(request).settings.path)
-        response = await _handle(runtime(request), request, span)
-        span.set("http.response.status_code", response.status_code)
-        return response
+    return await traced(request, runtime(request).settings.path, _handle)
 
 
 async def _handle(rt: Runtime, request: Request, span: tracing.Span) -> Response:

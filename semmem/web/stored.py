@@ -11,13 +11,11 @@ metadata for a scope to hold).
 
 from __future__ import annotations
 
-import logging
-
 from starlette.requests import Request
 from starlette.responses import Response
 
 from semmem import tracing
-from semmem.errors import Forbidden, SemmemError
+from semmem.errors import Forbidden
 from semmem.protocol.jsonio import dumps, loads
 from semmem.serving.auth import Binding
 from semmem.serving.guard import served
@@ -26,11 +24,9 @@ from semmem.stored.batch import run
 from semmem.stored.items import StoreItems
 from semmem.stored.requests import parse_request
 from semmem.web.bodies import read_body
-from semmem.web.errors import MEDIA_TYPE, error_response, internal_response
+from semmem.web.errors import MEDIA_TYPE, failed_response
 from semmem.web.provider import _check_media_type
-from semmem.web.requests import runtime
-
-log = logging.getLogger("semmem.web")
+from semmem.web.requests import traced
 
 STORE_PATH = "/store"
 MAX_STORE_BODY = 8 * 1024 * 1024  # a batch of puts, each value up to 256 KiB
@@ -59,12 +55,7 @@ def _admit(rt: Runtime, header: str | None) -> Binding | None:
 
 async def handle(request: Request) -> Response:
     """Serve one store batch; every outcome is a JSON body, never a stack trace."""
-    rt = runtime(request)
-    with tracing.span("semmem.request", request.headers, server=True) as span:
-        tracing.http(span, request.method, STORE_PATH)
-        response = await _handle(rt, request, span)
-        span.set("http.response.status_code", response.status_code)
-        return response
+    return await traced(request, STORE_PATH, _handle)
 
 
 async def _handle(rt: Runtime, request: Request, span: tracing.Span) -> Response:
@@ -91,10 +82,5 @@ async def _handle(rt: Runtime, request: Request, span: tracing.Span) -> Response
                                 only=None if binding is None else binding.partition)
             body = dumps({"results": results}, sort_keys=True)
         return Response(body, 200, media_type=MEDIA_TYPE)
-    except SemmemError as exc:
-        span.fail(exc.code)
-        return error_response(exc, "-")
-    except Exception:
-        span.fail("internal")
-        log.exception("store batch: internal error")
-        return internal_response("-")
+    except Exception as exc:
+        return failed_response(exc, span)
