@@ -12,14 +12,17 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.server import AUTH, JSON, TOKEN, ServerProcess
+from tests.support.server import (
+    AUTH,
+    JSON,
+    READER,
+    SCOPED,
+    TOKEN,
+    WRITER,
+    ServerProcess,
+    served_with_tokens_file,
+)
 from tests.support.web import assert_error, recall, send, tool
-
-READER = "reader-token-00000000"
-WRITER = "writer-token-00000000"
-SCOPED = "scoped-token-00000000"
-TOKENS = "\n".join([TOKEN, f"{READER} partition=bound access=read",
-                    f"{WRITER} partition=bound", f"{SCOPED} scope.team=blue"])
 
 LONG = ("I just got an Air Fryer and I love it. " * 4 + "The basket holds four portions. "
         "It preheats in three minutes, which is faster than my oven. " * 6 +
@@ -29,16 +32,8 @@ LONG = ("I just got an Air Fryer and I love it. " * 4 + "The basket holds four p
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """One real server with provider, bound and scoped tokens."""
-    base = tmp_path_factory.mktemp("ingest")
-    tokens = base / "tokens"
-    tokens.write_text(TOKENS + "\n")
-    tokens.chmod(0o600)
-    process = ServerProcess(base / "db", env={"SEMMEM_TOKENS_FILE": str(tokens),
-                                              "SEMMEM_TOKENS": ""}).start()
-    try:
-        yield process.wait_ready()
-    finally:
-        process.stop()
+    with served_with_tokens_file(tmp_path_factory.mktemp("ingest")) as process:
+        yield process
 
 
 @pytest.fixture

@@ -13,6 +13,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -142,3 +144,27 @@ class ServerProcess:
     def output(self) -> str:
         """What the process printed so far."""
         return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+
+# The application doors' tokens (``/ingest``, ``/store``): a provider token, a partition-bound
+# reader and writer, and a scoped one.
+READER = "reader-token-00000000"
+WRITER = "writer-token-00000000"
+SCOPED = "scoped-token-00000000"
+DOOR_TOKENS = "\n".join([TOKEN, f"{READER} partition=bound access=read",
+                         f"{WRITER} partition=bound", f"{SCOPED} scope.team=blue"])
+
+
+@contextmanager
+def served_with_tokens_file(base: Path, tokens: str = DOOR_TOKENS) -> Iterator[ServerProcess]:
+    """A ready server under ``base`` whose tokens come from a file (owner-only) holding
+    ``tokens``; stopped on exit."""
+    path = base / "tokens"
+    path.write_text(tokens + "\n")
+    path.chmod(0o600)
+    process = ServerProcess(base / "db", env={"SEMMEM_TOKENS_FILE": str(path),
+                                              "SEMMEM_TOKENS": ""}).start()
+    try:
+        yield process.wait_ready()
+    finally:
+        process.stop()
