@@ -17,13 +17,13 @@ import lancedb
 import pyarrow as pa
 
 from semmem.errors import Unavailable
-from semmem.store.commit.conflicts import is_commit_conflict
+from semmem.store.commit.create import make_table, table_uri
 from semmem.store.commit.fence import Fence
 from semmem.store.commit.tombstone import GONE, bury
 from semmem.store.files import remote
 from semmem.store.registry import Registry
 from semmem.store.rows import table_name
-from semmem.store.schema import NEW_TABLE_OPTIONS, head_row, migrate_v1, migrate_v2
+from semmem.store.schema import FILE_FORMAT, NEW_TABLE_OPTIONS, head_row, migrate_v1, migrate_v2
 from semmem.store.upkeep.compaction import Upkeep
 
 
@@ -103,8 +103,8 @@ class Connection:
         except ValueError:
             if not create:
                 return None
-            # One creation per table at a time in this process: a second, concurrent create
-            # would commit as an overwrite of the first one's table.
+            # One creation per table at a time in this process (one upload of a head, not
+            # one per waiting write); across processes the strict first commit decides.
             async with self._creating.setdefault(name, asyncio.Lock()):
                 tbl = self._tables.get(name) or await self._create(partition, name)
             self._creating.pop(name, None)
@@ -137,13 +137,9 @@ class Connection:
 
     async def _create(self, partition: str, name: str) -> Any:
         await self.registry.add_table(name, partition)
-        head = head_row(partition, self.model_id).table(self.schema)
-        try:
-            return await self.create_table(name, head)
-        except (ValueError, RuntimeError) as exc:  # another process created it first
-            if isinstance(exc, RuntimeError) and not is_commit_conflict(exc):
-                raise
-            return await self.db.open_table(name)
+        # Made here or by another process meanwhile: the table that is there is the one.
+        await self.create_table(name, head_row(partition, self.model_id).table(self.schema))
+        return await self.db.open_table(name)
 
     def forget_handle(self, partition: str) -> None:
         """Drop the cached handle of a partition (it failed, or its table was replaced)."""
@@ -209,15 +205,20 @@ class Connection:
             await asyncio.to_thread(self.upkeep.abort_uploads, uri, age)
         return existed
 
-    async def create_table(self, name: str, data: pa.Table, *, overwrite: bool = False) -> Any:
-        """A partition table ``name`` holding ``data``, in the partition schema and
-        ``schema.FILE_FORMAT`` (every partition table is made here)."""
-        return await self.db.create_table(name, data=data, schema=self.schema,
-                                          mode="overwrite" if overwrite else "create",
-                                          on_bad_vectors="null",
-                                          storage_options=NEW_TABLE_OPTIONS)
+    async def create_table(self, name: str, data: pa.Table) -> bool:
+        """Make partition table ``name`` holding ``data`` (in the partition schema and
+        ``schema.FILE_FORMAT``), unless a table of that name is there (made by another process
+        meanwhile: ``store/commit/create.py``); returns whether this call made it."""
+        uri = table_uri(self.uri, name)
+        return await asyncio.to_thread(
+            make_table, uri, data, self.schema, self.upkeep.storage_options,
+            file_format=FILE_FORMAT, leftover=functools.partial(self.upkeep.leftover, uri),
+            durable=not remote(uri))
 
     async def replace(self, partition: str, data: pa.Table) -> None:
-        """Overwrite a partition's table with ``data`` in one commit (offline migrations)."""
-        await self.create_table(table_name(partition), data, overwrite=True)
+        """Overwrite a partition's table with ``data`` in one commit (offline migrations), in
+        the partition schema and ``schema.FILE_FORMAT``."""
+        await self.db.create_table(table_name(partition), data=data, schema=self.schema,
+                                   mode="overwrite", on_bad_vectors="null",
+                                   storage_options=NEW_TABLE_OPTIONS)
         self.forget_handle(partition)

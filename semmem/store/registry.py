@@ -4,10 +4,8 @@
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import functools
 import json
-import os
 import secrets
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
@@ -18,7 +16,8 @@ import pyarrow as pa
 
 from semmem.items import now_ms
 from semmem.store.commit.conflicts import backoff, is_commit_conflict
-from semmem.store.files import local_root, remote
+from semmem.store.commit.create import make_table, table_uri
+from semmem.store.files import remote
 from semmem.store.upkeep.compaction import Upkeep
 
 REGISTRY_TABLE = "_semmem"
@@ -30,7 +29,6 @@ REGISTRY_SCHEMA = pa.schema(
 COMPACT_EVERY = 64
 META = "meta"
 SECRET = "secret"
-LOCK_FILE = ".create.lock"  # in the registry's folder: held while a local one is created
 APPLIED = "d:retention"  # the deployment default the last full sweep applied
 # A deleted table's entry (``g:<table>``: when), kept this long: what tells the other processes
 # to drop what they hold of it, and the registry pass to purge it.
@@ -59,33 +57,15 @@ class Registry:
         except ValueError:
             if not create:
                 return None
-        if not remote(self.db.uri):
-            return await self._create_locked()
-        try:
-            # Made with the store's secret in it: of processes creating it at once one wins, so
-            # all of them read the same secret (inserted afterwards, each would keep its own).
-            return await self.db.create_table(REGISTRY_TABLE, data=_secret_row(),
-                                              schema=REGISTRY_SCHEMA)
-        except ValueError:  # created concurrently
-            return await self.db.open_table(REGISTRY_TABLE)
-
-    async def _create_locked(self) -> Any:
-        """The registry created on a local disk, under an exclusive lock on a file in its folder:
-        there a table's first commit is not atomic (two creators at once can both succeed, the
-        later manifest replacing the earlier), and a creator whose secret was replaced would
-        keep a secret no other process reads (seen under load: 4 stores, 2 secrets)."""
-        folder = os.path.join(local_root(self.db.uri), f"{REGISTRY_TABLE}.lance")
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        fd = os.open(os.path.join(folder, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            await asyncio.to_thread(fcntl.flock, fd, fcntl.LOCK_EX)  # a thread: others run on
-            try:
-                return await self.db.open_table(REGISTRY_TABLE)  # made while this one waited
-            except ValueError:
-                return await self.db.create_table(REGISTRY_TABLE, data=_secret_row(),
-                                                  schema=REGISTRY_SCHEMA)
-        finally:
-            os.close(fd)  # and with it the lock
+        # Made with the store's secret in it: of processes creating it at once one wins
+        # (``store/commit/create.py``), so all of them read the same secret (inserted
+        # afterwards, each would keep its own).
+        uri = table_uri(self.db.uri, REGISTRY_TABLE)
+        await asyncio.to_thread(make_table, uri, _secret_row(), REGISTRY_SCHEMA,
+                                self.upkeep.storage_options, file_format=None,
+                                leftover=functools.partial(self.upkeep.leftover, uri),
+                                durable=not remote(uri))
+        return await self.db.open_table(REGISTRY_TABLE)
 
     async def rows(self) -> dict[str, dict[str, Any]]:
         """Every entry, decoded."""

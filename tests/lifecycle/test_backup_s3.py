@@ -5,18 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 from collections.abc import Awaitable, Callable, Iterator
 
-import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 from typer.testing import CliRunner
 
 from semmem.cli.commands import app
 from semmem.embedding.fakes import HashingEmbedder
 from semmem.memory import Memory
 from semmem.store import Store
+from tests.support.moto import client, moto_s3, options
 
 BUCKET = "semmem-backups"
 SECRET = "forgotten after the backup: pin 8812"
@@ -26,20 +24,8 @@ runner = CliRunner()
 @pytest.fixture(scope="module")
 def s3() -> Iterator[tuple[dict[str, str], object]]:
     """moto on loopback with one bucket: the storage options, and a boto3 client."""
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="test",
-                          aws_secret_access_key="test", region_name="us-east-1")
-    client.create_bucket(Bucket=BUCKET)
-    try:
-        yield ({"aws_access_key_id": "test", "aws_secret_access_key": "test",
-                "aws_region": "us-east-1", "aws_endpoint": endpoint, "allow_http": "true"},
-               client)
-    finally:
-        server.stop()
+    with moto_s3(BUCKET) as endpoint:
+        yield options(endpoint), client(endpoint)
 
 
 def _on(uri: str, options: dict[str, str], work: Callable[[Memory], Awaitable[object]]

@@ -6,22 +6,20 @@ a remember or a cold recall read the partition again (each request is tens of ms
 
 from __future__ import annotations
 
-import logging
 import re
 import time
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
-import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 
 from semmem.embedding.fakes import HashingEmbedder
 from semmem.memory import Memory
 from semmem.scoped.filters import Filter
 from semmem.store import Store
 from semmem.store.commit.fence import Fence
+from tests.support.moto import moto_s3
 from tests.support.s3proxy import S3Proxy
 
 BUCKET = "semmem-requests"
@@ -31,19 +29,12 @@ DIM = 384  # the real model's width: the tail's size decides how often it seals
 @pytest.fixture(scope="module")
 def proxy() -> Iterator[S3Proxy]:
     """moto on loopback with one bucket, and the counting proxy in front of it."""
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    boto3.client("s3", endpoint_url=f"http://{host}:{port}", aws_access_key_id="test",
-                 aws_secret_access_key="test", region_name="us-east-1"
-                 ).create_bucket(Bucket=BUCKET)
-    counting = S3Proxy(f"http://{host}:{port}").start()
-    try:
-        yield counting
-    finally:
-        counting.stop()
-        server.stop()
+    with moto_s3(BUCKET) as endpoint:
+        counting = S3Proxy(endpoint).start()
+        try:
+            yield counting
+        finally:
+            counting.stop()
 
 
 async def _memory(proxy: S3Proxy, prefix: str, **store_options: Any) -> Memory:

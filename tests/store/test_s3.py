@@ -9,19 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 
 from semmem.embedding.fakes import HashingEmbedder
 from semmem.memory import Memory
 from semmem.store import Store
+from tests.support.moto import client as s3_client
+from tests.support.moto import moto_s3, options
 from tests.support.server import ServerProcess
 from tests.support.web import recall, send, tool
 
@@ -31,19 +30,8 @@ BUCKET = "semmem-test"
 @pytest.fixture(scope="module")
 def s3() -> Iterator[dict[str, str]]:
     """A moto S3 server on loopback with one bucket; yields the LanceDB storage options."""
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one log line per request otherwise
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="test",
-                 aws_secret_access_key="test", region_name="us-east-1"
-                 ).create_bucket(Bucket=BUCKET)
-    try:
-        yield {"aws_access_key_id": "test", "aws_secret_access_key": "test",
-               "aws_region": "us-east-1", "aws_endpoint": endpoint, "allow_http": "true"}
-    finally:
-        server.stop()
+    with moto_s3(BUCKET) as endpoint:
+        yield options(endpoint)
 
 
 def _replica(tmp_path: Path, name: str, uri: str, options: dict[str, str]) -> ServerProcess:
@@ -159,8 +147,8 @@ async def test_maintenance_on_s3_purges_a_forgotten_text(s3: dict[str, str]) -> 
     (holder,) = _objects_holding(s3, "purge/", marker)
     # What a write killed before its commit leaves: a data object no version references.
     folder, name = holder.rsplit("/", 1)
-    _client(s3).copy_object(Bucket=BUCKET, Key=f"{folder}/0{name}",
-                            CopySource={"Bucket": BUCKET, "Key": holder})
+    s3_client(s3["aws_endpoint"]).copy_object(Bucket=BUCKET, Key=f"{folder}/0{name}",
+                                              CopySource={"Bucket": BUCKET, "Key": holder})
     await memory.forget("p", 1)
     report = await store.maintain("p", retention=timedelta(0))
     assert report is not None and report.compacted and report.orphans_removed == 1
@@ -168,13 +156,8 @@ async def test_maintenance_on_s3_purges_a_forgotten_text(s3: dict[str, str]) -> 
     assert [it.text for it in await memory.list("p")] == ["an ordinary fact"]
 
 
-def _client(s3: dict[str, str]) -> Any:
-    return boto3.client("s3", endpoint_url=s3["aws_endpoint"], aws_access_key_id="test",
-                        aws_secret_access_key="test", region_name="us-east-1")
-
-
 def _objects_holding(s3: dict[str, str], prefix: str, marker: str) -> list[str]:
-    client = _client(s3)
+    client = s3_client(s3["aws_endpoint"])
     keys = [o["Key"] for page in client.get_paginator("list_objects_v2").paginate(
         Bucket=BUCKET, Prefix=prefix) for o in page.get("Contents", [])]
     return [k for k in keys

@@ -11,18 +11,16 @@ directly.
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 
 from semmem.embedding.fakes import HashingEmbedder
 from semmem.memory import Memory
+from tests.support.moto import moto_s3, options
 from tests.support.s3proxy import Fault, S3Proxy
 from tests.support.server import ServerProcess
 from tests.support.web import send, tool
@@ -39,22 +37,12 @@ FAULTS = [
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[tuple[dict[str, str], S3Proxy]]:
     """moto and the proxy before it; yields the storage options of moto itself and the proxy."""
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    direct = {"aws_access_key_id": "test", "aws_secret_access_key": "test",
-              "aws_region": "us-east-1", "aws_endpoint": f"http://{host}:{port}",
-              "allow_http": "true"}
-    boto3.client("s3", endpoint_url=direct["aws_endpoint"], aws_access_key_id="test",
-                 aws_secret_access_key="test", region_name="us-east-1"
-                 ).create_bucket(Bucket=BUCKET)
-    proxy = S3Proxy(direct["aws_endpoint"]).start()
-    try:
-        yield direct, proxy
-    finally:
-        proxy.stop()
-        server.stop()
+    with moto_s3(BUCKET) as endpoint:
+        proxy = S3Proxy(endpoint).start()
+        try:
+            yield options(endpoint), proxy
+        finally:
+            proxy.stop()
 
 
 def _replica(tmp_path: Path, name: str, proxy: S3Proxy, direct: dict[str, str]

@@ -124,7 +124,8 @@ async def write_partition(store: Store, dump: Dump, created: int | None = None) 
     name = table_name(partition)
     await store.conn.registry.add_table(name, partition, created)
     data = _rows(dump, store.model_id).table(store.schema)
-    await store.conn.create_table(name, data)
+    if not await store.conn.create_table(name, data):
+        raise InvalidInput(f"partition {partition!r} already exists in {store.uri}")
     store.conn.forget_handle(partition)
 
 

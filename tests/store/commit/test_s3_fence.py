@@ -8,7 +8,6 @@ import asyncio
 from datetime import timedelta
 from pathlib import Path
 
-import boto3
 import pytest
 
 from semmem.embedding.fakes import HashingEmbedder
@@ -20,21 +19,18 @@ from semmem.store import Store
 from semmem.store.commit.fence import Fence
 from semmem.store.upkeep.check import check_partition
 from tests.store.test_requests import BUCKET, proxy  # noqa: F401 - the fixture
+from tests.support.moto import client as s3_client
+from tests.support.moto import options
 from tests.support.s3proxy import Fault, S3Proxy
 
 FENCE = Fence(skew=0.05, budget=0.3)
 SECRET = "s3-fence-secret-91ce"
 
 
-def _options(endpoint: str) -> dict[str, str]:
-    return {"aws_access_key_id": "test", "aws_secret_access_key": "test",
-            "aws_region": "us-east-1", "aws_endpoint": endpoint, "allow_http": "true"}
-
-
 async def _memory(endpoint: str, prefix: str, **kw: object) -> Memory:
     emb = HashingEmbedder()
     store = Store(f"s3://{BUCKET}/{prefix}", dim=emb.dim, model_id=emb.model_id,
-                  storage_options=_options(endpoint), fence=FENCE,
+                  storage_options=options(endpoint), fence=FENCE,
                   version_retention=timedelta(0), **kw)  # type: ignore[arg-type]
     await store.open()
     return Memory(store, emb)
@@ -46,8 +42,7 @@ def _upstream(proxy: S3Proxy) -> str:  # noqa: F811
 
 
 def _objects_holding(endpoint: str, prefix: str, needle: str) -> list[str]:
-    client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="test",
-                          aws_secret_access_key="test", region_name="us-east-1")
+    client = s3_client(endpoint)
     keys = [o["Key"] for page in client.get_paginator("list_objects_v2").paginate(
         Bucket=BUCKET, Prefix=prefix) for o in page.get("Contents", [])]
     return [k for k in keys
@@ -164,8 +159,7 @@ async def test_unfinished_uploads_holding_rows_are_aborted_by_the_sweep_and_on_d
     from semmem.store.upkeep.uploads import unfinished
 
     endpoint = _upstream(proxy)
-    client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="test",
-                          aws_secret_access_key="test", region_name="us-east-1")
+    client = s3_client(endpoint)
     memory = await _memory(endpoint, "uploads", orphan_age=timedelta(hours=1))
     await memory.remember("p", "an ordinary fact")
     await memory.remember("q", "another partition's fact")
@@ -174,25 +168,24 @@ async def test_unfinished_uploads_holding_rows_are_aborted_by_the_sweep_and_on_d
     client.upload_part(Bucket=BUCKET, Key=f"{table}/data/killed.lance", PartNumber=1,
                        UploadId=started["UploadId"], Body=(SECRET + " ").encode() * 1000)
     uri = f"s3://{BUCKET}/{table}"
-    options = _options(endpoint)
-    assert [k for k, _, _ in unfinished(uri, options) or []] == [f"{table}/data/killed.lance"]
+    opts = options(endpoint)
+    assert [k for k, _, _ in unfinished(uri, opts) or []] == [f"{table}/data/killed.lance"]
     # moto dates every upload in 2010, so the orphan age (which keeps an upload in progress)
     # cannot be shown here: the sweep takes it as old.
     await memory.store.maintain("p")
-    assert unfinished(uri, options) == []
+    assert unfinished(uri, opts) == []
     again = client.create_multipart_upload(Bucket=BUCKET, Key=f"{table}/data/killed2.lance")
     client.upload_part(Bucket=BUCKET, Key=f"{table}/data/killed2.lance", PartNumber=1,
                        UploadId=again["UploadId"], Body=SECRET.encode())
     assert await memory.delete_partition("p")
-    assert unfinished(uri, options) == []
+    assert unfinished(uri, opts) == []
     assert [it.text for it in await memory.list("q")] == ["another partition's fact"]
     await memory.close()
 
 
 def _download(endpoint: str, prefix: str, into: Path) -> Path:
     """Every object under ``prefix``, as files (for the decoding scan)."""
-    client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="test",
-                          aws_secret_access_key="test", region_name="us-east-1")
+    client = s3_client(endpoint)
     for page in client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix):
         for o in page.get("Contents", []):
             path = into / o["Key"]
