@@ -65,10 +65,9 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(f"semmem.store.{home}"), name)
 
 
-# Lance's expected warnings, lowered: a compaction that loses its commit to a concurrent write,
-# which upkeep handles itself (it deletes the rewritten files and logs that at INFO); and a new
-# table's first files, written before the table exists (``store/commit/create.py``).
-ENGINE_LOG = "warn,lance::dataset::optimize=error,lance::dataset::write::insert=error"
+# Lance's one expected warning, lowered: a compaction that loses its commit to a concurrent
+# write, which upkeep handles itself (it deletes the rewritten files and logs that at INFO).
+ENGINE_LOG = "warn,lance::dataset::optimize=error"
 
 
 def quiet_engine_logs() -> None:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import lance
 import pyarrow as pa
 from lance.dataset import LanceOperation
-from lance.fragment import write_fragments
+from lance.fragment import LanceFragment
 
 from semmem.store.files import (
     data_files,
@@ -46,9 +46,10 @@ def make_table(uri: str, data: pa.Table, schema: pa.Schema, storage_options: dic
         OSError: the store failed (and no table is there).
     """
     options = storage_options or None
-    fragments = write_fragments(data, uri, schema=schema, data_storage_version=file_format,
-                                storage_options=options)
-    paths = [f.files[0].path for f in fragments]
+    fragment = LanceFragment.create(uri, data, schema=schema, data_storage_version=file_format,
+                                    storage_options=options)
+    fragments = [fragment]
+    paths = [f.path for f in fragment.files]
     if durable:
         sync_files(uri, paths, [])
     try:
