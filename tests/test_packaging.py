@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from fnmatch import fnmatch
 from importlib.metadata import PackageNotFoundError, requires
 from pathlib import Path
 
@@ -50,3 +51,30 @@ def test_nothing_a_plain_install_pulls_in_needs_the_torch_stack() -> None:
             continue
         todo += [_name(r) for r in reqs if "extra ==" not in r and "extra==" not in r]
     assert seen & TORCH_STACK == set(), sorted(seen & TORCH_STACK)
+
+
+def _in_build_context(path: str, rules: list[str]) -> bool:
+    """Whether ``.dockerignore``'s rules (the last match wins, ``!`` takes a path back) leave
+    ``path`` in the build context."""
+    kept = True
+    for rule in rules:
+        back = rule.startswith("!")
+        pattern = rule.lstrip("!").rstrip("/")
+        if fnmatch(path, pattern) or path.startswith(pattern + "/"):
+            kept = back
+    return kept
+
+
+def test_every_file_the_dockerfile_copies_is_in_the_build_context() -> None:
+    """A file the Dockerfile copies but ``.dockerignore`` leaves out fails the build (it did:
+    the multilingual model's probe reference and the calibration)."""
+    rules = [line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
+             if line.strip() and not line.startswith("#")]
+    dockerfile = (ROOT / "Dockerfile").read_text().replace("\\\n", " ")
+    sources = [source for line in dockerfile.splitlines() if line.startswith("COPY ")
+               and "--from=" not in line for source in line.split()[1:-1]]
+    assert "models/probe-reference-e5.json" in sources and len(sources) >= 8
+    for source in sources:
+        assert (ROOT / source).exists(), source
+        assert _in_build_context(source, rules), f"{source} is left out by .dockerignore"
+    assert not _in_build_context(".venv/bin/python", rules)  # the rules do leave things out
