@@ -57,7 +57,9 @@ RUN for m in $MODELS; do \
 RUN rm -f /opt/semmem/models/all-MiniLM-L6-v2/model.safetensors \
        /opt/semmem/models/*/.verified \
  && pip uninstall --yes onnx safetensors ml_dtypes \
- && for m in $MODELS; do semmem model verify --model /opt/semmem/models/$m || exit 1; done
+ && for m in $MODELS; do semmem model verify --model /opt/semmem/models/$m || exit 1; done \
+ && chmod -R a+rX /opt/semmem/models
+# (semmem makes its files private, umask 077: the model is public and the runtime user reads it.)
 
 # ---------------------------------------------------------------------------------------------
 FROM ${PYTHON_IMAGE} AS runtime
@@ -69,7 +71,7 @@ LABEL org.opencontainers.image.title="semmem" \
 RUN groupadd --gid 10001 semmem \
  && useradd --uid 10001 --gid semmem --create-home --home-dir /home/semmem \
         --shell /usr/sbin/nologin semmem \
- && mkdir -p /data \
+ && mkdir -p -m 0700 /data \
  && chown semmem:semmem /data
 
 COPY --from=build /opt/venv /opt/venv

@@ -13,7 +13,8 @@
 # image size, the start-up time to ready and the first-recall latency. Exits non-zero on any
 # failure. Environment: SEMMEM_SMOKE_IMAGE (default semmem:smoke), SEMMEM_SMOKE_BUILD (1),
 # SEMMEM_SMOKE_BUILD_ARGS (extra `docker build` arguments, e.g. --build-arg PYTHON_IMAGE=…),
-# SEMMEM_SMOKE_KEEP=1 keeps the volume and prints its name.
+# SEMMEM_SMOKE_KEEP=1 keeps the volume and prints its name, SEMMEM_SMOKE_MODEL serves another
+# model built into the image (e.g. /opt/semmem/models/multilingual-e5-small).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -194,6 +195,7 @@ start_container() {  # name -> sets ready_ms, the time from `docker run` to /rea
     -v "$volume:/data" \
     -v "$secrets_dir/tokens:/run/secrets/semmem_tokens:ro" \
     -e SEMMEM_TOKENS_FILE=/run/secrets/semmem_tokens \
+    ${SEMMEM_SMOKE_MODEL:+-e SEMMEM_MODEL=$SEMMEM_SMOKE_MODEL} \
     --health-interval 2s --health-start-period 120s \
     "$IMAGE" >/dev/null
   docker exec -i "$name" python - wait 180 <<<"$CLIENT" >/dev/null \
@@ -218,7 +220,9 @@ fi
 size_bytes=$(docker image inspect -f '{{.Size}}' "$IMAGE") || fail "no image $IMAGE"
 
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$secrets_dir/tokens"
-chmod 0444 "$secrets_dir/tokens"  # readable by the image's non-root user
+# Readable by the image's user (uid 10001) alone: a file others can read logs a warning.
+chown 10001 "$secrets_dir/tokens" || fail "chown 10001 the tokens file (run as root)"
+chmod 0400 "$secrets_dir/tokens"
 docker volume create "$volume" >/dev/null
 
 say "run 1: docker run --network none on volume $volume"

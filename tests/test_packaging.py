@@ -78,3 +78,13 @@ def test_every_file_the_dockerfile_copies_is_in_the_build_context() -> None:
         assert (ROOT / source).exists(), source
         assert _in_build_context(source, rules), f"{source} is left out by .dockerignore"
     assert not _in_build_context(".venv/bin/python", rules)  # the rules do leave things out
+
+
+def test_the_image_leaves_its_models_readable_to_the_user_that_serves() -> None:
+    """``semmem`` makes its files private (umask 077), so the models it fetches in the build
+    stage were root's alone and the image's ``semmem`` user could not read them (every start
+    refused the model path): the last step that runs ``semmem`` opens them to all."""
+    build = (ROOT / "Dockerfile").read_text().split("AS runtime")[0].replace("\\\n", " ")
+    runs = [line for line in build.splitlines() if line.startswith("RUN ")]
+    last = max(i for i, line in enumerate(runs) if "semmem model" in line)
+    assert runs[last].rstrip().endswith("chmod -R a+rX /opt/semmem/models"), runs[last]
