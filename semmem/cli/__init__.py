@@ -16,6 +16,16 @@ def main() -> None:
     # texts, so every file a command makes is its owner's only (0600, directories 0700).
     os.umask(PRIVATE_UMASK)
     quiet_engine_logs()  # before any command loads the storage engine
+    import sys
+
+    from pydantic import ValidationError
+
     from semmem.cli.commands import app
 
-    app()
+    try:
+        app()
+    except ValidationError as exc:  # a setting (SEMMEM_*) out of its bounds: say which
+        for error in exc.errors():
+            where = "SEMMEM_" + "_".join(str(p) for p in error["loc"]).upper()
+            print(f"error: {where}: {error['msg']}", file=sys.stderr)
+        sys.exit(2)

@@ -47,3 +47,16 @@ def test_backup_restore_and_export_write_private_files_under_umask_022(tmp_path:
     assert decoded_with(target, SECRET) and decoded_with(restored, SECRET)
     assert SECRET in out.read_text()
     assert _open_to_others(target, restored, out, live) == []
+
+
+def test_a_setting_out_of_bounds_is_named_without_a_traceback(tmp_path: Path) -> None:
+    """``SEMMEM_DATA=`` (empty) made LanceDB put the store at the file system's root; now it
+    is refused at start, as any setting out of its bounds, by name and with no traceback."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEMMEM_")}
+    done = subprocess.run([sys.executable, "-m", "semmem.cli", "serve"], cwd=tmp_path,
+                          env={**env, "SEMMEM_DATA": ""}, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2
+    assert "error: SEMMEM_DATA: String should have at least 1 character" in done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+    assert list(tmp_path.iterdir()) == []  # no store, no token file
