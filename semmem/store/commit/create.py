@@ -30,9 +30,12 @@ from semmem.store.files import (
 
 
 def table_uri(db_uri: str, name: str) -> str:
-    """Where the store at ``db_uri`` keeps table ``name`` (as LanceDB does)."""
-    root = db_uri.rstrip("/") if remote(db_uri) else local_root(db_uri)
-    return f"{root}/{name}.lance"
+    """Where the store at ``db_uri`` keeps table ``name`` (as LanceDB does: a query, such as
+    ``s3+ddb``'s DynamoDB table, stays at the end)."""
+    if not remote(db_uri):
+        return f"{local_root(db_uri)}/{name}.lance"
+    base, query = db_uri.split("?", 1) if "?" in db_uri else (db_uri, "")
+    return f"{base.rstrip('/')}/{name}.lance" + (f"?{query}" if query else "")
 
 
 def make_table(uri: str, data: pa.Table, schema: pa.Schema, storage_options: dict[str, str], *,

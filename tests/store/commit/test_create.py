@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from semmem.embedding.fakes import HashingEmbedder
 from semmem.memory import Memory
 from semmem.store import Store, table_name
+from semmem.store.commit.create import table_uri
 from semmem.store.registry import REGISTRY_TABLE
 from semmem.store.upkeep.check import check_partition
 from tests.store.test_requests import BUCKET, proxy  # noqa: F401 - the fixture
@@ -112,3 +114,11 @@ async def test_a_partition_made_whose_first_commit_lost_its_reply_keeps_its_file
     assert not (await check_partition(fresh.store, "p")).problems
     for m in (memory, fresh):
         await m.close()
+
+
+def test_a_table_lives_where_lancedb_keeps_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                              ) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert table_uri("data", "t") == f"{tmp_path}/data/t.lance"  # relative: the default
+    assert table_uri("s3://b/p/", "t") == "s3://b/p/t.lance"
+    assert table_uri("s3+ddb://b/p?ddbTableName=x", "t") == "s3+ddb://b/p/t.lance?ddbTableName=x"
