@@ -12,7 +12,8 @@
 # containers' logs must hold no warning, error or traceback (after a maintenance cycle). Prints the
 # image size, the start-up time to ready and the first-recall latency. Exits non-zero on any
 # failure. Environment: SEMMEM_SMOKE_IMAGE (default semmem:smoke), SEMMEM_SMOKE_BUILD (1),
-# SEMMEM_SMOKE_BUILD_ARGS (extra `docker build` arguments, e.g. --build-arg PYTHON_IMAGE=…),
+# SEMMEM_SMOKE_BUILD_ARGS (extra `docker build` arguments, quoted as in a shell, e.g.
+# --build-arg MODELS="all-MiniLM-L6-v2 multilingual-e5-small"),
 # SEMMEM_SMOKE_KEEP=1 keeps the volume and prints its name, SEMMEM_SMOKE_MODEL serves another
 # model built into the image (e.g. /opt/semmem/models/multilingual-e5-small).
 set -euo pipefail
@@ -212,8 +213,10 @@ check_logs() {  # name -> fails on any warning, error or traceback in the contai
 if [ "${SEMMEM_SMOKE_BUILD:-1}" = 1 ]; then
   say "building $IMAGE (docker build --network host)"
   t0=$(now_ms)
-  # shellcheck disable=SC2086  # SEMMEM_SMOKE_BUILD_ARGS is a list of arguments
-  docker build --network host ${SEMMEM_SMOKE_BUILD_ARGS:-} -t "$IMAGE" . >"$secrets_dir/build.log" 2>&1 \
+  # SEMMEM_SMOKE_BUILD_ARGS is split as the shell splits words, quotes kept:
+  # '--build-arg MODELS="all-MiniLM-L6-v2 multilingual-e5-small"' is two arguments.
+  eval "build_args=(${SEMMEM_SMOKE_BUILD_ARGS:-})"
+  docker build --network host "${build_args[@]}" -t "$IMAGE" . >"$secrets_dir/build.log" 2>&1 \
     || { tail -30 "$secrets_dir/build.log" >&2; fail "docker build"; }
   say "built in $(( ($(now_ms) - t0) / 1000 )) s"
 fi
