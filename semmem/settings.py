@@ -22,7 +22,8 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="SEMMEM_", extra="ignore")
 
     # store
-    data: str = Field(DEFAULT_DATA, min_length=1, description="LanceDB URI: a local directory or s3://…")
+    data: str = Field(DEFAULT_DATA, min_length=1,
+                      description="LanceDB URI: a local directory or s3://…")
     storage_options: dict[str, str] = Field(
         default_factory=dict, description="LanceDB storage options (JSON), e.g. S3 endpoint"
     )

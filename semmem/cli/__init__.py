@@ -25,6 +25,8 @@ def main() -> None:
     try:
         app()
     except ValidationError as exc:  # a setting (SEMMEM_*) out of its bounds: say which
+        if exc.title != "Settings":
+            raise
         for error in exc.errors():
             where = "SEMMEM_" + "_".join(str(p) for p in error["loc"]).upper()
             print(f"error: {where}: {error['msg']}", file=sys.stderr)

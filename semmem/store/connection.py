@@ -17,7 +17,7 @@ import lancedb
 import pyarrow as pa
 
 from semmem.errors import Unavailable
-from semmem.store.commit.create import make_table, table_uri
+from semmem.store.commit.create import create_table
 from semmem.store.commit.fence import Fence
 from semmem.store.commit.tombstone import GONE, bury
 from semmem.store.files import remote
@@ -209,11 +209,8 @@ class Connection:
         """Make partition table ``name`` holding ``data`` (in the partition schema and
         ``schema.FILE_FORMAT``), unless a table of that name is there (made by another process
         meanwhile: ``store/commit/create.py``); returns whether this call made it."""
-        uri = table_uri(self.uri, name)
-        return await asyncio.to_thread(
-            make_table, uri, data, self.schema, self.upkeep.storage_options,
-            file_format=FILE_FORMAT, leftover=functools.partial(self.upkeep.leftover, uri),
-            durable=not remote(uri))
+        return await create_table(self.upkeep, self.uri, name, data, self.schema,
+                                  file_format=FILE_FORMAT)
 
     async def replace(self, partition: str, data: pa.Table) -> None:
         """Overwrite a partition's table with ``data`` in one commit (offline migrations), in

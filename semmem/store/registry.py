@@ -16,8 +16,7 @@ import pyarrow as pa
 
 from semmem.items import now_ms
 from semmem.store.commit.conflicts import backoff, is_commit_conflict
-from semmem.store.commit.create import make_table, table_uri
-from semmem.store.files import remote
+from semmem.store.commit.create import create_table
 from semmem.store.upkeep.compaction import Upkeep
 
 REGISTRY_TABLE = "_semmem"
@@ -60,11 +59,8 @@ class Registry:
         # Made with the store's secret in it: of processes creating it at once one wins
         # (``store/commit/create.py``), so all of them read the same secret (inserted
         # afterwards, each would keep its own).
-        uri = table_uri(self.db.uri, REGISTRY_TABLE)
-        await asyncio.to_thread(make_table, uri, _secret_row(), REGISTRY_SCHEMA,
-                                self.upkeep.storage_options, file_format=None,
-                                leftover=functools.partial(self.upkeep.leftover, uri),
-                                durable=not remote(uri))
+        await create_table(self.upkeep, self.db.uri, REGISTRY_TABLE, _secret_row(),
+                           REGISTRY_SCHEMA, file_format=None)
         return await self.db.open_table(REGISTRY_TABLE)
 
     async def rows(self) -> dict[str, dict[str, Any]]:

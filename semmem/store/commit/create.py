@@ -11,6 +11,8 @@ meanwhile, and this process opens the table that is there.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 from collections.abc import Callable
 
 import lance
@@ -27,6 +29,7 @@ from semmem.store.files import (
     sync_files,
     sync_manifest,
 )
+from semmem.store.upkeep.compaction import Upkeep
 
 
 def table_uri(db_uri: str, name: str) -> str:
@@ -38,9 +41,20 @@ def table_uri(db_uri: str, name: str) -> str:
     return f"{base.rstrip('/')}/{name}.lance" + (f"?{query}" if query else "")
 
 
-def make_table(uri: str, data: pa.Table, schema: pa.Schema, storage_options: dict[str, str], *,
-           file_format: str | None, leftover: Callable[[list[str]], None],
-           durable: bool) -> bool:
+async def create_table(upkeep: Upkeep, db_uri: str, name: str, data: pa.Table,
+                       schema: pa.Schema, *, file_format: str | None) -> bool:
+    """Make table ``name`` of the store at ``db_uri`` holding ``data``, unless there is one
+    (``make_table``, on a thread); returns whether this call made it. A local store's files
+    and manifest are synced to disk; files of a failed commit go to ``upkeep.leftover``."""
+    uri = table_uri(db_uri, name)
+    return await asyncio.to_thread(
+        make_table, uri, data, schema, upkeep.storage_options, file_format=file_format,
+        leftover=functools.partial(upkeep.leftover, uri), durable=not remote(uri))
+
+
+def make_table(uri: str, data: pa.Table, schema: pa.Schema, storage_options: dict[str, str],
+               *, file_format: str | None, leftover: Callable[[list[str]], None],
+               durable: bool) -> bool:
     """Make the table at ``uri`` holding ``data``, unless there is one; returns whether this
     call made it. ``leftover`` is given this call's data files when its commit failed: they are
     deleted unless a version references them (a commit that landed but whose reply was lost).
@@ -51,12 +65,11 @@ def make_table(uri: str, data: pa.Table, schema: pa.Schema, storage_options: dic
     options = storage_options or None
     fragment = LanceFragment.create(uri, data, schema=schema, data_storage_version=file_format,
                                     storage_options=options)
-    fragments = [fragment]
     paths = [f.path for f in fragment.files]
     if durable:
         sync_files(uri, paths, [])
     try:
-        lance.LanceDataset.commit(uri, LanceOperation.Overwrite(schema, fragments),
+        lance.LanceDataset.commit(uri, LanceOperation.Overwrite(schema, [fragment]),
                                   read_version=0, max_retries=0, storage_options=options,
                                   enable_v2_manifest_paths=True)
     except Exception as failed:
