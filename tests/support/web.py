@@ -179,6 +179,18 @@ def send(client: Client, body: Any, headers: dict[str, str] | None = None,
     return client.post(path, content=content, headers=hdrs)
 
 
+def send_as(client: Client, token: str, body: Any) -> Reply:
+    """POST a body to the provider endpoint with ``token`` as the bearer."""
+    return send(client, body, {"Authorization": f"Bearer {token}", **JSON})
+
+
+def result_of(r: Reply) -> Any:
+    """A 200 answer's ``result`` (a tool call), or its body (a recall)."""
+    assert r.status_code == 200, r.text
+    body = r.json()
+    return body.get("result", body)
+
+
 def remember(client: Client, partition: str, text: str) -> dict[str, Any]:
     """Store a fact over HTTP; returns the tool result."""
     r = send(client, tool("remember", {"text": text}, partition=partition))

@@ -11,13 +11,12 @@ import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
-from tests.support.server import ADMIN, JSON, TOKEN, ServerProcess
-from tests.support.web import recall, tool
+from tests.support.server import ADMIN, TOKEN, ServerProcess
+from tests.support.web import recall, result_of, send_as, tool
 
 A = "scoped-token-a-000000"  # a provider token scoped to agent=a
 B = "scoped-token-b-000000"  # scoped to agent=b
@@ -42,20 +41,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
         process.stop()
 
 
-def _call(c: httpx.Client, token: str, body: dict[str, Any]) -> httpx.Response:
-    return c.post("/memory", content=json.dumps(body),
-                  headers={"Authorization": f"Bearer {token}", **JSON})
-
-
-def _ok(r: httpx.Response) -> Any:
-    assert r.status_code == 200, r.text
-    body = r.json()
-    return body.get("result", body)
-
-
 def _remember(c: httpx.Client, partition: str, text: str, agent: str) -> int:
     body = tool("remember", {"text": text, "metadata": {"agent": agent}}, partition=partition)
-    return int(_ok(_call(c, TOKEN, body))["n"])
+    return int(result_of(send_as(c, TOKEN, body))["n"])
 
 
 @pytest.mark.parametrize("change", ["replaced", "deleted"])
@@ -69,7 +57,7 @@ def test_a_scope_is_taken_with_the_token_at_admission(tmp_path: Path, change: st
         with server.client() as c:
             _remember(c, "p", "The vault code is 4417", "b")
             _remember(c, "p", "Likes green tea", "a")
-            mine = _ok(_call(c, A, recall(None, partition="p")))
+            mine = result_of(send_as(c, A, recall(None, partition="p")))
             assert "green tea" in mine["text"] and "vault" not in mine["text"]  # control
             body = json.dumps(recall(None, partition="p")).encode()
             with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
@@ -86,7 +74,7 @@ def test_a_scope_is_taken_with_the_token_at_admission(tmp_path: Path, change: st
                     os.replace(moved, tokens)
                 deadline = time.monotonic() + 20
                 # the server has read the new file once A is refused on another connection
-                while _call(c, A, recall(None, partition="p")).status_code != 401:
+                while send_as(c, A, recall(None, partition="p")).status_code != 401:
                     assert time.monotonic() < deadline, "the tokens file was not re-read"
                     time.sleep(0.05)
                 sock.sendall(body[len(body) // 2:])
@@ -109,28 +97,28 @@ def test_an_operation_id_is_the_callers_within_its_scope(server: ServerProcess) 
     """B sending A's operationId got A's recorded result back (with the ``similar`` text of
     A's fact), and a different body answered 409, telling B the id was used."""
     with server.client() as c:
-        _ok(_call(c, A, tool("remember", {"text": "Keeps the spare key under the blue pot"},
-                             partition="ids")))
+        result_of(send_as(c, A, tool("remember", {"text": "Keeps the spare key under the blue pot"},
+                                     partition="ids")))
         sent = tool("remember", {"text": "Keeps the spare key under the blue pots"},
                     partition="ids", operation_id="shared-op-1")
-        first = _ok(_call(c, A, sent))
+        first = result_of(send_as(c, A, sent))
         assert "spare key" in json.dumps(first.get("similar"))  # control: A's hint
-        assert _ok(_call(c, A, sent)) == first  # A's own retry replays
-        replayed = _ok(_call(c, B, sent))
+        assert result_of(send_as(c, A, sent)) == first  # A's own retry replays
+        replayed = result_of(send_as(c, B, sent))
         assert "similar" not in replayed and replayed["n"] != first["n"], replayed
         other = tool("remember", {"text": "Something else entirely"}, partition="ids",
                      operation_id="shared-op-1")
-        r = _call(c, B, {**other, "operationId": "shared-op-2"})
+        r = send_as(c, B, {**other, "operationId": "shared-op-2"})
         assert r.status_code == 200
-        r = _call(c, A, {**other, "operationId": "shared-op-3"})
+        r = send_as(c, A, {**other, "operationId": "shared-op-3"})
         assert r.status_code == 200
         # a different body under an id another scope used is no 409 either
-        r = _call(c, B, {**tool("remember", {"text": "Yet another fact"}, partition="ids"),
-                         "operationId": "shared-op-3"})
+        r = send_as(c, B, {**tool("remember", {"text": "Yet another fact"}, partition="ids"),
+                           "operationId": "shared-op-3"})
         assert r.status_code == 200, r.text
         # the record of the scope's own earlier call still refuses a changed body
-        r = _call(c, A, {**tool("remember", {"text": "Yet another fact"}, partition="ids"),
-                         "operationId": "shared-op-1"})
+        r = send_as(c, A, {**tool("remember", {"text": "Yet another fact"}, partition="ids"),
+                           "operationId": "shared-op-1"})
         assert r.status_code == 409
 
 
@@ -140,17 +128,17 @@ def test_not_found_reads_the_same_for_another_scopes_fact(server: ServerProcess)
     with server.client() as c:
         theirs = _remember(c, "nf", "Theirs to keep", "b")
         _remember(c, "nf", "Mine to keep", "a")
-        cursor = _ok(_call(c, A, recall(None, partition="nf")))["cursor"]
+        cursor = result_of(send_as(c, A, recall(None, partition="nf")))["cursor"]
         # the other scope's fact changes after A's recall: its cursor is stale for it
-        _ok(_call(c, B, tool("update", {"n": theirs, "text": "Theirs, changed"},
-                             partition="nf")))
+        result_of(send_as(c, B, tool("update", {"n": theirs, "text": "Theirs, changed"},
+                                     partition="nf")))
         never = theirs + 1000
         answers = {}
         for name in ("forget", "update"):
             for n in (theirs, never):
                 args = {"n": n} if name == "forget" else {"n": n, "text": "x"}
                 for given in (None, cursor):
-                    r = _call(c, A, tool(name, args, given, partition="nf"))
+                    r = send_as(c, A, tool(name, args, given, partition="nf"))
                     assert r.status_code == 404, (name, n, given, r.text)
                     error = r.json()["error"]
                     answers[(name, n, given)] = (error["code"], error["message"].replace(
@@ -163,14 +151,14 @@ def test_a_scope_dedupes_within_itself(server: ServerProcess) -> None:
     """Once two scopes held one text, a scope's remember of it stored a new copy whenever the
     other scope had written it last."""
     with server.client() as c:
-        a1 = _ok(_call(c, A, tool("remember", {"text": "Walks the dog at seven"},
-                                  partition="dd")))
-        b1 = _ok(_call(c, B, tool("remember", {"text": "Walks the dog at seven"},
-                                  partition="dd")))
+        a1 = result_of(send_as(c, A, tool("remember", {"text": "Walks the dog at seven"},
+                                          partition="dd")))
+        b1 = result_of(send_as(c, B, tool("remember", {"text": "Walks the dog at seven"},
+                                          partition="dd")))
         assert b1["n"] != a1["n"] and "existing" not in b1  # control: scopes apart
         for token, first in ((A, a1), (B, b1), (A, a1)):
-            again = _ok(_call(c, token, tool("remember", {"text": "walks the dog at SEVEN"},
-                                             partition="dd")))
+            again = result_of(send_as(c, token, tool("remember", {"text": "walks the dog at SEVEN"},
+                                                     partition="dd")))
             assert again["n"] == first["n"] and again.get("existing") is True, again
         items = c.get("/admin/items", params={"partition": "dd"}, headers=ADMIN).json()
         assert len(items["items"]) == 2
@@ -191,14 +179,14 @@ def test_a_scoped_or_filtered_count_leaves_the_gauge_alone(tmp_path: Path) -> No
             for i in range(5):
                 _remember(c, "g", f"Gauge fact number {i}", "b")
             assert _stored(c) == 5.0
-            found = _ok(_call(c, A, tool("search", {"query": "gauge"}, partition="g")))
+            found = result_of(send_as(c, A, tool("search", {"query": "gauge"}, partition="g")))
             assert found["count"] == 0
             assert _stored(c) == 5.0
-            found = _ok(_call(c, TOKEN, tool("search", {"query": "gauge", "filter": {
+            found = result_of(send_as(c, TOKEN, tool("search", {"query": "gauge", "filter": {
                 "metadata": {"agent": "none"}}}, partition="g")))
             assert found["count"] == 0
             assert _stored(c) == 5.0
-            found = _ok(_call(c, TOKEN, tool("search", {"query": "gauge"}, partition="g")))
+            found = result_of(send_as(c, TOKEN, tool("search", {"query": "gauge"}, partition="g")))
             assert found["count"] == 5 and _stored(c) == 5.0
     finally:
         server.stop()

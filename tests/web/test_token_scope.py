@@ -4,7 +4,6 @@ facts whose metadata it covers, whatever the model's arguments say."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,8 +11,8 @@ import httpx
 import pytest
 
 from tests.support.mcp import error, http_client, ok, text
-from tests.support.server import ADMIN, JSON, TOKEN, ServerProcess
-from tests.support.web import recall, tool
+from tests.support.server import ADMIN, TOKEN, ServerProcess
+from tests.support.web import recall, result_of, send_as, tool
 
 SUPPORT = "support-token-000000"  # a provider token scoped to agent=support
 MCP_SUPPORT = "support-mcp-token-00"  # bound to partition "zoe", same scope
@@ -33,23 +32,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
         process.stop()
 
 
-def _call(c: httpx.Client, token: str, body: dict[str, Any]) -> httpx.Response:
-    return c.post("/memory", content=json.dumps(body),
-                  headers={"Authorization": f"Bearer {token}", **JSON})
-
-
-def _ok(r: httpx.Response) -> Any:
-    assert r.status_code == 200, r.text
-    body = r.json()
-    return body.get("result", body)
-
-
 def _seed(c: httpx.Client, partition: str) -> None:
     """Facts of another agent and of none, written with the plain token."""
     for text_, meta in (("Likes green tea in the morning", {"agent": "sales"}),
                         ("Likes black tea with milk", None)):
         args: dict[str, Any] = {"text": text_, **({"metadata": meta} if meta else {})}
-        _ok(_call(c, TOKEN, tool("remember", args, partition=partition)))
+        result_of(send_as(c, TOKEN, tool("remember", args, partition=partition)))
 
 
 def test_a_scoped_token_recalls_searches_and_edits_only_its_scope(server: ServerProcess
@@ -57,42 +45,43 @@ def test_a_scoped_token_recalls_searches_and_edits_only_its_scope(server: Server
     with server.client() as c:
         _seed(c, "ann")
         # positive control: the plain token sees both seeded facts
-        everything = _ok(_call(c, TOKEN, recall("tea", partition="ann")))
+        everything = result_of(send_as(c, TOKEN, recall("tea", partition="ann")))
         assert [s["id"] for s in everything["sources"]] != [] and "1. " in everything["text"] \
             and "2. " in everything["text"]
         # a scoped write is stamped with the scope; the same text outside it is no duplicate
-        mine = _ok(_call(c, SUPPORT, tool("remember", {"text": "Likes green tea in the morning"},
-                                          partition="ann")))
+        mine = result_of(send_as(c, SUPPORT, tool(
+            "remember", {"text": "Likes green tea in the morning"}, partition="ann")))
         assert mine["n"] == 3 and "existing" not in mine
         assert "similar" not in mine  # the other agent's restatement is not shown
         item = c.get("/admin/item", params={"partition": "ann", "n": 3}, headers=ADMIN).json()
         assert item["item"]["metadata"] == {"agent": "support"}
         for query in ("tea", None, ""):
-            got = _ok(_call(c, SUPPORT, recall(query, partition="ann")))
+            got = result_of(send_as(c, SUPPORT, recall(query, partition="ann")))
             assert [s["id"] for s in got["sources"]] == ["3"], query
-        found = _ok(_call(c, SUPPORT, tool("search", {"query": "tea"}, partition="ann")))
+        found = result_of(send_as(c, SUPPORT, tool("search", {"query": "tea"}, partition="ann")))
         assert [e["n"] for e in found["items"]] == [3] and found["count"] == 1
         # the model's filter narrows within the scope, never out of it
-        r = _call(c, SUPPORT, tool("search", {"query": "tea", "filter": {
+        r = send_as(c, SUPPORT, tool("search", {"query": "tea", "filter": {
             "metadata": {"agent": "sales"}}}, partition="ann"))
         assert r.status_code == 422 and "scope" in r.json()["error"]["message"]
-        r = _call(c, SUPPORT, tool("remember", {"text": "Sells tea", "metadata": {
+        r = send_as(c, SUPPORT, tool("remember", {"text": "Sells tea", "metadata": {
             "agent": "sales"}}, partition="ann"))
         assert r.status_code == 422
         # facts outside the scope cannot be edited (as if they did not exist)
         for name, args in (("update", {"n": 1, "text": "Hates tea"}), ("forget", {"n": 2})):
-            r = _call(c, SUPPORT, tool(name, args, partition="ann"))
+            r = send_as(c, SUPPORT, tool(name, args, partition="ann"))
             refused = r.json()["error"]
             assert r.status_code == 404 and refused["code"] == "not_found", name
             # not "expired": the fact exists, outside the scope, which must not show
             assert f"item {args['n']} does not exist" in refused["message"], refused
             assert "expired" not in refused["message"] and refused["details"] == {"n": args["n"]}
         # an update keeps the fact in scope, even when the model gives other metadata
-        _ok(_call(c, SUPPORT, tool("update", {"n": 3, "text": "Likes oolong", "metadata": {
+        result_of(send_as(c, SUPPORT, tool("update", {"n": 3, "text": "Likes oolong", "metadata": {
             "mood": "calm"}}, partition="ann")))
         item = c.get("/admin/item", params={"partition": "ann", "n": 3}, headers=ADMIN).json()
         assert item["item"]["metadata"] == {"agent": "support", "mood": "calm"}
-        assert _ok(_call(c, SUPPORT, tool("forget", {"n": 3}, partition="ann")))["forgotten"]
+        forgot = send_as(c, SUPPORT, tool("forget", {"n": 3}, partition="ann"))
+        assert result_of(forgot)["forgotten"]
         texts = [i["text"] for i in c.get("/admin/items", params={"partition": "ann"},
                                           headers=ADMIN).json()["items"]]
         assert texts == ["Likes green tea in the morning", "Likes black tea with milk"]
