@@ -25,7 +25,7 @@ from tests.support.mcp import (
     ok,
     text,
 )
-from tests.support.server import AUTH, TOKEN, ServerProcess
+from tests.support.server import AUTH, TOKEN, ServerProcess, served
 from tests.support.spans import console_spans, parent_id, span_id
 from tests.support.web import app_client, assert_error, recall, send, settings_for
 
@@ -47,12 +47,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """One real server for the module, its store in a fresh directory."""
     data = tmp_path_factory.mktemp("mcp-http") / "db"
     # Traces on the console: the MCP requests' spans are read back from the output.
-    process = ServerProcess(data, env={"SEMMEM_TOKENS": TOKENS,
-                                       "OTEL_TRACES_EXPORTER": "console"}).start()
-    try:
-        yield process.wait_ready()
-    finally:
-        process.stop()
+    with served(data, {"SEMMEM_TOKENS": TOKENS,
+                       "OTEL_TRACES_EXPORTER": "console"}) as process:
+        yield process
 
 
 def _url(server: ServerProcess) -> str:

@@ -14,7 +14,7 @@ from mcp.shared.exceptions import MCPError
 
 from semmem.mcp.service import Caller, Sessions
 from tests.support.mcp import http_client, ok, text
-from tests.support.server import TOKEN, ServerProcess
+from tests.support.server import TOKEN, ServerProcess, served
 
 ALICE, READER, BOB = ("alice-sessions-token", "alice-reader-token-0", "bob-sessions-token0")
 TOKENS = ",".join([TOKEN, f"{ALICE} partition=alice", f"{READER} partition=alice access=read",
@@ -28,12 +28,9 @@ ACCEPT = {"Accept": "application/json, text/event-stream"}
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """A real server whose tokens may hold three MCP sessions each."""
     data = tmp_path_factory.mktemp("mcp-sessions") / "db"
-    process = ServerProcess(data, env={"SEMMEM_TOKENS": TOKENS,
-                                       "SEMMEM_MCP_SESSIONS_PER_TOKEN": str(CAP)}).start()
-    try:
-        yield process.wait_ready()
-    finally:
-        process.stop()
+    with served(data, {"SEMMEM_TOKENS": TOKENS,
+                       "SEMMEM_MCP_SESSIONS_PER_TOKEN": str(CAP)}) as process:
+        yield process
 
 
 class RawSession:

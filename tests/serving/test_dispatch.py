@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from tests.support.mcp import http_client, ok, stdio_client, stdio_params
-from tests.support.server import AUTH, TOKEN, ServerProcess
+from tests.support.server import AUTH, TOKEN, ServerProcess, served
 from tests.support.web import tool
 
 LAG = {"SEMMEM_READ_CONSISTENCY_MS": "1000"}
@@ -31,11 +31,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """A real server whose reads may lag by a second (as across replicas)."""
     data = tmp_path_factory.mktemp("dispatch") / "db"
     tokens = f"{TOKEN},mcp-token-0000000 partition=over-mcp"
-    process = ServerProcess(data, env={"SEMMEM_TOKENS": tokens, **LAG}).start()
-    try:
-        yield process.wait_ready()
-    finally:
-        process.stop()
+    with served(data, {"SEMMEM_TOKENS": tokens, **LAG}) as process:
+        yield process
 
 
 def _over_http(server: ServerProcess) -> list[dict[str, Any]]:

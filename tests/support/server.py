@@ -162,8 +162,14 @@ def served_with_tokens_file(base: Path, tokens: str = DOOR_TOKENS) -> Iterator[S
     path = base / "tokens"
     path.write_text(tokens + "\n")
     path.chmod(0o600)
-    process = ServerProcess(base / "db", env={"SEMMEM_TOKENS_FILE": str(path),
-                                              "SEMMEM_TOKENS": ""}).start()
+    with served(base / "db", {"SEMMEM_TOKENS_FILE": str(path), "SEMMEM_TOKENS": ""}) as process:
+        yield process
+
+
+@contextmanager
+def served(data: Path, env: dict[str, str]) -> Iterator[ServerProcess]:
+    """A ready server on ``data`` with ``env`` over the test defaults; stopped on exit."""
+    process = ServerProcess(data, env=env).start()
     try:
         yield process.wait_ready()
     finally:

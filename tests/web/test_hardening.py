@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from semmem.serving.metrics import Metrics
-from tests.support.server import ADMIN, AUTH, JSON, ServerProcess
+from tests.support.server import ADMIN, AUTH, JSON, ServerProcess, served
 from tests.support.web import assert_error, recall, remember, send, tool
 
 
@@ -24,13 +24,10 @@ from tests.support.web import assert_error, recall, remember, send, tool
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """A real server: four slots, a two-second body deadline, logging at info."""
     data = tmp_path_factory.mktemp("hardening") / "db"
-    process = ServerProcess(data, env={"SEMMEM_MAX_CONCURRENCY": "4",
-                                       "SEMMEM_BODY_TIMEOUT_S": "2",
-                                       "SEMMEM_LOG_LEVEL": "info"}).start()
-    try:
-        yield process.wait_ready()
-    finally:
-        process.stop()
+    with served(data, {"SEMMEM_MAX_CONCURRENCY": "4",
+                       "SEMMEM_BODY_TIMEOUT_S": "2",
+                       "SEMMEM_LOG_LEVEL": "info"}) as process:
+        yield process
 
 
 # ----- 1. DNS rebinding under --insecure -------------------------------------------------------

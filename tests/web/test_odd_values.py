@@ -16,7 +16,7 @@ import pytest
 
 from semmem.importing import read_records
 from tests.support.mcp import http_client, ok
-from tests.support.server import ADMIN, AUTH, JSON, TOKEN, ServerProcess
+from tests.support.server import ADMIN, AUTH, JSON, TOKEN, ServerProcess, served
 from tests.support.web import assert_error, recall, tool
 
 MCP_TOKEN = "odd-values-token-0000"
@@ -32,12 +32,8 @@ BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """One real server with the tools' metadata on, a provider token and an MCP token."""
     data = tmp_path_factory.mktemp("odd") / "db"
-    process = ServerProcess(data, env={"SEMMEM_TOOL_METADATA": "1", "SEMMEM_TOKENS": TOKENS}
-                            ).start()
-    try:
-        yield process.wait_ready()
-    finally:
-        process.stop()
+    with served(data, {"SEMMEM_TOOL_METADATA": "1", "SEMMEM_TOKENS": TOKENS}) as process:
+        yield process
 
 
 def _raw_tool(name: str, arguments: str, partition: str = "p") -> str:

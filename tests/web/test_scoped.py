@@ -13,7 +13,7 @@ import pytest
 
 from semmem.protocol.declaration import tools_declaration
 from tests.support.mcp import http_client, ok
-from tests.support.server import ADMIN, AUTH, JSON, TOKEN, ServerProcess
+from tests.support.server import ADMIN, AUTH, JSON, TOKEN, ServerProcess, served
 from tests.support.web import app_client, assert_error, send, tool
 
 MCP_TOKEN = "dora-token-0000000"
@@ -24,12 +24,8 @@ TOKENS = f"{TOKEN},{MCP_TOKEN} partition=dora"
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """One real server with the tools' metadata turned on."""
     data = tmp_path_factory.mktemp("scoped") / "db"
-    process = ServerProcess(data, env={"SEMMEM_TOOL_METADATA": "1", "SEMMEM_TOKENS": TOKENS}
-                            ).start()
-    try:
-        yield process.wait_ready()
-    finally:
-        process.stop()
+    with served(data, {"SEMMEM_TOOL_METADATA": "1", "SEMMEM_TOKENS": TOKENS}) as process:
+        yield process
 
 
 class _Reply:

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from tests.support.mcp import error, http_client, ok, text
-from tests.support.server import ADMIN, TOKEN, ServerProcess
+from tests.support.server import ADMIN, TOKEN, ServerProcess, served
 from tests.support.web import recall, result_of, send_as, tool
 
 SUPPORT = "support-token-000000"  # a provider token scoped to agent=support
@@ -24,12 +24,9 @@ TOKENS = (f"{TOKEN},{SUPPORT} scope.agent=support,"
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """One real server with a plain, a scoped and a scoped MCP token."""
     data = tmp_path_factory.mktemp("token-scope") / "db"
-    process = ServerProcess(data, env={"SEMMEM_TOOL_METADATA": "1", "SEMMEM_TOKENS": TOKENS,
-                                       "SEMMEM_MCP": "1"}).start()
-    try:
-        yield process.wait_ready()
-    finally:
-        process.stop()
+    with served(data, {"SEMMEM_TOOL_METADATA": "1", "SEMMEM_TOKENS": TOKENS,
+                       "SEMMEM_MCP": "1"}) as process:
+        yield process
 
 
 def _seed(c: httpx.Client, partition: str) -> None:
