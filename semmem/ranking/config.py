@@ -82,9 +82,18 @@ class RankingConfig(BaseSettings):
                     "input (relative to the best message)",
     )
     message_share: float = Field(
-        0.8, ge=0, le=1,
+        0.5, ge=0, le=1,
         description="share of the gap to the best-scoring piece of the same message added to "
                     "a piece (1 = every piece of a message scores as its best one)",
+    )
+    session_spread: float = Field(
+        0.2, ge=0,
+        description="when the input asks for several things (how many, how much, total; "
+                    "English cues), taken from a piece's score per message already chosen from "
+                    "its session, for the first spread_lines lines",
+    )
+    spread_lines: int = Field(
+        3, ge=0, le=100, description="how many of the first lines session_spread reorders"
     )
     recent_weight: float = Field(
         0.0, ge=0,
@@ -144,4 +153,5 @@ class RankingConfig(BaseSettings):
             "relative_floor": None, "dedupe_threshold": 1.01, "candidates": 1_000_000,
             "time_weight": 0.0, "assistant_weight": 0.0, "session_weight": 0.0,
             "message_weight": 0.0, "message_share": 0.0, "recent_weight": 0.0,
+            "session_spread": 0.0,
         })

@@ -1,5 +1,6 @@
 """Cues in a query's wording that ranking weighs beside similarity: asking *when*, asking what
-the assistant said, asking about the present or the recent past.
+the assistant said, asking about the present or the recent past, asking for several things at
+once.
 
 English-only. A fact that says when something happened ("last Saturday", "two years ago", "in
 June", "in 2022") is what a when-question needs; ranking's ``time_weight`` favours such facts
@@ -50,12 +51,24 @@ _ASKS_RECENT = re.compile(
 def asks_assistant(text: str) -> bool:
     """Whether ``text`` asks about what the assistant said in a conversation."""
     return _ASKS_ASSISTANT.search(text) is not None
+# Asking for several things at once, to count, add up or set side by side ("how many plants",
+# "the total amount", "both"): their turns are usually in different sessions.
+_ASKS_SEVERAL = re.compile(
+    r"\bhow (?:many|much)\b|\b(?:in )?total\b|\baltogether\b|\bcombined\b|\bin all\b"
+    r"|\bboth\b",
+    re.IGNORECASE,
+)
 
 
 def asks_recent(text: str) -> bool:
     """Whether ``text`` asks about the present or the recent past ("my current…", "last
     week", "two days ago")."""
     return _ASKS_RECENT.search(text) is not None
+
+
+def asks_several(text: str) -> bool:
+    """Whether ``text`` asks for several things at once: to count, add up or compare them."""
+    return _ASKS_SEVERAL.search(text) is not None
 
 
 def asks_when(text: str) -> bool:

@@ -30,11 +30,17 @@ import numpy.typing as npt
 
 from semmem.items import Item, Vectors
 from semmem.ranking.config import RankingConfig as RankingConfig
-from semmem.ranking.cues import asks_assistant, asks_recent, asks_when, is_time_term
+from semmem.ranking.cues import (
+    asks_assistant,
+    asks_recent,
+    asks_several,
+    asks_when,
+    is_time_term,
+)
 from semmem.ranking.lexical import Bm25Index
 from semmem.ranking.packing import Packed, pack_candidates
 from semmem.ranking.sets import Lexical, Timed, centred, rank_text
-from semmem.ranking.turns import Turns, grouped_evidence, message_gap
+from semmem.ranking.turns import Turns, grouped_evidence, message_gap, spread_sessions
 from semmem.store.views import ItemSet
 
 _DAY_MS = 86_400_000
@@ -192,14 +198,21 @@ class Ranker:
         (only rows ``among``, when given: a filter's, scored as in the whole set)."""
         if not snap.count:
             return []
+        cfg = self.config
         combined, cosine, lexical = self.score(snap, query_vec, query)
         everything = np.arange(snap.count) if among is None else among
         keep = everything[cosine[everything] >= self.floor_of(cosine)] if floor else everything
-        k = min(self.config.candidates, keep.size)
+        k = min(cfg.candidates, keep.size)
         if k < keep.size:
             keep = keep[np.argpartition(-combined[keep], k - 1)[:k]]
         # Best first; ties go to the lower number, so results never depend on row order.
         order = keep[np.lexsort((keep, -combined[keep]))]
+        if cfg.session_spread > 0 and cfg.spread_lines > 0 and asks_several(query):
+            turns = snap.cached("turns", Turns.of)
+            if turns.any:
+                order = np.asarray(spread_sessions(
+                    order.tolist(), combined, turns, cfg.session_spread, cfg.spread_lines,
+                ), dtype=np.intp)
         items = snap.items
         # Whole columns to Python at once: per-element numpy scalar conversions cost more than
         # everything else ranking does after the matrix product.

@@ -133,3 +133,37 @@ def message_gap(codes: npt.NDArray[np.int64], scores: npt.NDArray[np.float32]
     np.maximum.at(best, codes[inside], scores[inside])
     out[inside] = best[codes[inside]] - scores[inside]
     return out
+
+
+def spread_sessions(order: list[int], scores: npt.NDArray[np.float32], turns: Turns,
+                    weight: float, lines: int) -> list[int]:
+    """``order`` (rows, best first) with its first ``lines`` picked again, one at a time: each
+    pick is the row scoring best after losing ``weight`` per message already picked from its
+    session (a further piece of a picked message, and a fact, lose nothing); the rest follow
+    in their order.
+
+    For a question about several things, whose turns are usually in different sessions: one
+    long session on the topic would otherwise fill a small budget with its own messages.
+    """
+    rest = list(order)
+    picked: list[int] = []
+    per_session: dict[int, int] = {}
+    messages: set[int] = set()
+    for _ in range(min(lines, len(rest))):
+        best, best_score = 0, -np.inf
+        for pos, row in enumerate(rest):
+            score = float(scores[row])
+            if score <= best_score:  # best first, and nothing gains: no later row can win
+                break
+            session, message = int(turns.session[row]), int(turns.message[row])
+            if session >= 0 and message not in messages:
+                score -= weight * per_session.get(session, 0)
+            if score > best_score:
+                best, best_score = pos, score
+        row = rest.pop(best)
+        picked.append(row)
+        session, message = int(turns.session[row]), int(turns.message[row])
+        if session >= 0 and message not in messages:
+            messages.add(message)
+            per_session[session] = per_session.get(session, 0) + 1
+    return picked + rest

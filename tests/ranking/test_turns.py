@@ -11,7 +11,7 @@ import pytest
 
 from semmem.embedding.reference import SentenceTransformerEmbedder
 from semmem.items import Item
-from semmem.ranking.cues import asks_assistant, asks_recent
+from semmem.ranking.cues import asks_assistant, asks_recent, asks_several
 from semmem.ranking.packing import render_line
 from semmem.ranking.ranker import Ranker, RankingConfig
 from semmem.ranking.turns import Turns
@@ -51,6 +51,11 @@ def test_cues_for_the_assistant_and_for_the_recent_past() -> None:
     assert asks_recent("What is my current job?") and asks_recent("What did I do two weeks ago?")
     assert asks_recent("Who did I go with last Saturday?")
     assert not asks_recent("Where does my sister Emily live?")
+    assert asks_several("How many plants did I buy?") and asks_several("The total I spent?")
+    assert asks_several("How much did I spend on car wash and parking altogether?")
+    assert asks_several("Did I visit both museums?")
+    assert not asks_several("Which plant did I buy from my sister?")
+    assert not asks_several("What was the totally unexpected gift?")
 
 
 def test_turns_carried_forward_match_a_fresh_read() -> None:
@@ -130,6 +135,40 @@ def test_recent_pieces_first_when_the_input_asks_about_now() -> None:
     q = unit(1, 0)
     assert [s.item.n for s in Ranker(cfg).rank(snap, q, "where do I work")] == [1, 2]
     assert [s.item.n for s in Ranker(cfg).rank(snap, q, "where do I work now")] == [2, 1]
+
+
+def test_a_question_about_several_things_spreads_the_first_lines_over_sessions() -> None:
+    # Session "busy" talks about the topic in three messages (1-3, message 1 cut in two: 1
+    # and 4), each closer than the lone pieces of sessions "a" and "b" (5, 6); a fact (7)
+    # comes last.
+    items = [piece(1, "w", "busy", message=0), piece(2, "x", "busy", message=1),
+             piece(3, "y", "busy", message=2), piece(4, "w2", "busy", message=0, part=1),
+             piece(5, "u", "a"), piece(6, "v", "b"), fact(7, "f")]
+    vecs = [unit(1, 0.10), unit(1, 0.14), unit(1, 0.18), unit(1, 0.12), unit(1, 0.3),
+            unit(1, 0.35), unit(1, 0.4)]
+    snap = item_set(items, vecs)
+    cfg = RankingConfig.plain_cosine().model_copy(update={"session_spread": 0.1,
+                                                          "spread_lines": 4})
+    q = unit(1, 0)
+    plain = [1, 4, 2, 3, 5, 6, 7]
+    assert [s.item.n for s in Ranker(cfg).rank(snap, q, "Which one did I like?")] == plain
+    ranked = Ranker(cfg).rank(snap, q, "How many did I like?")
+    # 1; its own second piece (4) loses nothing; 2 and 3 lose 0.1 per busy message picked,
+    # so 5 and 6 come first; past the four lines, the order is the plain one.
+    assert [s.item.n for s in ranked] == [1, 4, 5, 6, 2, 3, 7]
+    scores = {s.item.n: s.score for s in Ranker(cfg).rank(snap, q, "Which one did I like?")}
+    assert {s.item.n: s.score for s in ranked} == scores  # reordered, not rescored
+    off = cfg.model_copy(update={"session_spread": 0.0})
+    assert [s.item.n for s in Ranker(off).rank(snap, q, "How many did I like?")] == plain
+    short = cfg.model_copy(update={"spread_lines": 2})
+    assert [s.item.n for s in Ranker(short).rank(snap, q, "How many did I like?")] == plain
+
+
+def test_facts_alone_are_never_spread() -> None:
+    snap = item_set([fact(1, "a"), fact(2, "b"), fact(3, "c")],
+                    [unit(1, 0.1), unit(1, 0.2), unit(1, 0.3)])
+    cfg = RankingConfig.plain_cosine().model_copy(update={"session_spread": 1.0})
+    assert [s.item.n for s in Ranker(cfg).rank(snap, unit(1, 0), "how many?")] == [1, 2, 3]
 
 
 @pytest.fixture(scope="module")
