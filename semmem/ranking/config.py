@@ -33,6 +33,11 @@ class RankingConfig(BaseSettings):
         10.0, ge=0,
         description="shrinks centring in small partitions: the mean counts n / (n + this)",
     )
+    query_offset: tuple[float, ...] | None = Field(
+        None,
+        description="the model's query offset, removed from the query with the mean when "
+                    "centring (set from the model's calibration; none for the reference model)",
+    )
     stemming: bool = Field(True, description="light suffix stemming of lexical tokens")
     bm25_k1: float = Field(1.2, gt=0, description="BM25 term-frequency saturation")
     bm25_b: float = Field(0.75, ge=0, le=1, description="BM25 length normalisation")

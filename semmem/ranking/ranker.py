@@ -91,13 +91,34 @@ class Ranker:
         share = cfg.centering * snap.count / (snap.count + cfg.centering_items)
         if share <= 0:
             return cosine
+        query = query_vec.reshape(-1).astype(np.float64)
+        if cfg.query_offset is not None:
+            return self._offset_semantic(snap, query, cosine, share, cfg.query_offset)
         c = snap.cached(f"centred:{share!r}", lambda s: centred(s, share))
         # (v − μ)·(q − μ) = v·q − v·μ − q·μ + μ·μ: only the plain cosine is O(n·dim).
-        query = query_vec.reshape(-1).astype(np.float64)
         q_mean = float(query @ c.mean)
         mean_sq = float(c.mean @ c.mean)
         q_norm = float(np.sqrt(max(float(query @ query) - 2 * q_mean + mean_sq, 0.0))) or 1.0
         dots = cosine - c.item_dot_mean - q_mean + mean_sq
+        out: npt.NDArray[np.float32] = (dots / (c.norms * q_norm)).astype(np.float32)
+        return out
+
+    def _offset_semantic(
+        self, snap: ItemSet, query: npt.NDArray[np.float64], cosine: npt.NDArray[np.float32],
+        share: float, offset: tuple[float, ...],
+    ) -> npt.NDArray[np.float32]:
+        """The centred cosine with the model's query offset δ removed from the query too:
+        cos(q − μ' − s·δ, v − μ') (``semmem.ranking.calibration``)."""
+        delta = np.asarray(offset, np.float64)
+        c = snap.cached(f"centred:{share!r}:offset:{hash(offset)}",
+                        lambda s: centred(s, share, delta))
+        assert c.item_dot_offset is not None
+        o = share * delta
+        mu = c.mean
+        # (v − μ')·(q − μ' − o) = v·q − v·μ' − v·o − q·μ' + μ'·μ' + μ'·o
+        dots = (cosine - c.item_dot_mean - share * c.item_dot_offset
+                - float(query @ mu) + float(mu @ mu) + float(mu @ o))
+        q_norm = float(np.linalg.norm(query - mu - o)) or 1.0
         out: npt.NDArray[np.float32] = (dots / (c.norms * q_norm)).astype(np.float32)
         return out
 

@@ -22,6 +22,7 @@ class Centred:
     mean: npt.NDArray[np.float64]
     item_dot_mean: npt.NDArray[np.float64]  # v_i · μ'
     norms: npt.NDArray[np.float64]  # |v_i − μ'|
+    item_dot_offset: npt.NDArray[np.float64] | None = None  # v_i · δ (the query offset)
 
 
 def rank_text(item: Item) -> str:
@@ -77,13 +78,21 @@ class Sums:
         return Sums(total, squares, buffer)
 
 
-def centred(snap: ItemSet, share: float) -> Centred:
+def centred(snap: ItemSet, share: float,
+            offset: npt.NDArray[np.float64] | None = None) -> Centred:
+    """The set's mean times ``share`` and what centring on it needs (with ``offset``, the
+    model's query offset, each row's dot product with it too: one pass over the vectors)."""
     sums = snap.cached("sums", lambda s: Sums.of(s.vectors))
     mean = sums.total / max(snap.size, 1) * share
-    dots = (snap.vectors @ mean.astype(np.float32)).astype(np.float64)
+    with_offset = None
+    if offset is None:
+        dots = (snap.vectors @ mean.astype(np.float32)).astype(np.float64)
+    else:
+        both = (snap.vectors @ np.stack([mean, offset], axis=1).astype(np.float32))
+        dots, with_offset = both[:, 0].astype(np.float64), both[:, 1].astype(np.float64)
     norms = np.sqrt(np.maximum(sums.squares - 2 * dots + mean @ mean, 0.0))
     norms[norms == 0] = 1.0
-    return Centred(mean, dots, norms)
+    return Centred(mean, dots, norms, with_offset)
 
 
 @dataclass(frozen=True)

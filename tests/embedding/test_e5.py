@@ -158,3 +158,8 @@ def test_the_recorded_calibration_is_what_both_models_measure(e5: E5Embedder) ->
             for anchor in ("unrelated", "related"):
                 assert entry["anchors"][side][anchor] == pytest.approx(
                     recorded[name]["anchors"][side][anchor], abs=2e-4)
+        if "query_offset" in recorded[name]:
+            assert entry["query_offset"] == pytest.approx(recorded[name]["query_offset"],
+                                                          abs=2e-4)
+        else:
+            assert "query_offset" not in entry

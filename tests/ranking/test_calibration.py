@@ -29,6 +29,7 @@ def test_the_reference_model_keeps_todays_constants_exactly() -> None:
     calibration = load_calibration(MODELS / REFERENCE_MODEL)
     assert calibration.identity
     assert calibrated(RankingConfig(), calibration) == RankingConfig()
+    assert calibration.query_offset is None and RankingConfig().query_offset is None
     assert calibration.similar_threshold(SIMILAR_THRESHOLD) == SIMILAR_THRESHOLD
     # the reference's anchors, mapped through its own entry, also give the constants back
     entries = json.loads((MODELS / CALIBRATION_NAME).read_text())
@@ -51,6 +52,19 @@ def test_e5_thresholds_come_from_its_recorded_anchors() -> None:
     query = entries["multilingual-e5-small"]["anchors"]["query"]
     assert calibration.map("query", entries[REFERENCE_MODEL]["anchors"]["query"]["unrelated"]) \
         == round(query["unrelated"], 4)
+
+
+def test_e5_ranks_with_its_recorded_query_offset() -> None:
+    entries = json.loads((MODELS / CALIBRATION_NAME).read_text())
+    recorded = entries["multilingual-e5-small"]["query_offset"]
+    assert "query_offset" not in entries[REFERENCE_MODEL]
+    calibration = load_calibration(E5)
+    assert calibration.query_offset == tuple(recorded) and len(recorded) == 384
+    assert calibrated(RankingConfig(), calibration).query_offset == tuple(recorded)
+    given = RankingConfig(query_offset=None)  # set explicitly: taken as given
+    assert calibrated(given, calibration).query_offset is None
+    # an offset alone is a calibration: not the identity
+    assert not Calibration("m", {}, (0.1, 0.2)).identity
 
 
 def test_explicit_and_switched_off_thresholds_are_left_alone() -> None:

@@ -144,8 +144,10 @@ def reference_scores(
     share = config.centering * snap.count / (snap.count + config.centering_items)
     mean = share * x.mean(axis=0)
     centred = x - mean
-    semantic = centred @ (q - mean) / (
-        np.linalg.norm(centred, axis=1) * np.linalg.norm(q - mean))
+    # the model's query offset: the queries' own common point, removed from the query alone
+    offset = share * np.asarray(config.query_offset or np.zeros(x.shape[1]), np.float64)
+    semantic = centred @ (q - mean - offset) / (
+        np.linalg.norm(centred, axis=1) * np.linalg.norm(q - mean - offset))
     texts = [it.text for it in snap.items]
     raw, _ = Bm25Index.build(texts, config.bm25_k1, config.bm25_b,
                              stemming=config.stemming).scores(query)
@@ -164,6 +166,8 @@ CONFIGS = [
     COSINE_ONLY,
     RankingConfig(centering=0.5, centering_items=0.0, lexical_weight=0.7, recency_weight=0.1,
                   stemming=False),
+    RankingConfig(query_offset=tuple(
+        0.2 * np.random.default_rng(5).normal(size=32) / np.sqrt(32))),
 ]
 
 
