@@ -57,7 +57,9 @@ class Cut:
 
 
 def _shape(role: str, texts: Sequence[str]) -> str:
-    return role + "\x00" + "\x1f".join(texts)
+    # The pieces' characters without whitespace: the message's own, however it was cut (a
+    # session stored before the cutter changed is still known).
+    return role + "\x00" + "".join("".join(t.split()) for t in texts)
 
 
 def known(pieces: Sequence[Item], alive: rules.Alive) -> dict[str, list[int]]:

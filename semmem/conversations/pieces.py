@@ -34,9 +34,9 @@ SESSION = "session"  # the keyed space of conversation sessions
 ROLE, AT, MESSAGE, PART, DIGEST = "role", "at", "message", "part", "digest"
 SHOWN = (ROLE, AT, MESSAGE, PART)  # what ``Item.piece`` shows beside the session
 
-TARGET_CHARS = 360  # a 1 KB budget holds two or three pieces, 2 KB five or so
-MAX_CHARS = 640
-MIN_CHARS = 80  # a last piece shorter than this joins the one before, when both fit
+TARGET_CHARS = 220  # a 1 KB budget holds four pieces with their line heads, 2 KB eight
+MAX_CHARS = 400
+MIN_CHARS = 60  # a last piece shorter than this joins the one before, when both fit
 
 # After end punctuation (and closing quotes or brackets) and whitespace, or at line breaks.
 _SENTENCE = re.compile(r"(?<=[.!?\u2026\u3002\uff01\uff1f])[\"'\u201d\u2019)\]]*[ \t]+|\n+")

@@ -87,7 +87,7 @@ class RankingConfig(BaseSettings):
                     "input (relative to the best message)",
     )
     message_share: float = Field(
-        0.5, ge=0, le=1,
+        0.8, ge=0, le=1,
         description="share of the gap to the best-scoring piece of the same message added to "
                     "a piece (1 = every piece of a message scores as its best one)",
     )

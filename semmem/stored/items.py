@@ -37,6 +37,9 @@ if TYPE_CHECKING:
 
 SPACE = "store"  # the keyed space of store items
 EMBED_BATCH = 64
+# A value's texts are cut like a message but into larger pieces (target, limit, least, in
+# characters): a search scores an item by its best piece, and no budget packs these lines.
+VALUE_PIECES = (360, 640, 80)
 ENTRIES = "stored:entries"  # a snapshot's items, as searches read them (``ItemSet.cached``)
 
 
@@ -153,7 +156,7 @@ class StoreItems:
         addresses_ = {key: Address.of(SPACE, key) for key in last}
         bodies: dict[str, list[str]] = {}
         for p in last.values():
-            pieces = [piece for t in p.texts for piece in cut(t)]
+            pieces = [piece for t in p.texts for piece in cut(t, *VALUE_PIECES)]
             bodies[p.key] = pieces or [p.key]
         flat = [t for texts in bodies.values() for t in texts]
         vectors: list[np.ndarray] = []

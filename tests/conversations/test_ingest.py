@@ -45,3 +45,24 @@ async def test_a_scoped_ingest_stamps_its_scope_and_dedupes_within_it(memory: Me
     assert [e["metadata"] for e in found["items"]] == [{"team": "red"}]
     again = await talk.ingest("p", S, says("Standup at nine."), scope=blue)
     assert again["items"] == one["items"]
+
+
+def test_a_message_held_in_pieces_cut_another_way_is_still_known() -> None:
+    # A session restored or imported from a store whose cutter made other pieces (and whose
+    # secret keyed other digests) still knows the message by its characters.
+    from semmem.conversations.ingest import Cut, known
+    from semmem.conversations.pieces import cut
+    from semmem.items import Item
+
+    text = " ".join(f"On day {i} I walked {i} miles along the river." for i in range(30))
+    before = cut(text, 360, 640, 80)
+    assert before != cut(text)  # the cutters differ: otherwise this shows nothing
+    held = known([Item(n, t, 0, 0, 1, n, "m", {"piece": {"role": "user", "message": 0,
+                                                          "part": n - 1}})
+                  for n, t in enumerate(before, 1)], lambda item: True)
+    again = Cut(Message("user", text, 0), "another-stores-digest", tuple(cut(text)))
+    assert [held[k] for k in again.keys if k in held] == [list(range(1, len(before) + 1))]
+    other = Cut(Message("user", text + " And back.", 0), "x", tuple(cut(text + " And back.")))
+    assert not any(k in held for k in other.keys)
+    said_by_other = Cut(Message("assistant", text, 0), "x", tuple(cut(text)))
+    assert not any(k in held for k in said_by_other.keys)
