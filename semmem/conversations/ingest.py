@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -39,6 +40,9 @@ if TYPE_CHECKING:
 
 CHUNK_PIECES = 2048  # pieces per commit
 EMBED_BATCH = 128  # pieces per model call: other callers' queries run in between
+# Words and punctuation marks: what a model's tokenizer counts at least once each, so texts
+# sorted by it pad a batch far less than texts sorted by characters (a long word is one).
+_TOKENS = re.compile(r"\w+|[^\w\s]")
 
 
 @dataclass(frozen=True)
@@ -193,9 +197,10 @@ class Conversations:
         raise Unavailable("the session kept changing under this ingest; retry it")
 
     async def _embed(self, texts: list[str], vectors: dict[str, np.ndarray]) -> None:
-        """Vectors of ``texts`` not yet in ``vectors``, in batches sorted by length (little
-        padding), one model call per batch."""
-        wanted = sorted({t for t in texts if t not in vectors}, key=len)
+        """Vectors of ``texts`` not yet in ``vectors``, in batches sorted by their words and
+        marks (about the model's tokens: little padding), one model call per batch."""
+        wanted = sorted({t for t in texts if t not in vectors},
+                        key=lambda t: (len(_TOKENS.findall(t)), len(t), t))
         for start in range(0, len(wanted), EMBED_BATCH):
             batch = wanted[start:start + EMBED_BATCH]
             found = await self.memory.model.embed(batch)
