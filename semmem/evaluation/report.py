@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from typing import Any
 
 from semmem.evaluation.metrics import KS, BudgetMetrics
 from semmem.evaluation.runner import Report
+from semmem.ranking.config import RankingConfig
 
 _PER_BUDGET: list[tuple[str, Callable[[BudgetMetrics], float], str]] = [
     ("gold recall within budget (%)", lambda m: 100 * m.gold_recall, "{:7.1f}"),
@@ -20,6 +22,14 @@ _PER_BUDGET: list[tuple[str, Callable[[BudgetMetrics], float], str]] = [
     ("bytes rendered (mean)", lambda m: m.used_bytes, "{:7.0f}"),
 ]
 
+
+def _knobs(config: RankingConfig) -> dict[str, Any]:
+    """The knobs for one line: a model's query offset (384 numbers) by its length."""
+    knobs = config.model_dump()
+    offset = knobs.get("query_offset")
+    if offset is not None:
+        knobs["query_offset"] = f"|δ| {math.sqrt(sum(x * x for x in offset)):.3f}"
+    return knobs
 
 def render_text(report: Report) -> str:
     """The comparison as aligned plain-text tables, one block per metric."""
@@ -35,7 +45,7 @@ def render_text(report: Report) -> str:
         + ("Memory.recall on a temporary LanceDB store" if report.through_store else "in memory")
         + ("" if report.identical is None else
            f" (in-memory path {'identical' if report.identical else 'DIFFERS'})"),
-        f"ranking: {json.dumps(report.config.model_dump(), separators=(',', ':'))}",
+        f"ranking: {json.dumps(_knobs(report.config), separators=(',', ':'), ensure_ascii=False)}",
     ]
     head = " " * width + "".join(f"{b:>7}" for b in report.budgets)
     for title, get, fmt in _PER_BUDGET:

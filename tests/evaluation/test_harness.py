@@ -85,3 +85,16 @@ def test_eval_cli_bad_dataset_is_one_error_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["eval", "--dataset", str(bad)])
     assert result.exit_code == 1
     assert "bad.jsonl:1: 'id' must be a non-empty string" in result.output
+
+
+def test_the_table_shows_a_query_offset_by_its_length_and_the_json_whole() -> None:
+    from semmem.evaluation.report import render_json, render_text
+
+    embedder = HashingEmbedder()
+    offset = tuple([0.0] * (embedder.dim - 1) + [0.25])
+    report = Evaluation(load_dataset(SMALL_SET), embedder).compare(
+        RankingConfig(query_offset=offset))
+    ranking = next(line for line in render_text(report).splitlines()
+                   if line.startswith("ranking: "))
+    assert '"query_offset":"|δ| 0.250"' in ranking and len(ranking) < 2000
+    assert json.loads(render_json(report))["ranking"]["query_offset"] == list(offset)
