@@ -92,33 +92,28 @@ class Ranker:
         if share <= 0:
             return cosine
         query = query_vec.reshape(-1).astype(np.float64)
-        if cfg.query_offset is not None:
-            return self._offset_semantic(snap, query, cosine, share, cfg.query_offset)
-        c = snap.cached(f"centred:{share!r}", lambda s: centred(s, share))
+        offset = cfg.query_offset
+        if offset is None:
+            c = snap.cached(f"centred:{share!r}", lambda s: centred(s, share))
+        else:  # each row's dot product with δ too, in the same pass over the vectors
+            delta = np.asarray(offset, np.float64)
+            c = snap.cached(f"centred:{share!r}:offset:{hash(offset)}",
+                            lambda s: centred(s, share, delta))
         # (v − μ)·(q − μ) = v·q − v·μ − q·μ + μ·μ: only the plain cosine is O(n·dim).
         q_mean = float(query @ c.mean)
         mean_sq = float(c.mean @ c.mean)
-        q_norm = float(np.sqrt(max(float(query @ query) - 2 * q_mean + mean_sq, 0.0))) or 1.0
         dots = cosine - c.item_dot_mean - q_mean + mean_sq
-        out: npt.NDArray[np.float32] = (dots / (c.norms * q_norm)).astype(np.float32)
-        return out
-
-    def _offset_semantic(
-        self, snap: ItemSet, query: npt.NDArray[np.float64], cosine: npt.NDArray[np.float32],
-        share: float, offset: tuple[float, ...],
-    ) -> npt.NDArray[np.float32]:
-        """The centred cosine with the model's query offset δ removed from the query too:
-        cos(q − μ' − s·δ, v − μ') (``semmem.ranking.calibration``)."""
-        delta = np.asarray(offset, np.float64)
-        c = snap.cached(f"centred:{share!r}:offset:{hash(offset)}",
-                        lambda s: centred(s, share, delta))
-        assert c.item_dot_offset is not None
-        o = share * delta
-        mu = c.mean
-        # (v − μ')·(q − μ' − o) = v·q − v·μ' − v·o − q·μ' + μ'·μ' + μ'·o
-        dots = (cosine - c.item_dot_mean - share * c.item_dot_offset
-                - float(query @ mu) + float(mu @ mu) + float(mu @ o))
-        q_norm = float(np.linalg.norm(query - mu - o)) or 1.0
+        q_sq = float(query @ query) - 2 * q_mean + mean_sq  # |q − μ|²
+        if offset is not None:
+            # The model's query offset o = share·δ leaves the query as well
+            # (``semmem.ranking.calibration``): (v − μ)·(q − μ − o) adds −v·o + μ·o, and
+            # |q − μ − o|² = |q − μ|² − 2(q − μ)·o + o·o.
+            assert c.item_dot_offset is not None
+            o = share * delta
+            mean_o = float(c.mean @ o)
+            dots = dots - share * c.item_dot_offset + mean_o
+            q_sq += -2 * (float(query @ o) - mean_o) + float(o @ o)
+        q_norm = float(np.sqrt(max(q_sq, 0.0))) or 1.0
         out: npt.NDArray[np.float32] = (dots / (c.norms * q_norm)).astype(np.float32)
         return out
 
