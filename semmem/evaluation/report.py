@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable
 from typing import Any
 
 from semmem.evaluation.metrics import KS, BudgetMetrics
 from semmem.evaluation.runner import Report
+from semmem.ranking.calibration import offset_length
 from semmem.ranking.config import RankingConfig
 
 _PER_BUDGET: list[tuple[str, Callable[[BudgetMetrics], float], str]] = [
@@ -26,10 +26,10 @@ _PER_BUDGET: list[tuple[str, Callable[[BudgetMetrics], float], str]] = [
 def _knobs(config: RankingConfig) -> dict[str, Any]:
     """The knobs for one line: a model's query offset (384 numbers) by its length."""
     knobs = config.model_dump()
-    offset = knobs.get("query_offset")
-    if offset is not None:
-        knobs["query_offset"] = f"|δ| {math.sqrt(sum(x * x for x in offset)):.3f}"
+    if config.query_offset is not None:
+        knobs["query_offset"] = offset_length(config.query_offset)
     return knobs
+
 
 def render_text(report: Report) -> str:
     """The comparison as aligned plain-text tables, one block per metric."""

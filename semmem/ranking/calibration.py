@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,8 +88,13 @@ class Calibration:
         out = "; ".join(f"{side} " + ", ".join(f"{x:.3f}→{y:.3f}" for x, y in pts[:-1])
                         for side, pts in self.points.items())
         if self.query_offset is not None:
-            out += f"; query offset |δ| {float(np.linalg.norm(self.query_offset)):.3f}"
+            out += f"; query offset {offset_length(self.query_offset)}"
         return out
+
+
+def offset_length(offset: Sequence[float]) -> str:
+    """A query offset as its length (``|δ| 0.263``): what a line shows of its 384 numbers."""
+    return f"|δ| {float(np.linalg.norm(np.asarray(offset, np.float64))):.3f}"
 
 
 def calibrated(config: RankingConfig, calibration: Calibration,

@@ -46,11 +46,6 @@ _ASKS_RECENT = re.compile(
     r"friday|saturday|sunday)\b",
     re.IGNORECASE,
 )
-
-
-def asks_assistant(text: str) -> bool:
-    """Whether ``text`` asks about what the assistant said in a conversation."""
-    return _ASKS_ASSISTANT.search(text) is not None
 # Asking for several things at once, to count, add up or set side by side ("how many plants",
 # "the total amount", "both"): their turns are usually in different sessions.
 _ASKS_SEVERAL = re.compile(
@@ -58,6 +53,11 @@ _ASKS_SEVERAL = re.compile(
     r"|\bboth\b",
     re.IGNORECASE,
 )
+
+
+def asks_assistant(text: str) -> bool:
+    """Whether ``text`` asks about what the assistant said in a conversation."""
+    return _ASKS_ASSISTANT.search(text) is not None
 
 
 def asks_recent(text: str) -> bool:
