@@ -102,8 +102,12 @@ async def test_token_sees_only_its_partition(server: ServerProcess) -> None:
             assert all("4711" not in getattr(c, "text", "") for c in read.contents)
 
 
-def test_tool_calls_counted_in_metrics(server: ServerProcess) -> None:
-    """MCP tool calls show in /metrics under operation "mcp", by tool and status."""
+async def test_tool_calls_counted_in_metrics(server: ServerProcess) -> None:
+    """MCP tool calls show in /metrics under operation "mcp", by tool and status (the calls
+    made here, so the test stands alone)."""
+    async with http_client(_url(server), "bob-reader-0000000") as reader:
+        ok(await reader.call_tool("recall", {"text": ""}))
+        error(await reader.call_tool("remember", {"text": "Bob counts."}), "forbidden")
     metrics = httpx.get(server.url + "/metrics", timeout=30).text
     assert 'semmem_requests_total{operation="mcp",status="200",tool="recall"}' in metrics
     assert 'semmem_requests_total{operation="mcp",status="403",tool="remember"}' in metrics
