@@ -130,9 +130,8 @@ async def ingest_http(client: Any, ds: Dataset, done: set[str], marker: Path) ->
         if partition in done:
             continue
         for i, s in enumerate(sessions):  # a haystack may hold one session id twice
-            # The door refuses a blank message (422): the data holds a few, with nothing to find.
-            messages = [{"role": t.role, "content": t.content, "at": s.at}
-                        for t in s.turns if t.content.strip()]
+            # Sent as the data holds them: a blank message (a few) is taken and stores nothing.
+            messages = [{"role": t.role, "content": t.content, "at": s.at} for t in s.turns]
             if not messages:
                 continue
             body = {"version": 1, "operationId": f"{partition}/{i}", "partition": partition,

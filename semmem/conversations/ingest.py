@@ -122,8 +122,8 @@ class Conversations:
 
         Returns:
             ``{"status": "stored", "sessionId", "items": [[n, …] per message], "count"}``:
-            each message's piece numbers (a message already held answers its own) and the
-            partition's live count.
+            each message's piece numbers (a message already held answers its own; one with no
+            text, ``[]``) and the partition's live count.
         Raises:
             IdempotencyMismatch: ``op``'s id was used for another request.
             DeadlineExceeded, Unavailable, QuotaExceeded.
@@ -225,6 +225,9 @@ def _decider(session: Address, chunk: list[Cut], before: list[list[int]],
         n, now, rows = view.hwm, now_ms(), []
         items = [list(numbers) for numbers in before]
         for c in chunk:
+            if not c.pieces:  # a message with no text: nothing to store or to know it by
+                items.append([])
+                continue
             found = _found(held, c)
             if found is not None:
                 items.append(found)

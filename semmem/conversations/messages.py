@@ -78,8 +78,9 @@ def message(raw: Any, index: int, now: int) -> Message:
     """One message of a request.
 
     Raises:
-        InvalidArguments: not ``{"role", "content", "at"?}``; a blank role or content, a
-            role over 64 characters or with control characters, an ``at`` not ISO 8601.
+        InvalidArguments: not ``{"role", "content", "at"?}``; a blank role, a role over 64
+            characters or with control characters, a content neither text nor null, an ``at``
+            not ISO 8601. (A blank or null content is a message with nothing to store.)
     """
     where = {"message": index}
     if not isinstance(raw, dict):
@@ -92,9 +93,12 @@ def message(raw: Any, index: int, now: int) -> Message:
     if not role or len(role) > MAX_ROLE_CHARS or any(ord(c) < 0x20 for c in role):
         raise InvalidArguments(f"messages[{index}].role must be 1-{MAX_ROLE_CHARS} characters "
                                "without control characters", where)
-    content = trim(_text(raw.get("content"), f"messages[{index}].content", index))
-    if not content:
-        raise InvalidArguments(f"messages[{index}].content must not be empty or blank", where)
+    # A message with no text (an assistant turn that only called a tool: blank, or null as
+    # chat exports write it) is taken and stores nothing: a conversation that holds one
+    # is not refused for it.
+    raw_content = raw.get("content")
+    content = "" if raw_content is None else \
+        trim(_text(raw_content, f"messages[{index}].content", index))
     at = raw.get("at")
     if at is None:
         return Message(role, content, now)

@@ -71,6 +71,6 @@ def test_ingest_a_jsonl_then_list_show_export_import_check_and_forget(tmp_path: 
     assert len(gone["forgotten"]) == len(shown["messages"][0]["items"]) + 1
     assert [s["sessionId"] for s in cli(data, "sessions", "list", "-p", "alice")] == ["s2"]
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"sessionId": "s", "role": "user", "content": "  "}\n')
+    bad.write_text('{"sessionId": "s", "role": "user", "content": "hi", "at": "soon"}\n')
     done = cli(data, "ingest", "-p", "alice", str(bad), ok=False)
     assert done.returncode == 1 and "bad.jsonl:1" in done.stderr and done.stdout == ""

@@ -113,6 +113,24 @@ def test_appending_to_a_session_never_stores_a_message_twice(c: httpx.Client) ->
     assert other["count"] == 6
 
 
+def test_a_message_with_no_text_is_taken_and_stores_nothing(c: httpx.Client) -> None:
+    """A blank or null content (an assistant turn that only called a tool) answers ``[]``; the
+    rest of the conversation is stored, and the empty message is neither a line nor a piece."""
+    turns = [msg("user", "Book the table at Luigi's for eight."), msg("assistant", "   "),
+             {"role": "assistant", "content": None, "at": "2023-05-20T10:00:00Z"},
+             msg("assistant", "Booked: Luigi's, eight people, 7 pm.")]
+    stored = ingest(c, body("p-blank", "s1", turns, op="b1")).json()
+    assert stored["items"][1:3] == [[], []] and stored["count"] == 2
+    assert all(len(stored["items"][i]) == 1 for i in (0, 3))
+    again = ingest(c, body("p-blank", "s1", turns, op="b2")).json()
+    assert again["items"] == stored["items"] and again["count"] == 2
+    found = send(c, tool("search", {"query": "Luigi's table", "limit": 10},
+                         partition="p-blank")).json()["result"]["items"]
+    assert sorted(e["n"] for e in found) == [stored["items"][0][0], stored["items"][3][0]]
+    lines = send(c, recall("Luigi's table", partition="p-blank")).json()["text"].splitlines()
+    assert len(lines) == 2 and all(line.split("] ", 1)[1].strip() for line in lines)
+
+
 def test_refusals_use_the_contract_envelope(c: httpx.Client, server: ServerProcess) -> None:
     ok = body("p-refused", "s1", [msg("user", "hello there")])
     assert_error(ingest(c, ok, token="wrong-token-0000000000"), 401, "unauthorized")
@@ -123,7 +141,7 @@ def test_refusals_use_the_contract_envelope(c: httpx.Client, server: ServerProce
     assert_error(ingest(c, {**ok, "version": 2}), 400, "invalid_request")
     assert_error(ingest(c, {**ok, "sessionId": ""}), 400, "invalid_request")
     assert_error(ingest(c, {**ok, "messages": []}), 400, "invalid_request")
-    bad = assert_error(ingest(c, {**ok, "messages": [msg("user", "x"), msg("user", "  ")]}),
+    bad = assert_error(ingest(c, {**ok, "messages": [msg("user", "x"), msg("  ", "hi")]}),
                        422, "invalid_arguments")
     assert bad["details"] == {"message": 1}
     assert_error(ingest(c, {**ok, "messages": [msg("user", "x", at="yesterday")]}),

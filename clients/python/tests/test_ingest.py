@@ -35,7 +35,7 @@ def test_ingest_stores_pieces_that_search_shows_with_their_session(client: Clien
     again = client.ingest(partition, "chat-1", [*CHAT, {"role": "user", "content": "Thanks"}])
     assert again["items"] == [[1], [2], [3]] and again["count"] == 3
     with pytest.raises(InvalidArguments):
-        client.ingest(partition, "chat-1", [{"role": "user", "content": " "}])
+        client.ingest(partition, "chat-1", [{"role": " ", "content": "Hello"}])
 
 
 def test_a_lost_reply_is_replayed_not_stored_twice(proxy: Proxy, proxied: Client,
