@@ -47,6 +47,17 @@ async def test_a_scoped_ingest_stamps_its_scope_and_dedupes_within_it(memory: Me
     assert again["items"] == one["items"]
 
 
+async def test_a_bulk_import_takes_a_message_with_no_text_and_stores_nothing_for_it(
+        memory: Memory) -> None:
+    talk = Conversations(memory)
+    other = Address.of(SESSION, "t")
+    results = await talk.ingest_many("p", [(S, says("Lunch at noon.", "", "See you there.")),
+                                           (other, says(""))])
+    assert [r["items"] for r in results] == [[[1], [], [2]], [[]]]
+    assert results[-1]["count"] == 2
+    assert (await memory.store.snapshot("p")).count == 2
+
+
 def test_a_message_held_in_pieces_cut_another_way_is_still_known() -> None:
     # A session restored or imported from a store whose cutter made other pieces (and whose
     # secret keyed other digests) still knows the message by its characters.
