@@ -79,8 +79,9 @@ def message(raw: Any, index: int, now: int) -> Message:
 
     Raises:
         InvalidArguments: not ``{"role", "content", "at"?}``; a blank role, a role over 64
-            characters or with control characters, a content neither text nor null, an ``at``
-            not ISO 8601. (A blank or null content is a message with nothing to store.)
+            characters or with control characters, a content missing or neither text nor null,
+            an ``at`` not ISO 8601. (A blank or null content is a message with nothing to
+            store.)
     """
     where = {"message": index}
     if not isinstance(raw, dict):
@@ -96,7 +97,9 @@ def message(raw: Any, index: int, now: int) -> Message:
     # A message with no text (an assistant turn that only called a tool: blank, or null as
     # chat exports write it) is taken and stores nothing: a conversation that holds one
     # is not refused for it.
-    raw_content = raw.get("content")
+    if "content" not in raw:
+        raise InvalidArguments(f"messages[{index}].content is required (null or text)", where)
+    raw_content = raw["content"]
     content = "" if raw_content is None else \
         trim(_text(raw_content, f"messages[{index}].content", index))
     at = raw.get("at")

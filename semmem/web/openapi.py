@@ -144,7 +144,7 @@ def ingest_openapi() -> dict[str, Any]:
                 "type": "object",
                 "properties": {"role": {"type": "string", "minLength": 1,
                                         "maxLength": MAX_ROLE_CHARS},
-                               "content": {"type": "string", "minLength": 1},
+                               "content": {"type": ["string", "null"]},
                                "at": {"type": "string", "format": "date-time"}},
                 "required": ["role", "content"], "additionalProperties": False}},
             "deadlineAt": {"type": "string", "format": "date-time"},

@@ -146,6 +146,9 @@ def test_refusals_use_the_contract_envelope(c: httpx.Client, server: ServerProce
     assert bad["details"] == {"message": 1}
     assert_error(ingest(c, {**ok, "messages": [msg("user", "x", at="yesterday")]}),
                  422, "invalid_arguments")
+    missing = assert_error(ingest(c, {**ok, "messages": [{"role": "user"}]}),
+                           422, "invalid_arguments")
+    assert "content is required" in missing["message"]
     assert_error(send(c, b"{not json", {**AUTH, **JSON}, path="/ingest"), 400,
                  "invalid_request")
     huge = json.dumps(body("p-refused", "s1", [msg("user", "word " * 900_000)])).encode()
