@@ -1,7 +1,7 @@
 """Conversations in, the relevant turn out (issue 47): recall of evidence turns within a budget.
 
     .venv/bin/python benchmarks/conversations.py [--dataset longmemeval|locomo|both]
-        [--limit N] [--budgets 1024,2048,4096] [--data DIR] [--in-process]
+        [--limit N] [--budgets 1024,2048,4096] [--data DIR] [--in-process] [--model NAME]
 
 For each LongMemEval-S dev question (``/work/shared/data/longmemeval-dev``: its own ~490-turn
 haystack) and each LoCoMo dev conversation (``locomo-dev``: raw dialogs, category 5 skipped), the
@@ -21,8 +21,9 @@ gave. Reported per question type and overall:
 ``--data DIR`` keeps the server's store there: a second run with the same ``DIR`` ingests only
 partitions it does not hold yet (rank again without embedding again). ``--in-process`` skips the
 server: pieces cut here, embedded through the evaluation cache (``$SEMMEM_EVAL_CACHE``, outside
-the repository), ranked with ``semmem.results`` directly (for tuning). The data never enters the
-repository.
+the repository), ranked with ``semmem.results`` directly (for tuning). ``--model NAME`` runs
+it all with another bundled model (a folder of ``models/``; the server as ``SEMMEM_MODEL``,
+the ranking calibrated to it as a server does). The data never enters the repository.
 """
 
 from __future__ import annotations
@@ -52,8 +53,10 @@ from benchmarks.conversation_sets import (
     report,
 )
 from semmem.conversations.pieces import cut
-from semmem.evaluation.embeddings import model_embedder
+from semmem.evaluation.embeddings import DiskCachedEmbedder, model_embedder
 from semmem.items import Item, Vectors
+from semmem.ranking.calibration import calibrated, load_calibration
+from semmem.ranking.config import RankingConfig
 from semmem.ranking.lexical import Bm25Index
 from semmem.ranking.packing import pack
 from semmem.ranking.ranker import Ranker
@@ -170,13 +173,14 @@ async def ask_http(client: Any, q: Question, budgets: Sequence[int]) -> Answer:
     return Answer(texts, top)
 
 
-async def stored_sets(data: Path, partitions: Iterable[str]) -> dict[str, ItemSet]:
+async def stored_sets(data: Path, partitions: Iterable[str], model: Path = MODEL
+                      ) -> dict[str, ItemSet]:
     """Each partition's live pieces and vectors, read from the (stopped) server's store."""
     from semmem.settings import Settings
     from semmem.wiring import make_store
 
-    embedder = model_embedder(MODEL)
-    store = make_store(Settings(data=str(data)), embedder)
+    embedder = model_embedder(model)
+    store = make_store(Settings(data=str(data), model=model), embedder)
     await store.open(check_model=False)
     try:
         out = {}
@@ -191,9 +195,11 @@ async def stored_sets(data: Path, partitions: Iterable[str]) -> dict[str, ItemSe
 # --- the run ---------------------------------------------------------------------------------
 
 def score_all(ds: Dataset, sets: dict[str, ItemSet], embed: Callable[[list[str]], Vectors],
-              budgets: Sequence[int], semmem: list[Answer] | None) -> dict[str, list[Answer]]:
-    """Baselines (and semmem in-process, or compared with ``semmem`` from HTTP)."""
-    ranker = Ranker()
+              budgets: Sequence[int], semmem: list[Answer] | None, model: Path = MODEL
+              ) -> dict[str, list[Answer]]:
+    """Baselines (and semmem in-process, or compared with ``semmem`` from HTTP); ``embed``
+    embeds the questions (as the model embeds a search)."""
+    ranker = Ranker(calibrated(RankingConfig.defaults(), load_calibration(model)))
     qvecs = embed([q.text for q in ds.questions])
     bm25 = {p: Bm25Index.build([it.text for it in s.items]) for p, s in sets.items()}
     here, base = [], []
@@ -209,8 +215,8 @@ def score_all(ds: Dataset, sets: dict[str, ItemSet], embed: Callable[[list[str]]
             "cosine": [b["cosine"] for b in base], "bm25": [b["bm25"] for b in base]}
 
 
-async def run_server(datasets: list[Dataset], data: Path, budgets: Sequence[int]
-                     ) -> dict[str, list[Answer]]:
+async def run_server(datasets: list[Dataset], data: Path, budgets: Sequence[int],
+                     model: Path = MODEL) -> dict[str, list[Answer]]:
     """Ingest and ask over HTTP on a real server; returns semmem's answers per dataset."""
     import httpx
 
@@ -219,7 +225,7 @@ async def run_server(datasets: list[Dataset], data: Path, budgets: Sequence[int]
     marker = data / "ingested.json"
     done = set(json.loads(marker.read_text())) if marker.exists() else set()
     server = ServerProcess(data / "store", model=True, log=data / "server.log",
-                           maintenance_delay_s=None)
+                           maintenance_delay_s=None, env={"SEMMEM_MODEL": str(model)})
     data.mkdir(parents=True, exist_ok=True)
     server.start().wait_ready(300)
     answers = {}
@@ -244,6 +250,8 @@ def main() -> None:
                         help="keep the server's store here (reused by a later run)")
     parser.add_argument("--in-process", action="store_true",
                         help="no server: cut, embed (cached) and rank here")
+    parser.add_argument("--model", default=MODEL.name,
+                        help="the bundled model to run with (a folder of models/)")
     parser.add_argument("--ingested-only", action="store_true",
                         help="only the questions whose partitions --data already holds")
     args = parser.parse_args()
@@ -259,10 +267,12 @@ def main() -> None:
         for ds in datasets:
             ds.questions = [q for q in ds.questions if q.partition in held]
             ds.haystacks = {p: s for p, s in ds.haystacks.items() if p in held}
-    embedder = model_embedder(MODEL)
+    model = MODEL.parent / args.model
+    embedder: DiskCachedEmbedder = model_embedder(model)
     started = time.perf_counter()
     data = args.data or Path(tempfile.mkdtemp(prefix="semmem-conversations-"))
-    served = None if args.in_process else asyncio.run(run_server(datasets, data, budgets))
+    served = None if args.in_process else asyncio.run(run_server(datasets, data, budgets,
+                                                                  model))
     if args.in_process and args.data is None:
         data.rmdir()
     for ds in datasets:
@@ -272,11 +282,11 @@ def main() -> None:
                 items = local_pieces(sessions, embedder.model_id)
                 sets[p] = ItemSet(items, embedder.embed_batch([it.text for it in items]))
         else:
-            sets = asyncio.run(stored_sets(data / "store", ds.haystacks))
+            sets = asyncio.run(stored_sets(data / "store", ds.haystacks, model))
         pieces = sum(s.size for s in sets.values())
         print(f"{ds.name}: {len(sets)} partitions, {pieces} pieces", file=sys.stderr)
-        answers = score_all(ds, sets, embedder.embed_batch, budgets,
-                            None if served is None else served[ds.name])
+        answers = score_all(ds, sets, embedder.embed_queries, budgets,
+                            None if served is None else served[ds.name], model)
         print(report(ds.name, ds.questions, answers, budgets), flush=True)
     where = "" if args.in_process else f"; store {data}"
     print(f"\n({time.perf_counter() - started:.0f} s{where})", file=sys.stderr)
