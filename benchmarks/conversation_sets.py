@@ -57,6 +57,7 @@ class Question:
     partition: str
     evidence: list[Turn]
     sessions: frozenset[str]
+    asked: str | None = None  # when it was asked (ISO 8601), where the data says
 
 
 @dataclass
@@ -98,7 +99,8 @@ def load_longmemeval(folder: Path, limit: int | None) -> Dataset:
         out.haystacks[partition] = sessions
         out.questions.append(Question(data["question_id"], data["question_type"],
                                       data["question"], str(data["answer"]), partition,
-                                      evidence, frozenset(where)))
+                                      evidence, frozenset(where),
+                                      _lme_date(data["question_date"])))
     return out
 
 

@@ -1,7 +1,8 @@
 """Conversations in, the relevant turn out (issue 47): recall of evidence turns within a budget.
 
     .venv/bin/python benchmarks/conversations.py [--dataset longmemeval|locomo|both]
-        [--limit N] [--budgets 1024,2048,4096] [--data DIR] [--in-process] [--model NAME]
+        [--limit N] [--budgets 1024,2048,4096] [--data DIR] [--in-process [--asked-at]]
+        [--model NAME]
 
 For each LongMemEval-S dev question (``/work/shared/data/longmemeval-dev``: its own ~490-turn
 haystack) and each LoCoMo dev conversation (``locomo-dev``: raw dialogs, category 5 skipped), the
@@ -23,7 +24,9 @@ partitions it does not hold yet (rank again without embedding again). ``--in-pro
 server: pieces cut here, embedded through the evaluation cache (``$SEMMEM_EVAL_CACHE``, outside
 the repository), ranked with ``semmem.results`` directly (for tuning). ``--model NAME`` runs
 it all with another bundled model (a folder of ``models/``; the server as ``SEMMEM_MODEL``,
-the ranking calibrated to it as a server does). The data never enters the repository.
+the ranking calibrated to it as a server does). ``--asked-at`` (in process) ranks each
+LongMemEval question as of the date it was asked, which a recall over HTTP cannot: the
+server counts "two weeks ago" from its own clock. The data never enters the repository.
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ from benchmarks.conversation_sets import (
 )
 from semmem.conversations.pieces import cut
 from semmem.evaluation.embeddings import DiskCachedEmbedder, model_embedder
-from semmem.items import Item, Vectors
+from semmem.items import Item, Vectors, parse_iso
 from semmem.ranking.calibration import calibrated, load_calibration
 from semmem.ranking.config import RankingConfig
 from semmem.ranking.lexical import Bm25Index
@@ -194,18 +197,27 @@ async def stored_sets(data: Path, partitions: Iterable[str], model: Path = MODEL
 
 # --- the run ---------------------------------------------------------------------------------
 
+def _at(ms: int) -> Callable[[], int]:
+    """A clock stopped at ``ms``."""
+    return lambda: ms
+
+
 def score_all(ds: Dataset, sets: dict[str, ItemSet], embed: Callable[[list[str]], Vectors],
-              budgets: Sequence[int], semmem: list[Answer] | None, model: Path = MODEL
-              ) -> dict[str, list[Answer]]:
+              budgets: Sequence[int], semmem: list[Answer] | None, model: Path = MODEL,
+              asked_at: bool = False) -> dict[str, list[Answer]]:
     """Baselines (and semmem in-process, or compared with ``semmem`` from HTTP); ``embed``
-    embeds the questions (as the model embeds a search)."""
-    ranker = Ranker(calibrated(RankingConfig.defaults(), load_calibration(model)))
+    embeds the questions (as the model embeds a search); ``asked_at``: semmem in-process
+    ranks each question as of its date, where it has one."""
+    config = calibrated(RankingConfig.defaults(), load_calibration(model))
+    ranker = Ranker(config)
     qvecs = embed([q.text for q in ds.questions])
     bm25 = {p: Bm25Index.build([it.text for it in s.items]) for p, s in sets.items()}
     here, base = [], []
     for q, qvec in zip(ds.questions, qvecs, strict=True):
         snap = sets[q.partition]
-        here.append(in_process(ranker, snap, qvec, q.text, budgets))
+        ranks = Ranker(config, clock=_at(parse_iso(q.asked))) if asked_at and q.asked \
+            else ranker
+        here.append(in_process(ranks, snap, qvec, q.text, budgets))
         base.append(baselines(snap, qvec, q.text, budgets, bm25[q.partition]))
     if semmem is not None:
         same = sum(a.texts == b.texts for a, b in zip(semmem, here, strict=True))
@@ -250,11 +262,15 @@ def main() -> None:
                         help="keep the server's store here (reused by a later run)")
     parser.add_argument("--in-process", action="store_true",
                         help="no server: cut, embed (cached) and rank here")
+    parser.add_argument("--asked-at", action="store_true",
+                        help="with --in-process: rank each question as of the date it was asked")
     parser.add_argument("--model", default=MODEL.name,
                         help="the bundled model to run with (a folder of models/)")
     parser.add_argument("--ingested-only", action="store_true",
                         help="only the questions whose partitions --data already holds")
     args = parser.parse_args()
+    if args.asked_at and not args.in_process:
+        parser.error("--asked-at needs --in-process: a server counts from its own clock")
     budgets = [int(b) for b in args.budgets.split(",")]
     datasets = []
     if args.dataset in ("longmemeval", "both"):
@@ -286,7 +302,7 @@ def main() -> None:
         pieces = sum(s.size for s in sets.values())
         print(f"{ds.name}: {len(sets)} partitions, {pieces} pieces", file=sys.stderr)
         answers = score_all(ds, sets, embedder.embed_queries, budgets,
-                            None if served is None else served[ds.name], model)
+                            None if served is None else served[ds.name], model, args.asked_at)
         print(report(ds.name, ds.questions, answers, budgets), flush=True)
     where = "" if args.in_process else f"; store {data}"
     print(f"\n({time.perf_counter() - started:.0f} s{where})", file=sys.stderr)

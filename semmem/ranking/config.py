@@ -100,6 +100,12 @@ class RankingConfig(BaseSettings):
     spread_lines: int = Field(
         3, ge=0, le=100, description="how many of the first lines session_spread reorders"
     )
+    window_weight: float = Field(
+        0.3, ge=0,
+        description="added to a conversation piece said inside the time the input names "
+        "relative to now ('two weeks ago', 'last Saturday', 'last month', 'in February'; "
+        "English cues)",
+    )
     recent_weight: float = Field(
         0.0, ge=0,
         description="weight of a piece's recency (relative to the newest piece) when the input "
@@ -158,5 +164,5 @@ class RankingConfig(BaseSettings):
             "relative_floor": None, "dedupe_threshold": 1.01, "candidates": 1_000_000,
             "time_weight": 0.0, "assistant_weight": 0.0, "session_weight": 0.0,
             "message_weight": 0.0, "message_share": 0.0, "recent_weight": 0.0,
-            "session_spread": 0.0,
+            "session_spread": 0.0, "window_weight": 0.0,
         })

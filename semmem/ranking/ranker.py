@@ -22,13 +22,14 @@ facts (``relevance_model``) rather than in rank order. Every knob is a
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from semmem.items import Item, Vectors
+from semmem.items import Item, Vectors, now_ms
+from semmem.ranking.calendar import inside, windows
 from semmem.ranking.config import RankingConfig as RankingConfig
 from semmem.ranking.cues import (
     asks_assistant,
@@ -79,10 +80,13 @@ def _item_of(s: Scored) -> Item:
 class Ranker:
     """Scores a snapshot's items against a query."""
 
-    def __init__(self, config: RankingConfig | None = None) -> None:
+    def __init__(self, config: RankingConfig | None = None,
+                 clock: Callable[[], int] = now_ms) -> None:
         """Rank with ``config``, or with the tuned defaults (``SEMMEM_RANKING_*`` are read at
-        start-up, by ``semmem.wiring``, not here)."""
+        start-up, by ``semmem.wiring``, not here); ``clock``: now, in epoch ms, that "two weeks
+        ago" counts from (the wall clock; a benchmark's question gives its own date)."""
         self.config = config or RankingConfig.defaults()
+        self.clock = clock
 
     def _semantic(
         self, snap: ItemSet, query_vec: Vectors, cosine: npt.NDArray[np.float32]
@@ -193,6 +197,8 @@ class Ranker:
                                   (cfg.message_weight, turns.message)):
                 if weight > 0:
                     out += weight * grouped_evidence(codes, evidence) * lifted
+        if cfg.window_weight > 0 and (spans := windows(query, self.clock())):
+            out += cfg.window_weight * (inside(turns.at, spans) & turns.piece)
         if cfg.recent_weight > 0 and asks_recent(query):
             newest = float(turns.at[turns.piece].max())
             age = (newest - turns.at) / (cfg.recent_half_life_days * _DAY_MS)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -129,6 +130,25 @@ def test_a_message_with_no_text_is_taken_and_stores_nothing(c: httpx.Client) -> 
     assert sorted(e["n"] for e in found) == [stored["items"][0][0], stored["items"][3][0]]
     lines = send(c, recall("Luigi's table", partition="p-blank")).json()["text"].splitlines()
     assert len(lines) == 2 and all(line.split("] ", 1)[1].strip() for line in lines)
+
+
+def test_a_question_naming_a_time_gets_what_was_said_then(c: httpx.Client) -> None:
+    """"Two weeks ago" counts from the server's clock: the hike said fourteen days ago comes
+    before the one said in March, which the same question without the date ranks first."""
+    now = datetime.now(UTC)
+    days = {"s-old": 90, "s-new": 14}
+    for session, text in (("s-old", "Alex and I went hiking."),
+                          ("s-new", "Sam and I went hiking in the hills all day.")):
+        when = (now - timedelta(days=days[session])).strftime("%Y-%m-%dT%H:%M:%SZ")
+        ingest(c, body("p-when", session, [msg("user", text, at=when)], op=session))
+
+    def first(question: str) -> str:
+        lines = send(c, recall(question, partition="p-when", max_bytes=4096)).json()["text"]
+        return lines.splitlines()[0]
+
+    assert "Alex" in first("Who did I go hiking with?")  # the positive control
+    assert "Sam" in first("Who did I go hiking with two weeks ago?")
+    assert "Alex" in first("Who did I go hiking with a year ago?")  # nothing said then
 
 
 def test_refusals_use_the_contract_envelope(c: httpx.Client, server: ServerProcess) -> None:

@@ -84,10 +84,12 @@ def test_facts_alone_rank_exactly_as_without_the_piece_terms() -> None:
         "assistant_weight": 0.0, "session_weight": 0.0, "recent_weight": 0.0,
         "message_share": 0.0})
     lit = plain.model_copy(update={"assistant_weight": 0.3, "session_weight": 0.3,
-                                   "recent_weight": 0.3, "message_share": 1.0})
+                                   "recent_weight": 0.3, "message_share": 1.0,
+                                   "window_weight": 0.3})
     q = unit(1, 0.3)
-    a = Ranker(plain).score(snap, q, "what did I drink now, you said")
-    b = Ranker(lit).score(snap, q, "what did I drink now, you said")
+    asked = "what did I drink now, last week, you said"
+    a = Ranker(plain, clock=lambda: 10_000).score(snap, q, asked)
+    b = Ranker(lit, clock=lambda: 10_000).score(snap, q, asked)
     for x, y in zip(a, b, strict=True):
         assert np.array_equal(x, y)
 
@@ -135,6 +137,26 @@ def test_recent_pieces_first_when_the_input_asks_about_now() -> None:
     q = unit(1, 0)
     assert [s.item.n for s in Ranker(cfg).rank(snap, q, "where do I work")] == [1, 2]
     assert [s.item.n for s in Ranker(cfg).rank(snap, q, "where do I work now")] == [2, 1]
+
+
+def test_a_piece_said_in_the_time_the_question_names_comes_first() -> None:
+    # Two hikes, the older one a little closer to the question: "two weeks ago" counted from
+    # the clock lifts the one said then; without a relative date, or with the clock a year
+    # later, the plain order stands. Facts are never lifted.
+    now = 1_685_458_800_000  # 2023-05-30T15:00Z
+    items = [piece(1, "hiked with Alex", "s1", at="2023-03-01T10:00:00Z"),
+             piece(2, "hiked with Sam", "s2", at="2023-05-16T10:00:00Z"), fact(3, "hike")]
+    snap = item_set(items, [unit(1, 0.30), unit(1, 0.33), unit(1, 0.31)])
+    cfg = RankingConfig.plain_cosine().model_copy(update={"window_weight": 0.3})
+    q = unit(1, 0)
+    asked = "Who did I go hiking with two weeks ago?"
+    assert [s.item.n for s in Ranker(cfg, clock=lambda: now).rank(snap, q, asked)] == [2, 1, 3]
+    assert [s.item.n for s in Ranker(cfg, clock=lambda: now).rank(snap, q, "Who hiked?")] == [
+        1, 3, 2]
+    later = now + 365 * DAY
+    assert [s.item.n for s in Ranker(cfg, clock=lambda: later).rank(snap, q, asked)] == [1, 3, 2]
+    off = cfg.model_copy(update={"window_weight": 0.0})
+    assert [s.item.n for s in Ranker(off, clock=lambda: now).rank(snap, q, asked)] == [1, 3, 2]
 
 
 def test_a_question_about_several_things_spreads_the_first_lines_over_sessions() -> None:

@@ -1,0 +1,145 @@
+"""Relative dates in a question, placed on the calendar: "two weeks ago", "last Saturday",
+"yesterday", "last month", "in the past three days", "this year", "in February".
+
+A question about a time relative to now names when the turn it wants was said; ranking's
+``window_weight`` lifts the conversation pieces said inside that time (``Ranker``). "Now" is
+the moment of the recall (the wall clock), as for a user asking. English only, like the other
+cues (``semmem.ranking.cues``); a question with no such phrase has no window. Windows are a
+little wider than the phrase (a day either side; half a unit around "N weeks ago"), since
+people count loosely.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import numpy.typing as npt
+
+Window = tuple[int, int]  # epoch ms, both ends included
+
+_DAY = 86_400_000
+_UNIT_DAYS = {"day": 1.0, "week": 7.0, "month": 30.44, "year": 365.25}
+_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+            "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
+            "a couple of": 2, "couple of": 2}
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
+           "september", "october", "november", "december")
+_N = r"(\d{1,2}|a couple of|couple of|an?|one|two|three|four|five|six|seven|eight|nine|ten" \
+     r"|eleven|twelve)"
+_UNIT = r"(day|week|month|year)s?"
+_AGO = re.compile(rf"\b{_N}\s+{_UNIT}\s+ago\b", re.IGNORECASE)
+_PAST = re.compile(rf"\b(?:past|last|previous)\s+{_N}\s+{_UNIT}\b", re.IGNORECASE)
+_LAST_DAY = re.compile(rf"\blast\s+({'|'.join(_WEEKDAYS)})\b", re.IGNORECASE)
+# "in the past month": the month up to now; "last month": the calendar month before this one.
+_ROLLING = re.compile(r"\bthe\s+(?:past|last)\s+(week|month|year)\b", re.IGNORECASE)
+_LAST = re.compile(r"(?<!the )\blast\s+(week(?:end)?|month|year)\b", re.IGNORECASE)
+# Not "this weekend": asked on a weekday, it is the coming one.
+_THIS = re.compile(r"\bthis\s+(week|month|year)\b", re.IGNORECASE)
+_DAYS = re.compile(r"\b(the day before yesterday|yesterday|today|tonight|this morning)\b",
+                   re.IGNORECASE)
+# "may" is a verb far more often than a month: only "May" after in / last / this / of counts.
+_MONTH = re.compile(r"\b(?i:in|last|this|of|during)\s+(" + "|".join(
+    m.capitalize() if m == "may" else f"(?i:{m})" for m in _MONTHS) + r")\b")
+
+
+def windows(text: str, now: int) -> list[Window]:
+    """The spans of time ``text`` names relative to ``now`` (epoch ms), widened a little;
+    empty when it names none."""
+    if not text:
+        return []
+    found: list[Window] = []
+    day0 = _midnight(now)
+    today = datetime.fromtimestamp(now / 1000, UTC)
+    for m in _AGO.finditer(text):
+        n, unit = _count(m.group(1)), m.group(2).lower()
+        days = _UNIT_DAYS[unit]
+        centre = now - round(n * days * _DAY)
+        half = _DAY if unit == "day" else round(days / 2 * _DAY)
+        found.append((centre - half, centre + half))
+    for m in _PAST.finditer(text):
+        n, unit = _count(m.group(1)), m.group(2).lower()
+        found.append((now - round((n * _UNIT_DAYS[unit] + 1) * _DAY), now))
+    for m in _LAST_DAY.finditer(text):
+        back = (today.weekday() - _WEEKDAYS.index(m.group(1).lower())) % 7 or 7
+        start = day0 - back * _DAY
+        found.append((start - _DAY, start + 2 * _DAY))
+    for m in _ROLLING.finditer(text):
+        span = {"week": 7, "month": 31, "year": 366}[m.group(1).lower()]
+        found.append((now - (span + 1) * _DAY, now))
+    for m in _LAST.finditer(text):
+        found.append(_widened(*_previous(m.group(1).lower(), today)))
+    for m in _THIS.finditer(text):
+        found.append((_widened(*_current(m.group(1).lower(), today))[0], now))
+    for m in _DAYS.finditer(text):
+        back = {"the day before yesterday": 2, "yesterday": 1}.get(m.group(1).lower(), 0)
+        found.append((day0 - back * _DAY - _DAY // 2, day0 - (back - 1) * _DAY + _DAY // 2))
+    for m in _MONTH.finditer(text):
+        month = _MONTHS.index(m.group(1).lower()) + 1
+        year = today.year if month <= today.month else today.year - 1
+        first = datetime(year, month, 1, tzinfo=UTC)
+        found.append(_widened(first, _add_months(first, 1)))
+    return found
+
+
+def inside(times: npt.NDArray[np.float64], spans: list[Window]) -> npt.NDArray[np.bool_]:
+    """Whether each of ``times`` (epoch ms) falls in one of ``spans``."""
+    out = np.zeros(times.shape, bool)
+    for start, end in spans:
+        out |= (times >= start) & (times <= end)
+    return out
+
+
+def _count(word: str) -> int:
+    return int(word) if word.isdigit() else _NUMBERS[word.lower()]
+
+
+def _midnight(now: int) -> int:
+    return now - now % _DAY
+
+
+def _ms(d: datetime) -> int:
+    return int(d.timestamp() * 1000)
+
+
+def _widened(start: datetime, end: datetime) -> Window:
+    """``[start, end)`` as epoch ms, a day wider at each end."""
+    return _ms(start) - _DAY, _ms(end) + _DAY
+
+
+def _add_months(d: datetime, n: int) -> datetime:
+    months = d.year * 12 + d.month - 1 + n
+    return d.replace(year=months // 12, month=months % 12 + 1, day=1)
+
+
+def _current(unit: str, today: datetime) -> tuple[datetime, datetime]:
+    """The week (from Monday), weekend (from Saturday), month or year ``today`` is in."""
+    day = today.replace(hour=0, minute=0, second=0, microsecond=0)
+    if unit == "week":
+        start = day - timedelta(days=day.weekday())
+        return start, start + timedelta(days=7)
+    if unit == "weekend":
+        start = day - timedelta(days=(day.weekday() - 5) % 7)
+        return start, start + timedelta(days=2)
+    if unit == "month":
+        start = day.replace(day=1)
+        return start, _add_months(start, 1)
+    start = day.replace(month=1, day=1)
+    return start, start.replace(year=start.year + 1)
+
+
+def _previous(unit: str, today: datetime) -> tuple[datetime, datetime]:
+    """The week, weekend, month or year before the one ``today`` is in (a weekend: the last
+    one that has begun before today)."""
+    start, _ = _current(unit, today)
+    if unit == "week":
+        return start - timedelta(days=7), start
+    if unit == "weekend":
+        day = today.replace(hour=0, minute=0, second=0, microsecond=0)
+        back = start if start + timedelta(days=2) <= day else start - timedelta(days=7)
+        return back, back + timedelta(days=2)
+    if unit == "month":
+        return _add_months(start, -1), start
+    return start.replace(year=start.year - 1), start

@@ -1,0 +1,63 @@
+"""Relative dates in a question placed on the calendar (``semmem.ranking.calendar``), counted
+from a fixed now: a Tuesday afternoon, 2023-05-30 15:00 UTC."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+
+from semmem.ranking.calendar import inside, windows
+
+NOW = int(datetime(2023, 5, 30, 15, 0, tzinfo=UTC).timestamp() * 1000)
+
+
+def at(day: str, hour: int = 12) -> int:
+    """Epoch ms of ``day`` (ISO date) at ``hour`` UTC."""
+    return int(datetime.fromisoformat(day).replace(hour=hour, tzinfo=UTC).timestamp() * 1000)
+
+
+def covers(text: str, day: str, hour: int = 12) -> bool:
+    return any(start <= at(day, hour) <= end for start, end in windows(text, NOW))
+
+
+@pytest.mark.parametrize(("text", "inside_days", "outside_days"), [
+    ("What did I plant two weeks ago?", ["2023-05-16", "2023-05-14", "2023-05-19"],
+     ["2023-05-09", "2023-05-23"]),
+    ("the milestone I mentioned 4 weeks ago", ["2023-05-02"], ["2023-05-16"]),
+    ("Who did I go with to the concert last Saturday?", ["2023-05-27"], ["2023-05-20"]),
+    ("what I ate yesterday", ["2023-05-29"], ["2023-05-27"]),
+    ("last week's meetings", ["2023-05-22", "2023-05-28"], ["2023-05-15", "2023-05-30"]),
+    ("How many plants did I buy in the last month?", ["2023-05-02", "2023-05-29"],
+     ["2023-04-20"]),
+    ("what I spent last month", ["2023-04-15"], ["2023-05-15", "2023-03-15"]),
+    ("this week", ["2023-05-29"], ["2023-05-26"]),
+    ("the past three days", ["2023-05-28"], ["2023-05-24"]),
+    ("Which did I fix first in February?", ["2023-02-14"], ["2023-03-14", "2022-02-14"]),
+    ("my trip in June", ["2022-06-15"], ["2023-06-15", "2022-08-15"]),  # the last June
+    ("the cake in May", ["2023-05-10"], ["2023-04-10"]),
+])
+def test_a_relative_date_is_a_span_around_its_day(text: str, inside_days: list[str],
+                                                  outside_days: list[str]) -> None:
+    for day in inside_days:
+        assert covers(text, day), (text, day)
+    for day in outside_days:
+        assert not covers(text, day), (text, day)
+
+
+@pytest.mark.parametrize("text", [
+    "How many days ago did I read the March 15th issue?",  # a count asked for, not a date
+    "What should I cook this weekend?",  # the coming weekend: nothing said yet
+    "You may be right about the hike.",  # "may" the verb
+    "What is my dog's name?",
+    "",
+])
+def test_no_relative_date_no_window(text: str) -> None:
+    assert windows(text, NOW) == []
+
+
+def test_inside_tells_each_time() -> None:
+    times = np.array([at("2023-05-16"), at("2023-04-01"), at("2023-05-27")], np.float64)
+    spans = windows("two weeks ago or last Saturday", NOW)
+    assert inside(times, spans).tolist() == [True, False, True]
