@@ -6,7 +6,7 @@ A question about a time relative to now names when the turn it wants was said; r
 the moment of the recall (the wall clock), as for a user asking. English only, like the other
 cues (``semmem.ranking.cues``); a question with no such phrase has no window. Windows are a
 little wider than the phrase (a day either side; half a unit around "N weeks ago"), since
-people count loosely.
+people count loosely and days here are UTC days, not the user's.
 """
 
 from __future__ import annotations
