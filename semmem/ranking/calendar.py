@@ -30,24 +30,36 @@ _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "augu
 _N = r"(\d{1,2}|a couple of|couple of|an?|one|two|three|four|five|six|seven|eight|nine|ten" \
      r"|eleven|twelve)"
 _UNIT = r"(day|week|month|year)s?"
-_AGO = re.compile(rf"\b{_N}\s+{_UNIT}\s+ago\b", re.IGNORECASE)
-_PAST = re.compile(rf"\b(?:past|last|previous)\s+{_N}\s+{_UNIT}\b", re.IGNORECASE)
-_LAST_DAY = re.compile(rf"\blast\s+({'|'.join(_WEEKDAYS)})\b", re.IGNORECASE)
+# ASCII only: case-insensitive Unicode matching takes "ſ" for "s" and "ı" for "i", and what it
+# matched would not be found in the tables above. Text is matched with its whitespace runs
+# collapsed to one space (``windows``).
+_FLAGS = re.IGNORECASE | re.ASCII
+# A "last" that belongs to what follows is no date: "the last two days of my trip", "the last
+# Friday of the month", "my last 2 weeks in Japan".
+_NOT_OF = r"(?! of\b)"
+_AGO = re.compile(rf"\b{_N} {_UNIT} ago\b", _FLAGS)
+_PAST = re.compile(rf"(?<!my )(?<!our )\b(?:past|last|previous) {_N} {_UNIT}\b{_NOT_OF}",
+                   _FLAGS)
+_LAST_DAY = re.compile(rf"\blast ({'|'.join(_WEEKDAYS)})\b{_NOT_OF}", _FLAGS)
 # "in the past month": the month up to now; "last month": the calendar month before this one.
-_ROLLING = re.compile(r"\bthe\s+(?:past|last)\s+(week|month|year)\b", re.IGNORECASE)
-_LAST = re.compile(r"(?<!the )\blast\s+(week(?:end)?|month|year)\b", re.IGNORECASE)
+_ROLLING = re.compile(rf"\bthe (?:past|last) (week|month|year)\b{_NOT_OF}", _FLAGS)
+_LAST = re.compile(rf"(?:(?<!the )\blast (week|month|year)|\blast (weekend))\b{_NOT_OF}",
+                   _FLAGS)
 # Not "this weekend": asked on a weekday, it is the coming one.
-_THIS = re.compile(r"\bthis\s+(week|month|year)\b", re.IGNORECASE)
+_THIS = re.compile(r"\bthis (week|month|year)\b", _FLAGS)
 _DAYS = re.compile(r"\b(the day before yesterday|yesterday|today|tonight|this morning)\b",
-                   re.IGNORECASE)
+                   _FLAGS)
 # "may" is a verb far more often than a month: only "May" after in / last / this / of counts.
-_MONTH = re.compile(r"\b(?i:in|last|this|of|during)\s+(" + "|".join(
-    m.capitalize() if m == "may" else f"(?i:{m})" for m in _MONTHS) + r")\b")
+# "last March" is the one before this month; "in March 2021" is that year's.
+_MONTH = re.compile(r"\b((?i:in|last|this|of|during)) (" + "|".join(
+    m.capitalize() if m == "may" else f"(?i:{m})" for m in _MONTHS) + r")\b(?: (\d{4})\b)?",
+                    re.ASCII)
 
 
 def windows(text: str, now: int) -> list[Window]:
     """The spans of time ``text`` names relative to ``now`` (epoch ms), widened a little;
     empty when it names none."""
+    text = " ".join(text.split())
     if not text:
         return []
     found: list[Window] = []
@@ -70,15 +82,24 @@ def windows(text: str, now: int) -> list[Window]:
         span = {"week": 7, "month": 31, "year": 366}[m.group(1).lower()]
         found.append((now - (span + 1) * _DAY, now))
     for m in _LAST.finditer(text):
-        found.append(_widened(*_previous(m.group(1).lower(), today)))
+        found.append(_widened(*_previous((m.group(1) or m.group(2)).lower(), today)))
     for m in _THIS.finditer(text):
         found.append((_widened(*_current(m.group(1).lower(), today))[0], now))
     for m in _DAYS.finditer(text):
         back = {"the day before yesterday": 2, "yesterday": 1}.get(m.group(1).lower(), 0)
         found.append((day0 - back * _DAY - _DAY // 2, day0 - (back - 1) * _DAY + _DAY // 2))
     for m in _MONTH.finditer(text):
-        month = _MONTHS.index(m.group(1).lower()) + 1
-        year = today.year if month <= today.month else today.year - 1
+        month = _MONTHS.index(m.group(2).lower()) + 1
+        if m.group(3):
+            year = int(m.group(3))
+        elif m.group(1).lower() == "last":  # the one before this month
+            year = today.year if month < today.month else today.year - 1
+        elif m.group(1).lower() == "this" and month > today.month:
+            continue  # the coming one: nothing said in it yet
+        else:  # this month, or the last one before it
+            year = today.year if month <= today.month else today.year - 1
+        if not 1 <= year <= 9999:
+            continue
         first = datetime(year, month, 1, tzinfo=UTC)
         found.append(_widened(first, _add_months(first, 1)))
     return found

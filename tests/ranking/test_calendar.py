@@ -37,6 +37,10 @@ def covers(text: str, day: str, hour: int = 12) -> bool:
     ("Which did I fix first in February?", ["2023-02-14"], ["2023-03-14", "2022-02-14"]),
     ("my trip in June", ["2022-06-15"], ["2023-06-15", "2022-08-15"]),  # the last June
     ("the cake in May", ["2023-05-10"], ["2023-04-10"]),
+    ("the gift I got last May", ["2022-05-10"], ["2023-05-10"]),  # the one before this month
+    ("What did I buy in March 2021?", ["2021-03-10"], ["2023-03-10"]),
+    ("In  the   last  month", ["2023-05-02"], ["2023-04-20"]),  # any whitespace
+    ("the last weekend", ["2023-05-27"], ["2023-05-20"]),
 ])
 def test_a_relative_date_is_a_span_around_its_day(text: str, inside_days: list[str],
                                                   outside_days: list[str]) -> None:
@@ -49,9 +53,17 @@ def test_a_relative_date_is_a_span_around_its_day(text: str, inside_days: list[s
 @pytest.mark.parametrize("text", [
     "How many days ago did I read the March 15th issue?",  # a count asked for, not a date
     "What should I cook this weekend?",  # the coming weekend: nothing said yet
+    "What am I doing this December?",  # the coming December
     "You may be right about the hike.",  # "may" the verb
+    "What did I do on the last two days of my trip?",  # "last" of something else
+    "the last month of my contract", "during the last week of the trip",
+    "the last Friday of the month", "my last 2 weeks in Japan",
     "What is my dog's name?",
     "",
+    # Letters that case-insensitive Unicode matching takes for ASCII ones ("ı" for "i",
+    # "ſ" for "s"): no span, and no crash on looking the word up.
+    "fıve days ago", "the paſt ſix days", "last frıday", "in Aprıl", "FİVE DAYS AGO",
+    "yeſterday",
 ])
 def test_no_relative_date_no_window(text: str) -> None:
     assert windows(text, NOW) == []

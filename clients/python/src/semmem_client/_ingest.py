@@ -16,17 +16,19 @@ DEFAULT_INGEST_DEADLINE_S = 120.0
 
 
 class Message(TypedDict):
-    """One message of a conversation: who said it, what, and when (ISO 8601 or a datetime;
-    absent: when the server receives it)."""
+    """One message of a conversation: who said it, what (blank or ``None``: a turn with no
+    text, such as one that only called a tool, which stores nothing), and when (ISO 8601 or a
+    datetime; absent: when the server receives it)."""
 
     role: str
-    content: str
+    content: str | None
     at: NotRequired[str]
 
 
 class IngestResult(TypedDict):
     """What ``ingest`` answers: each message's piece numbers (in the order sent; a message
-    the session already held answers its own) and the partition's live count."""
+    the session already held answers its own, one with no text ``[]``) and the partition's
+    live count."""
 
     status: Literal["stored", "accepted"]
     sessionId: str
