@@ -134,7 +134,7 @@ def test_a_message_with_no_text_is_taken_and_stores_nothing(c: httpx.Client) -> 
 
 def test_a_question_naming_a_time_gets_what_was_said_then(c: httpx.Client) -> None:
     """"Two weeks ago" counts from the server's clock: the hike said fourteen days ago comes
-    before the one said in March, which the same question without the date ranks first."""
+    before the one said ninety days ago, which the same question without the date ranks first."""
     now = datetime.now(UTC)
     days = {"s-old": 90, "s-new": 14}
     for session, text in (("s-old", "Alex and I went hiking."),
