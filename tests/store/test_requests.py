@@ -37,6 +37,19 @@ def proxy() -> Iterator[S3Proxy]:
             counting.stop()
 
 
+@pytest.fixture
+def paused(proxy: S3Proxy) -> Iterator[S3Proxy]:
+    """The proxy with no faults and nothing held, released whatever the test does."""
+    proxy.faults()
+    proxy.state.release.clear()
+    proxy.state.held.clear()
+    try:
+        yield proxy
+    finally:
+        proxy.release()
+        proxy.faults()
+
+
 async def _memory(proxy: S3Proxy, prefix: str, **store_options: Any) -> Memory:
     emb = HashingEmbedder(dim=DIM, model_id=f"hashing-{DIM}")
     options = {"aws_access_key_id": "test", "aws_secret_access_key": "test",

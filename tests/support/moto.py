@@ -56,6 +56,14 @@ def client(endpoint: str) -> Any:
                         aws_secret_access_key="test", region_name="us-east-1")
 
 
+def objects(endpoint: str, bucket: str, prefix: str) -> dict[str, bytes]:
+    """Every object of ``bucket`` under ``prefix``, by key: its bytes as stored."""
+    s3 = client(endpoint)
+    keys = [o["Key"] for page in s3.get_paginator("list_objects_v2").paginate(
+        Bucket=bucket, Prefix=prefix) for o in page.get("Contents", [])]
+    return {k: s3.get_object(Bucket=bucket, Key=k)["Body"].read() for k in keys}
+
+
 @contextmanager
 def moto_s3(*buckets: str) -> Iterator[str]:
     """moto's S3 server on 127.0.0.1 (in this process) holding ``buckets``; yields its

@@ -322,6 +322,12 @@ class S3Proxy:
         host, port = self.server.server_address[:2]
         return f"http://{host!s}:{port}"
 
+    @property
+    def upstream_endpoint(self) -> str:
+        """The store it forwards to, for a replica that talks to the store directly."""
+        host, port = self.server.upstream
+        return f"http://{host}:{port}"
+
     def start(self) -> S3Proxy:
         self.thread.start()
         return self

@@ -6,7 +6,6 @@ own create mode overwrote it (the other's acknowledged first fact lost, both giv
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ from semmem.store import Store, table_name
 from semmem.store.commit.create import table_uri
 from semmem.store.registry import REGISTRY_TABLE
 from semmem.store.upkeep.check import check_partition
-from tests.store.test_requests import BUCKET, proxy  # noqa: F401 - the fixture
+from tests.store.test_requests import BUCKET, paused, proxy  # noqa: F401 - fixtures
 from tests.support.moto import options
 from tests.support.s3proxy import Fault, S3Proxy
 
@@ -34,24 +33,6 @@ async def _memory(endpoint: str, prefix: str) -> Memory:
     return Memory(store, HashingEmbedder())
 
 
-def _upstream(proxy: S3Proxy) -> str:  # noqa: F811
-    host, port = proxy.server.upstream
-    return f"http://{host}:{port}"
-
-
-@pytest.fixture
-def paused(proxy: S3Proxy) -> Iterator[S3Proxy]:  # noqa: F811
-    """The proxy with no faults and nothing held, released whatever the test does."""
-    proxy.faults()
-    proxy.state.release.clear()
-    proxy.state.held.clear()
-    try:
-        yield proxy
-    finally:
-        proxy.release()
-        proxy.faults()
-
-
 def _hold_first_upload(proxy: S3Proxy, table: str) -> None:  # noqa: F811
     """Hold the reply to the proxied replica's first data file of ``table`` (it is stored)."""
     proxy.faults(Fault("hold", method="PUT", path=rf"/{table}\.lance/data/"))
@@ -59,9 +40,9 @@ def _hold_first_upload(proxy: S3Proxy, table: str) -> None:  # noqa: F811
 
 @pytest.mark.timeout(180)
 async def test_a_replica_paused_making_a_partition_keeps_the_others_first_fact(
-        paused: S3Proxy) -> None:
+        paused: S3Proxy) -> None:  # noqa: F811
     slow = await _memory(paused.endpoint, "made")
-    other = await _memory(_upstream(paused), "made")
+    other = await _memory(paused.upstream_endpoint, "made")
     _hold_first_upload(paused, table_name("p"))
     write = asyncio.create_task(slow.remember("p", "the paused replica's fact"))
     assert await asyncio.to_thread(paused.state.held.wait, 60)  # found no table, uploading
@@ -69,7 +50,7 @@ async def test_a_replica_paused_making_a_partition_keeps_the_others_first_fact(
     assert first["n"] == 1
     paused.release()
     assert (await write)["n"] == 2
-    fresh = await _memory(_upstream(paused), "made")
+    fresh = await _memory(paused.upstream_endpoint, "made")
     assert [(it.n, it.text) for it in await fresh.list("p")] == [
         (1, "the other replica's first fact"), (2, "the paused replica's fact")]
     assert not (await check_partition(fresh.store, "p")).problems
@@ -79,18 +60,18 @@ async def test_a_replica_paused_making_a_partition_keeps_the_others_first_fact(
 
 @pytest.mark.timeout(180)
 async def test_a_replica_paused_making_the_registry_keeps_the_others_secret_and_names(
-        paused: S3Proxy) -> None:
+        paused: S3Proxy) -> None:  # noqa: F811
     slow = _store(paused.endpoint, "registry")
     _hold_first_upload(paused, REGISTRY_TABLE)
     opening = asyncio.create_task(slow.open())
     assert await asyncio.to_thread(paused.state.held.wait, 60)
-    other = await _memory(_upstream(paused), "registry")
+    other = await _memory(paused.upstream_endpoint, "registry")
     await other.remember("q", "a fact in a partition the other replica made")
     assert await other.partitions() == ["q"]
     paused.release()
     await opening
     assert slow.secret == other.store.secret  # one secret: idempotency records agree
-    fresh = await _memory(_upstream(paused), "registry")
+    fresh = await _memory(paused.upstream_endpoint, "registry")
     assert await fresh.partitions() == ["q"]
     assert fresh.store.secret == other.store.secret
     for m in (other, fresh):
@@ -100,7 +81,7 @@ async def test_a_replica_paused_making_the_registry_keeps_the_others_secret_and_
 
 @pytest.mark.timeout(180)
 async def test_a_partition_made_whose_first_commit_lost_its_reply_keeps_its_files(
-        paused: S3Proxy) -> None:
+        paused: S3Proxy) -> None:  # noqa: F811
     """The first manifest lands and its reply is lost (the engine reads it back to learn the
     outcome): the table is the one this replica made, its files stay, its write goes on."""
     memory = await _memory(paused.endpoint, "ambiguous-create")
@@ -109,7 +90,7 @@ async def test_a_partition_made_whose_first_commit_lost_its_reply_keeps_its_file
     assert (await memory.remember("p", "a fact in a partition made once"))["n"] == 1
     assert [f.applied for f in paused.state.faults] == [1]  # the fault was met
     paused.faults()
-    fresh = await _memory(_upstream(paused), "ambiguous-create")
+    fresh = await _memory(paused.upstream_endpoint, "ambiguous-create")
     assert [it.text for it in await fresh.list("p")] == ["a fact in a partition made once"]
     assert not (await check_partition(fresh.store, "p")).problems
     for m in (memory, fresh):

@@ -20,7 +20,7 @@ from semmem.store.commit.fence import Fence
 from semmem.store.upkeep.check import check_partition
 from tests.store.test_requests import BUCKET, proxy  # noqa: F401 - the fixture
 from tests.support.moto import client as s3_client
-from tests.support.moto import options
+from tests.support.moto import objects, options
 from tests.support.s3proxy import Fault, S3Proxy
 
 FENCE = Fence(skew=0.05, budget=0.3)
@@ -36,17 +36,9 @@ async def _memory(endpoint: str, prefix: str, **kw: object) -> Memory:
     return Memory(store, emb)
 
 
-def _upstream(proxy: S3Proxy) -> str:  # noqa: F811
-    host, port = proxy.server.upstream
-    return f"http://{host}:{port}"
-
-
 def _objects_holding(endpoint: str, prefix: str, needle: str) -> list[str]:
-    client = s3_client(endpoint)
-    keys = [o["Key"] for page in client.get_paginator("list_objects_v2").paginate(
-        Bucket=BUCKET, Prefix=prefix) for o in page.get("Contents", [])]
-    return [k for k in keys
-            if needle.encode() in client.get_object(Bucket=BUCKET, Key=k)["Body"].read()]
+    return [k for k, body in objects(endpoint, BUCKET, prefix).items()
+            if needle.encode() in body]
 
 
 @pytest.mark.timeout(180)
@@ -56,7 +48,7 @@ async def test_a_writer_paused_after_its_upload_decides_again_after_the_others_c
     proxy.state.release.clear()
     proxy.state.held.clear()
     paused = await _memory(proxy.endpoint, "paused")
-    other = await _memory(_upstream(proxy), "paused", orphan_age=timedelta(0))
+    other = await _memory(proxy.upstream_endpoint, "paused", orphan_age=timedelta(0))
     try:
         await paused.remember("p", "fact one")
         proxy.faults(Fault("hold", method="PUT", path=r"/data/.*\.lance"))
@@ -77,12 +69,12 @@ async def test_a_writer_paused_after_its_upload_decides_again_after_the_others_c
     finally:
         proxy.release()
         proxy.faults()
-    fresh = await _memory(_upstream(proxy), "paused")
+    fresh = await _memory(proxy.upstream_endpoint, "paused")
     assert [(it.n, it.text) for it in await fresh.list("p")] == [
         (1, "fact one"), (3, "fact three"), (4, "fact from the paused writer")]
     assert not (await check_partition(fresh.store, "p")).problems
     await other.store.maintain("p", retention=timedelta(0))
-    assert _objects_holding(_upstream(proxy), "paused/", SECRET) == []
+    assert _objects_holding(proxy.upstream_endpoint, "paused/", SECRET) == []
     for m in (paused, other, fresh):
         await m.close()
 
@@ -140,11 +132,11 @@ async def test_a_failed_commits_files_leave_with_a_later_forget(
             await memory.remember("p", "a write whose commit fails")
     finally:
         proxy.faults()
-    holding = _objects_holding(_upstream(proxy), "failed/", SECRET)
+    holding = _objects_holding(proxy.upstream_endpoint, "failed/", SECRET)
     assert holding  # the committed tail holds it (and the failed one, unless removed at once)
     await memory.forget("p", 1)
     await memory.store.maintain("p", retention=timedelta(0))
-    assert _objects_holding(_upstream(proxy), "failed/", SECRET) == []
+    assert _objects_holding(proxy.upstream_endpoint, "failed/", SECRET) == []
     assert [it.text for it in await memory.list("p")] == []
     await memory.close()
 
@@ -158,7 +150,7 @@ async def test_unfinished_uploads_holding_rows_are_aborted_by_the_sweep_and_on_d
     from semmem.store import table_name
     from semmem.store.upkeep.uploads import unfinished
 
-    endpoint = _upstream(proxy)
+    endpoint = proxy.upstream_endpoint
     client = s3_client(endpoint)
     memory = await _memory(endpoint, "uploads", orphan_age=timedelta(hours=1))
     await memory.remember("p", "an ordinary fact")
@@ -199,7 +191,7 @@ async def test_on_s3_a_forgotten_text_and_vector_leave_every_object_past_the_thr
         proxy: S3Proxy, tmp_path: Path) -> None:  # noqa: F811
     from tests.support.files import decoded_with
 
-    endpoint = _upstream(proxy)
+    endpoint = proxy.upstream_endpoint
     emb = HashingEmbedder()
     vector = emb.embed_batch([SECRET])[0]
     memory = await _memory(endpoint, "gone", index_threshold=200)

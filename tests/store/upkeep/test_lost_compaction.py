@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -21,8 +20,8 @@ import pytest
 from semmem.embedding.fakes import HashingEmbedder
 from semmem.memory import Memory
 from semmem.store import Store, table_name
-from tests.store.test_requests import BUCKET, proxy  # noqa: F401 - the fixture
-from tests.support.moto import client, options
+from tests.store.test_requests import BUCKET, paused, proxy  # noqa: F401 - fixtures
+from tests.support.moto import objects, options
 from tests.support.s3proxy import Fault, S3Proxy
 
 
@@ -34,39 +33,18 @@ async def _memory(endpoint: str, prefix: str) -> Memory:
     return Memory(store, emb)
 
 
-def _upstream(proxy: S3Proxy) -> str:  # noqa: F811
-    host, port = proxy.server.upstream
-    return f"http://{host}:{port}"
-
-
 def _holding(proxy: S3Proxy, needles: list[str], prefix: str) -> list[str]:  # noqa: F811
     """The needles some object under ``prefix`` holds (its bytes, as stored)."""
-    s3 = client(_upstream(proxy))
-    keys = [o["Key"] for page in s3.get_paginator("list_objects_v2").paginate(
-        Bucket=BUCKET, Prefix=prefix) for o in page.get("Contents", [])]
-    bodies = [s3.get_object(Bucket=BUCKET, Key=k)["Body"].read() for k in keys]
+    bodies = objects(proxy.upstream_endpoint, BUCKET, prefix).values()
     return [n for n in needles if any(n.encode() in b for b in bodies)]
-
-
-@pytest.fixture
-def paused(proxy: S3Proxy) -> Iterator[S3Proxy]:  # noqa: F811
-    """The proxy with no faults and nothing held, released whatever the test does."""
-    proxy.faults()
-    proxy.state.release.clear()
-    proxy.state.held.clear()
-    try:
-        yield proxy
-    finally:
-        proxy.release()
-        proxy.faults()
 
 
 @pytest.mark.timeout(240)
 async def test_a_compaction_that_loses_to_another_replicas_edit_leaves_no_file(
-        paused: S3Proxy, caplog: pytest.LogCaptureFixture) -> None:
+        paused: S3Proxy, caplog: pytest.LogCaptureFixture) -> None:  # noqa: F811
     prefix = f"lost-{uuid.uuid4().hex[:8]}"
     compacting = await _memory(paused.endpoint, prefix)
-    other = await _memory(_upstream(paused), prefix)
+    other = await _memory(paused.upstream_endpoint, prefix)
     markers = [uuid.uuid4().hex for _ in range(8)]
     for m in markers:
         await other.remember("p", f"Secret {m}")
