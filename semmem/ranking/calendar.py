@@ -63,8 +63,9 @@ def windows(text: str, now: int) -> list[Window]:
     if not text:
         return []
     found: list[Window] = []
-    day0 = _midnight(now)
-    today = datetime.fromtimestamp(now / 1000, UTC)
+    today = datetime.fromtimestamp(now / 1000, UTC).replace(hour=0, minute=0, second=0,
+                                                             microsecond=0)
+    day0 = _ms(today)
     for m in _AGO.finditer(text):
         n, unit = _count(m.group(1)), m.group(2).lower()
         days = _UNIT_DAYS[unit]
@@ -117,10 +118,6 @@ def _count(word: str) -> int:
     return int(word) if word.isdigit() else _NUMBERS[word.lower()]
 
 
-def _midnight(now: int) -> int:
-    return now - now % _DAY
-
-
 def _ms(d: datetime) -> int:
     return int(d.timestamp() * 1000)
 
@@ -135,9 +132,9 @@ def _add_months(d: datetime, n: int) -> datetime:
     return d.replace(year=months // 12, month=months % 12 + 1, day=1)
 
 
-def _current(unit: str, today: datetime) -> tuple[datetime, datetime]:
-    """The week (from Monday), weekend (from Saturday), month or year ``today`` is in."""
-    day = today.replace(hour=0, minute=0, second=0, microsecond=0)
+def _current(unit: str, day: datetime) -> tuple[datetime, datetime]:
+    """The week (from Monday), weekend (from Saturday), month or year ``day`` (a midnight) is
+    in."""
     if unit == "week":
         start = day - timedelta(days=day.weekday())
         return start, start + timedelta(days=7)
@@ -151,14 +148,13 @@ def _current(unit: str, today: datetime) -> tuple[datetime, datetime]:
     return start, start.replace(year=start.year + 1)
 
 
-def _previous(unit: str, today: datetime) -> tuple[datetime, datetime]:
-    """The week, weekend, month or year before the one ``today`` is in (a weekend: the last
-    one that has begun before today)."""
-    start, _ = _current(unit, today)
+def _previous(unit: str, day: datetime) -> tuple[datetime, datetime]:
+    """The week, weekend, month or year before the one ``day`` (a midnight) is in (a weekend:
+    the last one that has ended by ``day``)."""
+    start, _ = _current(unit, day)
     if unit == "week":
         return start - timedelta(days=7), start
     if unit == "weekend":
-        day = today.replace(hour=0, minute=0, second=0, microsecond=0)
         back = start if start + timedelta(days=2) <= day else start - timedelta(days=7)
         return back, back + timedelta(days=2)
     if unit == "month":
