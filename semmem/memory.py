@@ -29,6 +29,7 @@ from semmem.items import EXPIRES, Item, clean_attrs, clean_text, future_expiry, 
 from semmem.lifecycle.owners import Owners
 from semmem.lifecycle.retention import Retention
 from semmem.lifecycle.stats import PartitionStats
+from semmem.parts import Parts
 from semmem.ranking.ranker import Ranker, Scored
 from semmem.ranking.similar import (
     MAX_SIMILAR,
@@ -55,7 +56,7 @@ __all__ = ["ImportReport", "Memory", "Operation", "PartitionStats", "QuietObserv
            "WriteObserver", "recall_candidates"]
 
 
-class Memory(Writes, Owners, Filtered):
+class Memory(Writes, Owners, Filtered, Parts):
     """Remember, update, forget, search and recall numbered facts."""
 
     def __init__(

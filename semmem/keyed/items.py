@@ -26,7 +26,7 @@ from semmem.store.rows import NEW, ItemRow
 from semmem.store.views import IndexedView, ReadView, WriteView
 
 if TYPE_CHECKING:
-    from semmem.memory import Memory
+    from semmem.keyed.ports import Partitions
 
 ATTEMPTS = 8  # lookups made again when other writers keep moving the partition on
 LOOK_AHEAD = 4096  # numbers assigned since a lookup that a write looks up, not reads again
@@ -58,12 +58,11 @@ class Keyed:
     """Keyed items of a memory: ``held``/``pieces`` read, ``write`` decides, ``forget``
     removes through the forget path."""
 
-    def __init__(self, memory: Memory) -> None:
-        self.memory = memory
+    def __init__(self, core: Partitions) -> None:
+        self.core = core
 
     async def _view(self, partition: str) -> ReadView:
-        await self.memory.retention.refresh()
-        return await self.memory.store.read_view(partition)
+        return await self.core.latest_view(partition)
 
     async def held(self, partition: str, address: Address) -> Held:
         """The numbers of ``address``'s live pieces now (expired ones included)."""
@@ -74,12 +73,14 @@ class Keyed:
     async def _numbers(self, view: ReadView, where: str, address: Address | None
                        ) -> list[int]:
         if isinstance(view, IndexedView):
-            from semmem.store.reads.filtered import numbers_where  # the engine: loaded here
-
-            return await numbers_where(self.memory.store, view, where)
+            return await self.core.numbers_where(view, where)
         if address is not None:
             return list(addresses(view).get(address))
         return []
+
+    async def numbers(self, view: ReadView, address: Address) -> list[int]:
+        """The numbers of ``address``'s live pieces in ``view`` (expired ones included)."""
+        return await self._numbers(view, address.where(), address)
 
     async def pieces(self, partition: str, address: Address) -> list[Item]:
         """``address``'s live pieces (none expired), in number order (empty: no such item)."""
@@ -92,12 +93,12 @@ class Keyed:
 
     async def _items(self, view: ReadView, numbers: list[int]) -> list[Item]:
         if isinstance(view, IndexedView):
-            return list((await self.memory.store.numbered(view, numbers=numbers)).items)
+            return list((await self.core.numbered(view, numbers=numbers)).items)
         return [it for n in numbers if (it := view.get(n)) is not None]
 
     async def _live(self, view: ReadView, numbers: list[int]) -> list[Item]:
         items = await self._items(view, numbers)
-        alive = self.memory.retention.alive(await self.memory.retention.max_age(view.partition))
+        alive = await self.core.liveness(view.partition)
         return [it for it in items if alive(it)]
 
     async def keys(self, partition: str, space: str) -> dict[Address, list[Item]]:
@@ -142,8 +143,7 @@ class Keyed:
                 raise rules.MissingRows(missing)
             return decide(view, [it for it in view.items if address_of(it) == address])
 
-        return await self.memory._write(partition, plan, op, dropped,
-                                        numbers=held.numbers)
+        return await self.core.commit(partition, plan, op, dropped, numbers=held.numbers)
 
     async def write(self, partition: str, address: Address, decide: Decide,
                     op: Operation | None = None, *, dropped: bool = False) -> dict[str, Any]:
@@ -171,7 +171,7 @@ class Keyed:
         Returns:
             ``{"status": "stored", "items": [n, …], "replaced": [n, …], "count"}``.
         """
-        ttl = self.memory.idempotency_ttl_ms
+        ttl = self.core.idempotency_ttl_ms
         held: Held | None = None
 
         def decide(view: WriteView, pieces: list[Item]) -> Decision:
@@ -214,7 +214,7 @@ class Keyed:
             tried.update(numbers)
             for chunk in _chunks(numbers, CHUNK):
                 plan = rules.expire(chunk, lambda it: address_of(it) != address or keep(it))
-                result = await self.memory._write(partition, plan, None, True, numbers=chunk)
+                result = await self.core.commit(partition, plan, None, True, numbers=chunk)
                 gone.extend(result["expired"])
         return gone
 

@@ -99,6 +99,7 @@ async def restore_backup(target: Objects, backup_id: str, into: Store,
             test = live or _under(max_age if has else default_retention_ms)
             dump = _withheld(live_only(dump, now_ms(), test), dump, report)
         await write_partition(into, dump, entry["tableCreated"] or None)
+        await into.relist(name)  # its system records, derived from what it restored
         if has:
             await into.set_retention(name, max_age)
         report.partitions += 1

@@ -145,7 +145,12 @@ class Owners:
         """A partition's invariants, repaired with ``repair`` (``store/upkeep/check.py``)."""
         from semmem.store.upkeep.check import check_partition
 
-        return await check_partition(self.store, partition, repair=repair)
+        report = await check_partition(self.store, partition, repair=repair)
+        if await self.store.relist(partition, repair=repair):  # a system record, from the data
+            report.problems.append("the partition's listing record was not as its store "
+                                   "items make it" + (" (rebuilt)" if repair else ""))
+            report.repaired = report.repaired or repair
+        return report
 
     async def backup(self, target: Objects, *, default_retention_ms: int | None = None
                      ) -> Manifest:

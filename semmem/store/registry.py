@@ -33,6 +33,10 @@ APPLIED = "d:retention"  # the deployment default the last full sweep applied
 # to drop what they hold of it, and the registry pass to purge it.
 GONE_KEEP_MS = 3_600_000
 MAX_ATTEMPTS = 10
+# A partition's system records (``<kind>:<table>``), which go with its name: the name itself,
+# its retention override, its listing (``store/system.py``).
+LISTED = "s"
+PER_TABLE = ("t", "r", LISTED)
 
 
 class Registry:
@@ -49,6 +53,7 @@ class Registry:
         # New tables' entries waiting for the append in flight (``add_table``).
         self._adding: list[tuple[dict[str, str], asyncio.Future[None]]] = []
         self._appender: asyncio.Future[None] | None = None
+        self._listed: tuple[int, dict[str, dict[str, Any]]] | None = None  # by version
 
     async def _table(self, create: bool) -> Any:
         try:
@@ -260,8 +265,32 @@ class Registry:
         """Forget a dropped table's partition name (purged from files by ``maintain``)."""
         reg = await self._table(create=False)
         if reg is not None:
-            # name is hex: safe in a filter; its retention override goes with it
-            await reg.delete(f"key = 't:{name}' OR key = 'r:{name}'")
+            # name is hex: safe in a filter; its system records go with it
+            await reg.delete(" OR ".join(f"key = '{kind}:{name}'" for kind in PER_TABLE))
+
+    async def listed(self) -> dict[str, dict[str, Any]]:
+        """Every listing record (``s:<table>``), by table; read again only once the registry's
+        version moved."""
+        reg = self._followed or await self._table(create=False)
+        if reg is None:
+            return {}
+        self._followed = reg
+        await reg.checkout_latest()
+        version = int(await reg.version())
+        if self._listed is not None and self._listed[0] == version:
+            return self._listed[1]
+        rows = (await reg.query().where(f"key LIKE '{LISTED}:%'").to_arrow()).to_pylist()
+        found = {str(r["key"])[2:]: json.loads(r["value"]) for r in rows}
+        self._listed = (version, found)
+        return found
+
+    async def set_listed(self, name: str, value: dict[str, Any]) -> None:
+        """Record (or replace) table ``name``'s listing record."""
+        await self.put(f"{LISTED}:{name}", value)
+
+    async def drop_listed(self, name: str) -> None:
+        """Remove table ``name``'s listing record (its files purged by ``maintain``)."""
+        await self._commit(lambda reg: reg.delete(f"key = '{LISTED}:{name}'"))  # name is hex
 
     async def partitions(self, existing: set[str]) -> list[str]:
         """Names of the partitions whose tables are in ``existing``, sorted."""

@@ -49,6 +49,7 @@ from semmem.store.schema import (
     SCHEMA_VERSION,
     partition_schema,
 )
+from semmem.store.system import SystemRecords, Touch, touched
 from semmem.store.upkeep.compaction import MaintenanceReport, Upkeep
 from semmem.store.upkeep.indexes import INDEX_THRESHOLD
 from semmem.store.views import Head, IndexedView, PartitionSnapshot, ReadView, WriteView
@@ -62,7 +63,7 @@ log = logging.getLogger("semmem.store")
 RETRIES = {"client_max_retries": "3", "client_retry_timeout": "10", "download_retry_count": "2"}
 
 
-class Store(Registered, IndexedReads):
+class Store(Registered, IndexedReads, SystemRecords):
     """Partitions of numbered items in LanceDB (local directory or object storage URI)."""
 
     def __init__(
@@ -317,6 +318,15 @@ class Store(Registered, IndexedReads):
             DeadlineExceeded: the deadline passed before the commit could start.
             Unavailable: the write kept losing races or the store failed.
         """
+        decided: list[Touch] = []  # the system records' gate: what the commit did
+        result = await self._write(partition, lambda view: touched(decided, view, plan(view)),
+                                   lookup, deadline_ms)
+        if decided and decided[0]:
+            await self.written(partition, decided[0])
+        return result
+
+    async def _write(self, partition: str, plan: Plan, lookup: Lookup | None,
+                     deadline_ms: int | None) -> dict[str, Any]:
         try:
             tbl = await self.conn.writable(partition)
         except SemmemError:

@@ -33,7 +33,7 @@ from semmem.stored.filters import matches
 from semmem.stored.namespaces import Registry, namespace_of, partition_of
 
 if TYPE_CHECKING:
-    from semmem.memory import Memory
+    from semmem.stored.ports import Core
 
 SPACE = "store"  # the keyed space of store items
 EMBED_BATCH = 64
@@ -127,10 +127,10 @@ def _entries(namespace: tuple[str, ...], pieces: list[tuple[int, Item]]) -> list
 class StoreItems:
     """The application's store items in a memory."""
 
-    def __init__(self, memory: Memory) -> None:
-        self.memory = memory
-        self.keyed = Keyed(memory)
-        self.registry = Registry(self.keyed)
+    def __init__(self, core: Core) -> None:
+        self.core = core
+        self.keyed = Keyed(core)
+        self.registry = Registry(core)
 
     async def get(self, namespace: tuple[str, ...], key: str) -> Record | None:
         """The live item at ``namespace``/``key`` (through the address index)."""
@@ -161,10 +161,9 @@ class StoreItems:
         flat = [t for texts in bodies.values() for t in texts]
         vectors: list[np.ndarray] = []
         for start in range(0, len(flat), EMBED_BATCH):
-            vectors.extend(await self.memory.model.embed(flat[start:start + EMBED_BATCH]))
-        await self.registry.record(namespace)
-        alive = self.memory.retention.alive(await self.memory.retention.max_age(partition))
-        ttl_ms = self.memory.idempotency_ttl_ms
+            vectors.extend(await self.core.model.embed(flat[start:start + EMBED_BATCH]))
+        alive = await self.core.liveness(partition)
+        ttl_ms = self.core.idempotency_ttl_ms
         looked: list[Held] = []
 
         def decide(view: WriteView, _: list[Item]) -> Decision:
@@ -198,10 +197,9 @@ class StoreItems:
             return rules.mutation(None, {"puts": done}, ttl_ms, rows, n)
 
         for _ in range(ATTEMPTS):
-            await self.memory.retention.refresh()
-            view = await self.memory.store.read_view(partition)
+            view = await self.core.latest_view(partition)
             numbers = [n for a in addresses_.values()
-                       for n in await self.keyed._numbers(view, a.where(), a)]
+                       for n in await self.keyed.numbers(view, a)]
             looked.append(Held(next(iter(addresses_.values())), tuple(sorted(numbers)),
                                view.hwm, view))
             try:
@@ -217,17 +215,13 @@ class StoreItems:
         head), the vectors its rows index, and the partition's test of "not expired now".
         Below the index threshold, built once per snapshot from the address index (kept with
         the snapshot until the next write); past it, read through the ``tags`` index."""
-        memory = self.memory
-        await memory.retention.refresh()
-        view = await memory.store.read_view(partition)
-        alive = memory.retention.alive(await memory.retention.max_age(partition))
+        view = await self.core.latest_view(partition)
+        alive = await self.core.liveness(partition)
         namespace = namespace_of(partition)
         if isinstance(view, IndexedView):
-            from semmem.store.reads.filtered import numbers_where  # the engine: loaded here
-
             where = f"array_has_all(tags, ['{space_tag(SPACE)}'])"
-            got = await memory.store.numbered(view, numbers=await numbers_where(
-                memory.store, view, where))
+            got = await self.core.numbered(view, numbers=await self.core.numbers_where(
+                view, where))
             return _entries(namespace, list(enumerate(got.items))), got.vectors, alive
 
         def build(items: ItemSet) -> list[Entry]:
@@ -241,13 +235,11 @@ class StoreItems:
 
     async def live(self, partition: str) -> bool:
         """Whether the partition holds a live store item (a namespace ``list`` answers)."""
-        memory = self.memory
-        await memory.retention.refresh()
-        view = await memory.store.read_view(partition)
+        view = await self.core.latest_view(partition)
         if isinstance(view, IndexedView):
             entries, _, alive = await self.entries(partition)
             return any(alive(e.head) for e in entries)
-        alive = memory.retention.alive(await memory.retention.max_age(partition))
+        alive = await self.core.liveness(partition)
         return any(a.space == SPACE and (it := view.get(ns[0])) is not None and alive(it)
                    for a, ns in addresses(view).numbers.items() if ns)
 
@@ -260,7 +252,7 @@ class StoreItems:
         partition a bound caller may read."""
         partitions = [p for p in await self.registry.partitions(prefix)
                       if only is None or p == only]
-        qvec = (await self.memory.model.embed([query]))[0] if query else None
+        qvec = (await self.core.model.embed([query]))[0] if query else None
         ranked: list[tuple[Record, float | None]] = []
         for partition in partitions:
             entries, matrix, alive = await self.entries(partition)
@@ -287,7 +279,7 @@ class StoreItems:
         for partition, found in by_partition.items():
             numbers = sorted({n for r in found for n in r.numbers})
             ttls = {n: r.ttl for r in found for n in r.numbers}
-            alive = self.memory.retention.alive(await self.memory.retention.max_age(partition))
+            alive = await self.core.liveness(partition)
 
             def plan(view: WriteView, numbers: list[int] = numbers,
                      ttls: dict[int, float | None] = ttls, alive: Any = alive) -> Decision:
@@ -302,4 +294,4 @@ class StoreItems:
                 return rules.mutation(None, {"refreshed": len(rows)}, 0, rows) if rows \
                     else {"refreshed": 0}
 
-            await self.memory._write(partition, plan, None, numbers=numbers)
+            await self.core.commit(partition, plan, None, numbers=numbers)

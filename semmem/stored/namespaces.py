@@ -1,15 +1,14 @@
-"""Store namespaces: which partition holds a namespace's items, and the registry that lists
-the namespaces holding store items without listing every partition.
+"""Store namespaces: which partition holds a namespace's items, and the listing of the
+namespaces that hold store items without opening every partition.
 
 A namespace is its labels, each with ``%`` written ``%25`` and ``/`` written ``%2F``, joined by
 ``/`` (the clients' mapping: ``("users", "alice")`` is partition ``users/alice``, ``("alice",)``
-is ``alice``, the partition the other adapters use for that user). The registry is the
-partition ``REGISTRY`` (no namespace maps to it: a label's ``%`` is always written ``%25``),
-holding one keyed item per namespace that ever held a store item (space ``store-ns``, key: the
-namespace, each label with ``%``, ``/`` and control characters percent-encoded as UTF-8:
-``registry_key``). A put records its namespace there first (once: a lookup by address finds it), so
-a crash between the two leaves at most a listed namespace without items, which ``listing``
-leaves out: it checks each namespace it would answer for a live item.
+is ``alice``, the partition the other adapters use for that user). The listing is the store's
+listing records (``semmem.store.system``), system records kept by the write path itself: a
+partition is listed once a write adds a store item to it and until its last one goes or the
+partition does, with when its items may have all expired (``until``). ``Registry.partitions``
+reads only those records; a reader checks what it answers for a live item (``until`` is an
+upper bound, and an expired item stays until swept).
 """
 
 from __future__ import annotations
@@ -17,21 +16,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-from urllib.parse import unquote
-
-import numpy as np
 
 from semmem.contract import MAX_PARTITION_BYTES
 from semmem.errors import InvalidArguments
-from semmem.keyed.address import Address
-from semmem.keyed.index import addresses
-from semmem.store.views import IndexedView
+from semmem.items import now_ms
 
 if TYPE_CHECKING:
-    from semmem.keyed.items import Keyed
+    from semmem.stored.ports import Core
 
-REGISTRY = "%store-namespaces"
-NAMESPACE_SPACE = "store-ns"
 MAX_LABELS = 32
 
 
@@ -94,51 +86,22 @@ class Condition:
         return all(p in ("*", label) for p, label in zip(self.path, part, strict=True))
 
 
-def _escape(label: str) -> str:
-    return "".join("".join(f"%{b:02X}" for b in c.encode("utf-8", "surrogatepass"))
-                   if c in "%/" or ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 else c
-                   for c in label)
-
-
-def registry_key(namespace: Sequence[str]) -> str:
-    """The key a namespace is listed under (printable: an address key holds no control
-    characters); ``namespace_of_key`` reads it back."""
-    return "/".join(_escape(label) for label in namespace)
-
-
-def namespace_of_key(key: str) -> tuple[str, ...]:
-    """The namespace a registry key lists."""
-    return tuple(unquote(label, errors="surrogatepass") for label in key.split("/"))
-
-
 class Registry:
-    """The namespaces that hold (or held) store items."""
+    """The namespaces that hold store items, from the store's listing records."""
 
-    def __init__(self, keyed: Keyed) -> None:
-        self.keyed = keyed
-
-    async def record(self, namespace: Sequence[str]) -> None:
-        """List ``namespace`` (a lookup when it already is; a write once)."""
-        address = Address.of(NAMESPACE_SPACE, registry_key(namespace))
-        held = await self.keyed.held(REGISTRY, address)
-        if held.numbers:
-            return
-        dim = self.keyed.memory.embedder.dim
-        marker = np.zeros(dim, dtype=np.float32)
-        marker[0] = 1.0  # never searched: a unit vector, not a model call
-        await self.keyed.put(REGISTRY, address, [(address.key, marker, {})])
+    def __init__(self, core: Core) -> None:
+        self.core = core
 
     async def partitions(self, prefix: Sequence[str] = ()) -> list[str]:
-        """The partitions of the listed namespaces that start with ``prefix``, sorted (the
-        registry's address index: one dictionary walk, no partition read)."""
-        memory = self.keyed.memory
-        await memory.retention.refresh()
-        view = await memory.store.read_view(REGISTRY)
-        if isinstance(view, IndexedView):
-            names = [a.key for a in await self.keyed.keys(REGISTRY, NAMESPACE_SPACE)]
-        else:
-            names = [a.key for a, ns in addresses(view).numbers.items()
-                     if ns and a.space == NAMESPACE_SPACE]
-        wanted = tuple(prefix)
-        namespaces = [namespace_of_key(key) for key in names]
-        return sorted(partition_of(ns) for ns in namespaces if ns[:len(wanted)] == wanted)
+        """The partitions of the listed namespaces that start with ``prefix`` and may still
+        hold a live item, sorted (the listing records alone: no partition read)."""
+        wanted, now = tuple(prefix), now_ms()
+        found = []
+        for record in (await self.core.listings()).values():
+            partition = str(record["partition"])
+            until = record.get("until")
+            if until is not None and until <= now:
+                continue
+            if namespace_of(partition)[:len(wanted)] == wanted:
+                found.append(partition)
+        return sorted(found)

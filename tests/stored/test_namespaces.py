@@ -1,0 +1,123 @@
+"""The namespace listing is a system record, not a user's partition (issue 54, 2): retention
+never expires it, no quota counts it, no owner's listing shows it or delete removes it, it is
+rebuilt from the data (import, restore, ``check --repair``), it goes with its namespace's last
+item or its partition, name and all, and listing reads only what it answers."""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from semmem.embedding.fakes import HashingEmbedder
+from semmem.lifecycle.retention import Retention
+from semmem.lifecycle.sweep import sweep
+from semmem.memory import Memory
+from semmem.store import Store
+from semmem.store.commit.quota import Quota
+from semmem.stored.batch import run
+from semmem.stored.items import StoreItems
+from semmem.stored.requests import parse_request
+from tests.support.files import decoded_with
+from tests.support.memory import open_memory
+
+
+async def listed(items: StoreItems, **op: object) -> list[list[str]]:
+    found: list[list[str]] = (await run(items, parse_request(
+        {"ops": [{"op": "list", **op}]})))[0]
+    return found
+
+
+async def test_retention_never_expires_a_namespace_whose_items_live(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``SEMMEM_RETENTION=20s``: a namespace first written 24 s ago, written again 14 s ago,
+    is still listed and searched after the retention sweep (its entry is no item to expire)."""
+    embedder = HashingEmbedder()
+    store = Store(str(tmp_path / "db"), dim=embedder.dim, model_id=embedder.model_id)
+    await store.open()
+    memory = Memory(store, embedder, retention=Retention(store, 20_000))
+    real = time.time_ns
+    skew = [0]
+    monkeypatch.setattr(time, "time_ns", lambda: real() + skew[0])  # the wall clock, moved
+    try:
+        items = StoreItems(memory)
+        await items.put(("users", "alice"), "first", {"v": 1}, ["first value"], None)
+        skew[0] = 10 * 10**9
+        await items.put(("users", "alice"), "second", {"v": 2}, ["second value"], None)
+        skew[0] = 24 * 10**9
+        await sweep(memory)  # the retention machinery: what expired is forgotten
+        assert await items.get(("users", "alice"), "first") is None  # positive control
+        assert await items.get(("users", "alice"), "second") is not None
+        assert await listed(items) == [["users", "alice"]]
+        found = await items.search(("users",), None, {}, 10, 0)
+        assert [r.key for r, _ in found] == ["second"]
+    finally:
+        await memory.close()
+
+
+async def test_a_partition_quota_does_not_bound_how_many_namespaces_exist(
+        tmp_path: Path) -> None:
+    """``SEMMEM_PARTITION_MAX_ITEMS=20``: 25 users' first puts all land and are listed."""
+    embedder = HashingEmbedder()
+    store = Store(str(tmp_path / "db"), dim=embedder.dim, model_id=embedder.model_id,
+                  quota=Quota(20, None))
+    await store.open()
+    memory = Memory(store, embedder)
+    try:
+        items = StoreItems(memory)
+        for i in range(25):
+            await items.put(("users", f"u{i:02d}"), "profile", {"i": i}, [], None)
+        assert await listed(items, limit=100) == [["users", f"u{i:02d}"] for i in range(25)]
+    finally:
+        await memory.close()
+
+
+async def test_the_listing_is_no_partition_an_owner_lists_or_deletes(memory: Memory) -> None:
+    items = StoreItems(memory)
+    await items.put(("users", "alice"), "k", {"v": 1}, [], None)
+    await memory.remember("plain", "an ordinary fact")
+    assert await memory.partitions() == ["plain", "users/alice"]
+    assert await memory.delete_partition("%store-namespaces") is False
+    assert await listed(items) == [["users", "alice"]]
+
+
+async def test_an_import_restore_or_repair_lists_what_it_holds(
+        tmp_path: Path, memory: Memory) -> None:
+    items = StoreItems(memory)
+    await items.put(("users", "alice"), "profile", {"name": "Alice"}, ["Alice"], None)
+    exported = [r async for r in memory.export("users/alice")]
+    other = await open_memory(tmp_path / "other", HashingEmbedder())
+    try:
+        into = StoreItems(other)
+        await other.import_("users/alice", exported)
+        assert (await into.get(("users", "alice"), "profile")) is not None
+        assert await listed(into) == [["users", "alice"]]
+        assert [r.key for r, _ in await into.search(("users",), None, {}, 5, 0)] == ["profile"]
+        await other.store.drop_record("users/alice")  # as if lost: check --repair rebuilds
+        assert await listed(into) == []  # positive control
+        report = await other.check("users/alice", repair=True)
+        assert report.repaired
+        assert await listed(into) == [["users", "alice"]]
+    finally:
+        await other.close()
+
+
+async def test_a_namespace_entry_goes_with_its_last_item_and_its_name_with_the_partition(
+        memory: Memory) -> None:
+    name = "erase-ns-marker-7a1c"
+    items = StoreItems(memory)
+    await items.put((name,), "k", {"v": 1}, [], None)
+    await items.put((name,), "k2", {"v": 2}, [], None)
+    await memory.remember("kept", "another fact")
+    await memory.store.maintain_registry(retention=timedelta(0))
+    assert decoded_with(Path(memory.uri), name)  # positive control: the name is in the files
+    await items.delete((name,), "k")
+    assert await listed(items) == [[name]]
+    await items.delete((name,), "k2")
+    assert await listed(items) == []
+    assert name not in {r["partition"] for r in (await memory.store.records()).values()}
+    await memory.delete_partition(name)
+    await memory.store.maintain_registry(retention=timedelta(0))
+    assert decoded_with(Path(memory.uri), name) == []
