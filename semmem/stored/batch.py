@@ -85,15 +85,17 @@ async def namespaces(items: StoreItems, op: StoreOp, only: str | None) -> list[l
                     break
                 literal.append(label)
             prefix = tuple(literal) if len(literal) > len(prefix) else prefix
-    found: set[tuple[str, ...]] = set()
-    for partition in await items.registry.partitions(prefix):
+    found: list[tuple[str, ...]] = []  # in order: the registry's is the namespaces', and a
+    for partition in await items.registry.partitions(prefix):  # cut keeps it
+        if len(found) >= op.offset + op.limit:
+            break  # what is answered is found: the rest is never opened
         if only is not None and partition != only:
             continue
         namespace = namespace_of(partition)
         if not all(c.fits(namespace) for c in op.conditions):
             continue
         cut = namespace if op.max_depth is None else namespace[:op.max_depth]
-        if cut in found or not await items.live(partition):
+        if (found and found[-1] == cut) or not await items.live(partition):
             continue
-        found.add(cut)
-    return [list(ns) for ns in sorted(found)[op.offset:op.offset + op.limit]]
+        found.append(cut)
+    return [list(ns) for ns in found[op.offset:op.offset + op.limit]]

@@ -94,7 +94,8 @@ class Registry:
 
     async def partitions(self, prefix: Sequence[str] = ()) -> list[str]:
         """The partitions of the listed namespaces that start with ``prefix`` and may still
-        hold a live item, sorted (the listing records alone: no partition read)."""
+        hold a live item, in their namespaces' order (the listing records alone: no partition
+        read)."""
         wanted, now = tuple(prefix), now_ms()
         found = []
         for record in (await self.core.listings()).values():
@@ -104,4 +105,4 @@ class Registry:
                 continue
             if namespace_of(partition)[:len(wanted)] == wanted:
                 found.append(partition)
-        return sorted(found)
+        return sorted(found, key=namespace_of)

@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from tests.support.server import (
+    ADMIN,
     JSON,
     READER,
     SCOPED,
@@ -77,6 +78,21 @@ def test_a_batch_puts_gets_searches_and_lists_in_order(c: httpx.Client) -> None:
                         put(["users", "ann"], "blob", None), get(["users", "ann"], "profile"),
                         {"op": "list"}))
     assert out[0]["forgotten"] and out[2] is None and ["users", "ann"] not in out[3]
+
+
+def test_the_namespace_listing_is_no_partition_of_the_admin_api(c: httpx.Client) -> None:
+    """Issue 54, 2: the listing is a system record: never among the owner's partitions, and
+    no delete of a partition reaches it."""
+    results(store(c, put(["team", "zed"], "profile", {"v": 1})))
+    names = c.get("/admin/partitions", params={"limit": 1000}, headers=ADMIN).json()
+    assert "team/zed" in names["partitions"]  # positive control: the listing is read whole
+    assert not [p for p in names["partitions"] if p.startswith("%")]
+    gone = c.delete("/admin/partitions", params={"partition": "%store-namespaces"},
+                    headers=ADMIN)
+    assert gone.status_code == 200 and gone.json()["deleted"] is False
+    listed = results(store(c, {"op": "list", "conditions": [
+        {"type": "prefix", "path": ["team"]}]}))
+    assert listed == [[["team", "zed"]]]
 
 
 def test_store_items_are_out_of_the_models_reach_over_http(c: httpx.Client) -> None:
