@@ -6,7 +6,8 @@ In process, fake embedder, a temp LanceDB directory, the store's default cache (
 partitions): ``--namespaces`` users each put one item in ``("users", <id>)``; at each
 checkpoint (100, 300, 1,000…) ``list_namespaces(prefix=("users",), limit=10)`` and
 ``search(("users",), limit=10)`` are timed (median of ``--runs``), as ``POST /store`` runs
-them (``semmem.stored.batch.run``).
+them (``semmem.stored.batch.run``); then every namespace but ten is emptied (its item
+deleted) and both are timed again.
 """
 
 from __future__ import annotations
@@ -59,6 +60,10 @@ async def main(count: int, runs: int) -> None:
                 made += 1
             print(f"{checkpoint:>10}  {await timed(items, listing, runs):>35.1f}  "
                   f"{await timed(items, search, runs):>26.1f}", flush=True)
+        for i in range(10, made):  # all but ten emptied: what was created, not what lives
+            await items.delete(("users", f"u{i:05d}"), "profile")
+        print(f"{'10 of ' + str(made):>10}  {await timed(items, listing, runs):>35.1f}  "
+              f"{await timed(items, search, runs):>26.1f}", flush=True)
         await memory.close()
 
 

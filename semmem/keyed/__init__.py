@@ -17,7 +17,8 @@ The model
   piece's record fields), so a write that looked an item up needs to see only the numbers
   assigned since to know every piece of it.
 
-The API (``Keyed(memory)``, ``semmem.keyed.items``)
+The API (``Keyed(core)``, ``semmem.keyed.items``; ``core``: what ``semmem.keyed.ports.Partitions``
+asks of the memory core, which ``Memory`` answers)
 - ``await held(partition, address) -> Held``: the numbers of its live pieces and the high-water
   mark when looked up; ``await items(held)``: those pieces as ``Item``\\ s.
 - ``await pieces(partition, address) -> list[Item]``: the live pieces (none expired), number

@@ -121,3 +121,27 @@ async def test_a_namespace_entry_goes_with_its_last_item_and_its_name_with_the_p
     await memory.delete_partition(name)
     await memory.store.maintain_registry(retention=timedelta(0))
     assert decoded_with(Path(memory.uri), name) == []
+
+
+async def test_a_restore_lists_the_namespaces_it_restores(tmp_path: Path,
+                                                          memory: Memory) -> None:
+    from semmem.lifecycle.backup import create_backup
+    from semmem.lifecycle.backup_restore import restore_backup
+    from semmem.store.copies.objects import Objects
+
+    items = StoreItems(memory)
+    await items.put(("users", "bob"), "profile", {"name": "Bob"}, ["Bob"], None)
+    await memory.remember("plain", "an ordinary fact")
+    target = Objects(str(tmp_path / "backups"))
+    manifest = await create_backup(memory.store, target)
+    embedder = HashingEmbedder()
+    fresh = Store(str(tmp_path / "fresh"), dim=embedder.dim, model_id=embedder.model_id)
+    await fresh.open()
+    await restore_backup(target, manifest.id, fresh)
+    restored = Memory(fresh, embedder)
+    try:
+        into = StoreItems(restored)
+        assert (await into.get(("users", "bob"), "profile")) is not None
+        assert await listed(into) == [["users", "bob"]]
+    finally:
+        await restored.close()
