@@ -9,17 +9,19 @@ A listing record says that a partition holds keyed items of ``LISTED_SPACE`` (th
 application's store items) and when the last of them may expire at the latest
 (``{"partition", "until"}``: epoch ms, ``None`` for never). It is derived from the data, in
 one place, the write path (``SystemRecords.written``: every door's write passes it): a write
-adding such pieces makes the record (or moves ``until`` on), a write removing some derives it
-again from the partition (dropped when none is left); an import, a restore and
+adding such pieces makes the record (or moves ``until`` on), a write only removing some
+derives it again from the partition (dropped when none is left); an import, a restore and
 ``semmem check --repair`` derive it again (``relist``). ``until`` is an upper bound (an
 expired item stays until swept): a reader checks what it answers.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from semmem.errors import Unavailable
 from semmem.items import EXPIRES, Item, now_ms, parse_iso
 from semmem.keyed.address import KEYED, space_tag
 from semmem.store.rows import Mutation, table_name
@@ -28,6 +30,8 @@ from semmem.store.views import IndexedView, WriteView
 if TYPE_CHECKING:
     from semmem.store.connection import Connection
     from semmem.store.views import Candidates, ReadView
+
+log = logging.getLogger("semmem.store")
 
 LISTED_SPACE = "store"
 FOREVER = -1  # ``until`` of a write adding a piece without an expiry
@@ -90,8 +94,24 @@ class SystemRecords:
 
     async def written(self, partition: str, touch: Touch) -> None:
         """Keep ``partition``'s listing record true after a committed write that ``touch``
-        describes (the write path calls this)."""
-        if touch.removed:
+        describes (the write path calls this).
+
+        Raises:
+            Unavailable: the record of pieces just added could not be written (the write
+                landed: a retry of it records them); a record left behind by a removal is
+                only logged (a reader checks what it answers).
+        """
+        try:
+            await self._written(partition, touch)
+        except Exception as exc:  # the engine's errors are not a typed tree
+            if touch.added:
+                raise Unavailable(f"the write landed but its listing was not recorded: {exc}"
+                                  ) from exc
+            log.warning("could not update the listing record of %s", table_name(partition),
+                        exc_info=True)
+
+    async def _written(self, partition: str, touch: Touch) -> None:
+        if not touch.added:  # only removed: is any left?
             await self.relist(partition)
             return
         held = (await self.records()).get(table_name(partition))
@@ -112,9 +132,14 @@ class SystemRecords:
         name = table_name(partition)
         held = (await self.records()).get(name)
         if not pieces:
-            if held is not None and repair:
-                await self.conn.registry.drop_listed(name)
-            return held is not None
+            if held is None or not repair:
+                return held is not None
+            await self.conn.registry.drop_listed(name)
+            # a write adding pieces after the read above may have found the record still
+            # there (and written none): look again, now that it is gone
+            pieces = await self._listed_pieces(partition)
+            if not pieces:
+                return True
         until = _latest([_expiry(it.attrs) for it in pieces])
         if held is not None and held.get("partition") == partition and (
                 held.get("until") is None if until is None

@@ -17,6 +17,7 @@ from semmem.lifecycle.sweep import sweep
 from semmem.memory import Memory
 from semmem.store import Store
 from semmem.store.commit.quota import Quota
+from semmem.store.views import ReadView
 from semmem.stored.batch import run
 from semmem.stored.items import StoreItems
 from semmem.stored.requests import parse_request
@@ -145,3 +146,36 @@ async def test_a_restore_lists_the_namespaces_it_restores(tmp_path: Path,
         assert await listed(into) == [["users", "bob"]]
     finally:
         await restored.close()
+
+
+class Counting:
+    """The memory core as store items' collaborator (``stored.ports.Core``), counting the
+    partition views it hands out."""
+
+    def __init__(self, memory: Memory) -> None:
+        self.memory = memory
+        self.opened: list[str] = []
+        self.idempotency_ttl_ms = memory.idempotency_ttl_ms
+        self.model = memory.model
+        self.numbers_where = memory.numbers_where
+        self.numbered = memory.numbered
+        self.liveness = memory.liveness
+        self.commit = memory.commit
+        self.listings = memory.listings
+
+    async def latest_view(self, partition: str) -> ReadView:
+        self.opened.append(partition)
+        return await self.memory.latest_view(partition)
+
+
+async def test_a_listing_opens_only_the_namespaces_it_answers(memory: Memory) -> None:
+    for i in range(30):
+        await StoreItems(memory).put(("users", f"u{i:02d}"), "k", {"i": i}, [], None)
+    core = Counting(memory)
+    items = StoreItems(core)
+    assert await listed(items, conditions=[{"type": "prefix", "path": ["users"]}],
+                        limit=3) == [["users", "u00"], ["users", "u01"], ["users", "u02"]]
+    assert len(core.opened) == 3
+    core.opened.clear()
+    assert await listed(items, limit=2, offset=5) == [["users", "u05"], ["users", "u06"]]
+    assert len(core.opened) == 7
