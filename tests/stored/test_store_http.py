@@ -95,6 +95,23 @@ def test_the_namespace_listing_is_no_partition_of_the_admin_api(c: httpx.Client)
     assert listed == [[["team", "zed"]]]
 
 
+def test_a_partition_quota_bounds_no_count_of_namespaces(tmp_path: Path) -> None:
+    """``SEMMEM_PARTITION_MAX_ITEMS=20``: 21 users' first puts land and are listed (the
+    listing is no partition a quota counts); the quota still holds in a namespace."""
+    process = ServerProcess(tmp_path / "db", env={"SEMMEM_PARTITION_MAX_ITEMS": "20"})
+    process.start().wait_ready()
+    try:
+        with process.client() as client:
+            for i in range(21):
+                results(store(client, put(["users", f"u{i:02d}"], "profile", {"i": i})))
+            assert results(store(client, {"op": "list", "limit": 100}))[0] == [
+                ["users", f"u{i:02d}"] for i in range(21)]
+            full = store(client, *[put(["users", "u00"], f"k{i}", {"i": i}) for i in range(20)])
+            assert_error(full, 403, "quota_exceeded")  # positive control: quotas still hold
+    finally:
+        process.stop()
+
+
 def test_store_items_are_out_of_the_models_reach_over_http(c: httpx.Client) -> None:
     results(store(c, put(["carol"], "profile", {"diet": "vegan"},
                          index=["Carol is vegan"])))
