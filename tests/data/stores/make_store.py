@@ -1,0 +1,176 @@
+"""Write a store with an older release's own code, for the upgrade tests
+(``tests/store/test_upgrade.py`` opens every folder beside this script).
+
+    .venv-client/bin/python tests/data/stores/make_store.py OLD_CHECKOUT OUT \\
+        --server-python .venv/bin/python
+
+``OLD_CHECKOUT``: a checkout of the release (``git worktree add /tmp/old <commit>``); ``OUT``:
+the fixture's folder (``tests/data/stores/<commit>``), replaced. The release's ``semmem serve``
+runs from the checkout (``PYTHONPATH`` = the checkout, the fake embedder, as the tests' servers
+do) under ``--server-python``; this script drives it with that release's Python client and its
+LangGraph ``SemmemStore`` (``PYTHONPATH`` gets the checkout's ``clients/python/src``), so it
+needs ``httpx`` and ``langgraph`` (the client's venv). It writes ``OUT/store`` (the data
+directory), ``OUT/backups`` (one backup of it) and ``OUT/expected.json`` (what the upgrade test
+checks: numbers, texts, the forgotten one, the expiries, the override, the store items).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+TOKEN = "fixture-token-provider"
+ADMIN_TOKEN = "fixture-token-admin"
+FAKE_LAUNCH = (
+    "from semmem.embedding.fakes import HashingEmbedder; from semmem.settings import Settings; "
+    "from semmem.web.server import serve; serve(Settings(), embedder=HashingEmbedder())"
+)
+USER = "users/alice"  # the partition of LangGraph's namespace ("users", "alice")
+OTHER = "bob"
+
+
+def _iso(at: datetime) -> str:
+    return at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}Z"
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _serve(old: Path, out: Path, python: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """The release's server on ``out/store``, backing up to ``out/backups`` (paths relative to
+    ``out``, its working directory: a backup's manifest names its source)."""
+    port = _port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEMMEM_")}
+    env.update({"PYTHONPATH": str(old), "SEMMEM_DATA": "store", "SEMMEM_HOST": "127.0.0.1",
+                "SEMMEM_PORT": str(port), "SEMMEM_TOKENS": TOKEN,
+                "SEMMEM_ADMIN_TOKENS": ADMIN_TOKEN, "SEMMEM_LOG_LEVEL": "warning",
+                "SEMMEM_TOOL_METADATA": "true", "SEMMEM_TOOL_EXPIRY": "true",
+                "SEMMEM_BACKUP_TO": "backups", "PYTHONUNBUFFERED": "1"})
+    with log.open("ab") as sink:
+        proc = subprocess.Popen([python, "-c", FAKE_LAUNCH], env=env, cwd=out, stdout=sink,
+                                stderr=subprocess.STDOUT)
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def _ready(http: Any, proc: subprocess.Popen[bytes], log: Path) -> None:
+    began = time.monotonic()
+    while time.monotonic() - began < 120:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the old server exited: {log.read_text()[-2000:]}")
+        try:
+            if http.get("/readyz").status_code == 200:
+                return
+        except Exception:  # not listening yet
+            pass
+        time.sleep(0.1)
+    raise TimeoutError(f"the old server is not ready: {log.read_text()[-2000:]}")
+
+
+def write(old: Path, out: Path, python: str) -> dict[str, Any]:
+    """Write the store under ``out`` with the release at ``old``; what was written."""
+    sys.path.insert(0, str(old / "clients" / "python" / "src"))
+    import httpx
+    from semmem_client import Client  # the old release's client
+    from semmem_client.langgraph import SemmemStore
+
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    log = out.parent / f"{out.name}.log"
+    proc, url = _serve(old, out, python, log)
+    admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    try:
+        with httpx.Client(base_url=url, timeout=60) as http:
+            _ready(http, proc, log)
+            client = Client(url, TOKEN, admin_token=ADMIN_TOKEN)
+            units = client.remember(USER, "Alice prefers metric units",
+                                    metadata={"topic": "units"})["n"]
+            sister = client.remember(USER, "Alice's sister lives in Lyon")["n"]
+            client.update(USER, sister, "Alice's sister moved to Paris")
+            locker = client.remember(USER, "Alice's locker code is quokka-4417")["n"]
+            client.forget(USER, locker)
+            marathon = client.remember(USER, "Alice is training for the spring marathon")["n"]
+            far = _iso(datetime(2099, 1, 1, tzinfo=UTC))
+            client.edit(USER, marathon, {"expiresAt": far})
+            permit = client.remember(USER, "Alice's parking permit runs out today")["n"]
+            soon = datetime.now(UTC) + timedelta(seconds=2)
+            client.edit(USER, permit, {"expiresAt": _iso(soon)})
+            bees = client.remember(OTHER, "Bob keeps two hives of bees")["n"]
+            http.put("/admin/retention", params={"partition": OTHER, "policy": "3650d"},
+                     headers=admin).raise_for_status()
+
+            store = SemmemStore(client)
+            namespace = ("users", "alice")
+            store.put(namespace, "profile", {"name": "Alice", "diet": "omnivore"})
+            profile = {"name": "Alice", "diet": "vegetarian", "city": "Paris"}
+            store.put(namespace, "profile", profile)  # the release's put of a held key: an edit
+            notes = {"text": "call back on Tuesday about the kiln"}
+            store.put(namespace, "notes", notes, index=False)
+            got = store.get(namespace, "profile")
+            assert got is not None and got.value == profile, got
+            lg = {e["n"]: e["text"] for e in client.export(USER) if '"key":' in e["text"]}
+            assert len(lg) == 2, lg
+
+            while datetime.now(UTC) < soon:  # the permit expired before the backup
+                time.sleep(0.1)
+            http.post("/admin/backups", headers=admin).raise_for_status()
+            for _ in range(600):
+                listed = http.get("/admin/backups", headers=admin).json()
+                if listed["backups"]:
+                    break
+                time.sleep(0.1)
+            else:
+                raise TimeoutError(f"the backup did not complete: {listed}")
+            backup = listed["backups"][0]["id"]
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    log.unlink(missing_ok=True)
+    shutil.rmtree(out / "store" / "_tmp", ignore_errors=True)  # the engine's scratch folder
+    expected: dict[str, Any] = {
+        "partition": USER, "other": OTHER,
+        "facts": {str(units): "Alice prefers metric units",
+                  str(sister): "Alice's sister moved to Paris",
+                  str(marathon): "Alice is training for the spring marathon"},
+        "metadata": {str(units): {"topic": "units"}},
+        "updated": sister, "forgotten": {"n": locker, "text": "quokka-4417"},
+        "expires": {"n": marathon, "at": far}, "expired": permit,
+        "other_facts": {str(bees): "Bob keeps two hives of bees"},
+        "retention": {"partition": OTHER, "maxAgeMs": 3650 * 86_400_000},
+        "backup": backup,
+        "store": {"namespace": list(namespace),
+                  "items": {"profile": {"value": profile, "indexed": True},
+                            "notes": {"value": notes, "indexed": False}},
+                  "numbers": sorted(lg)},
+        "hwm": max(int(n) for n in lg) if lg else permit,
+    }
+    (out / "expected.json").write_text(json.dumps(expected, indent=1, sort_keys=True) + "\n")
+    return expected
+
+
+def main() -> None:
+    """The command line (see the module's docstring)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("old", type=Path, help="a checkout of the release")
+    parser.add_argument("out", type=Path, help="the fixture's folder (replaced)")
+    parser.add_argument("--server-python", default=sys.executable,
+                        help="the interpreter that runs the release's server")
+    args = parser.parse_args()
+    print(json.dumps(write(args.old.resolve(), args.out.resolve(), args.server_python),
+                     indent=1))
+
+
+if __name__ == "__main__":
+    main()
