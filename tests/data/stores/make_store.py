@@ -20,39 +20,26 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+REPO = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(REPO))  # the tests' harness: standard library and httpx only
+from tests.support.server import FAKE_LAUNCH, free_port, iso_in  # noqa: E402
+
 TOKEN = "fixture-token-provider"
 ADMIN_TOKEN = "fixture-token-admin"
-FAKE_LAUNCH = (
-    "from semmem.embedding.fakes import HashingEmbedder; from semmem.settings import Settings; "
-    "from semmem.web.server import serve; serve(Settings(), embedder=HashingEmbedder())"
-)
 USER = "users/alice"  # the partition of LangGraph's namespace ("users", "alice")
 OTHER = "bob"
-
-
-def _iso(at: datetime) -> str:
-    return at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}Z"
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _serve(old: Path, out: Path, python: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
     """The release's server on ``out/store``, backing up to ``out/backups`` (paths relative to
     ``out``, its working directory: a backup's manifest names its source)."""
-    port = _port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEMMEM_")}
     env.update({"PYTHONPATH": str(old), "SEMMEM_DATA": "store", "SEMMEM_HOST": "127.0.0.1",
                 "SEMMEM_PORT": str(port), "SEMMEM_TOKENS": TOKEN,
@@ -102,11 +89,11 @@ def write(old: Path, out: Path, python: str) -> dict[str, Any]:
             locker = client.remember(USER, "Alice's locker code is quokka-4417")["n"]
             client.forget(USER, locker)
             marathon = client.remember(USER, "Alice is training for the spring marathon")["n"]
-            far = _iso(datetime(2099, 1, 1, tzinfo=UTC))
+            far = "2099-01-01T00:00:00.000Z"
             client.edit(USER, marathon, {"expiresAt": far})
             permit = client.remember(USER, "Alice's parking permit runs out today")["n"]
-            soon = datetime.now(UTC) + timedelta(seconds=2)
-            client.edit(USER, permit, {"expiresAt": _iso(soon)})
+            soon = time.time() + 2
+            client.edit(USER, permit, {"expiresAt": iso_in(2)})
             bees = client.remember(OTHER, "Bob keeps two hives of bees")["n"]
             http.put("/admin/retention", params={"partition": OTHER, "policy": "3650d"},
                      headers=admin).raise_for_status()
@@ -123,7 +110,7 @@ def write(old: Path, out: Path, python: str) -> dict[str, Any]:
             lg = {e["n"]: e["text"] for e in client.export(USER) if '"key":' in e["text"]}
             assert len(lg) == 2, lg
 
-            while datetime.now(UTC) < soon:  # the permit expired before the backup
+            while time.time() < soon:  # the permit expired before the backup
                 time.sleep(0.1)
             http.post("/admin/backups", headers=admin).raise_for_status()
             for _ in range(600):
