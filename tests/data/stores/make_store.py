@@ -71,44 +71,43 @@ def write(old: Path, out: Path, python: str) -> dict[str, Any]:
     sys.path.insert(0, str(old / "clients" / "python" / "src"))
     import httpx
     from semmem_client import Client  # the old release's client
-    from semmem_client.langgraph import SemmemStore
 
+    # What the release has: metadata on facts (e7c9746), the LangGraph adapter (its client).
+    metadata = (old / "semmem" / "metadata.py").exists() \
+        or (old / "semmem" / "scoped" / "metadata.py").exists()
+    langgraph = (old / "clients" / "python" / "src" / "semmem_client" / "langgraph.py").exists()
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     log = out.parent / f"{out.name}.log"
     proc, url = _serve(old, out, python, log)
     admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    written: dict[str, Any] = {}
     try:
         with httpx.Client(base_url=url, timeout=60) as http:
             _ready(http, proc, log)
-            client = Client(url, TOKEN, admin_token=ADMIN_TOKEN)
-            units = client.remember(USER, "Alice prefers metric units",
-                                    metadata={"topic": "units"})["n"]
+
+            def edit(n: int, changes: dict[str, Any]) -> None:
+                http.patch("/admin/items", params={"partition": USER, "n": n}, json=changes,
+                           headers=admin).raise_for_status()
+
+            client = Client(url, TOKEN)
+            tagged = {"metadata": {"topic": "units"}} if metadata else {}
+            units = client.remember(USER, "Alice prefers metric units", **tagged)["n"]
             sister = client.remember(USER, "Alice's sister lives in Lyon")["n"]
             client.update(USER, sister, "Alice's sister moved to Paris")
             locker = client.remember(USER, "Alice's locker code is quokka-4417")["n"]
             client.forget(USER, locker)
             marathon = client.remember(USER, "Alice is training for the spring marathon")["n"]
             far = "2099-01-01T00:00:00.000Z"
-            client.edit(USER, marathon, {"expiresAt": far})
+            edit(marathon, {"expiresAt": far})
             permit = client.remember(USER, "Alice's parking permit runs out today")["n"]
             soon = time.time() + 2
-            client.edit(USER, permit, {"expiresAt": iso_in(2)})
+            edit(permit, {"expiresAt": iso_in(2)})
             bees = client.remember(OTHER, "Bob keeps two hives of bees")["n"]
             http.put("/admin/retention", params={"partition": OTHER, "policy": "3650d"},
                      headers=admin).raise_for_status()
-
-            store = SemmemStore(client)
-            namespace = ("users", "alice")
-            store.put(namespace, "profile", {"name": "Alice", "diet": "omnivore"})
-            profile = {"name": "Alice", "diet": "vegetarian", "city": "Paris"}
-            store.put(namespace, "profile", profile)  # the release's put of a held key: an edit
-            notes = {"text": "call back on Tuesday about the kiln"}
-            store.put(namespace, "notes", notes, index=False)
-            got = store.get(namespace, "profile")
-            assert got is not None and got.value == profile, got
-            lg = {e["n"]: e["text"] for e in client.export(USER) if '"key":' in e["text"]}
-            assert len(lg) == 2, lg
+            if langgraph:
+                written["store"] = _store_items(Client(url, TOKEN, admin_token=ADMIN_TOKEN))
 
             while time.time() < soon:  # the permit expired before the backup
                 time.sleep(0.1)
@@ -131,20 +130,39 @@ def write(old: Path, out: Path, python: str) -> dict[str, Any]:
         "facts": {str(units): "Alice prefers metric units",
                   str(sister): "Alice's sister moved to Paris",
                   str(marathon): "Alice is training for the spring marathon"},
-        "metadata": {str(units): {"topic": "units"}},
+        "metadata": {str(units): {"topic": "units"}} if metadata else {},
         "updated": sister, "forgotten": {"n": locker, "text": "quokka-4417"},
         "expires": {"n": marathon, "at": far}, "expired": permit,
         "other_facts": {str(bees): "Bob keeps two hives of bees"},
         "retention": {"partition": OTHER, "maxAgeMs": 3650 * 86_400_000},
         "backup": backup,
-        "store": {"namespace": list(namespace),
-                  "items": {"profile": {"value": profile, "indexed": True},
-                            "notes": {"value": notes, "indexed": False}},
-                  "numbers": sorted(lg)},
-        "hwm": max(int(n) for n in lg) if lg else permit,
+        "hwm": max([permit, *written.get("store", {}).get("numbers", [])]),
+        **written,
     }
     (out / "expected.json").write_text(json.dumps(expected, indent=1, sort_keys=True) + "\n")
     return expected
+
+
+def _store_items(client: Any) -> dict[str, Any]:
+    """Two LangGraph items put through the release's ``SemmemStore`` (one put twice, one not
+    indexed); what the upgrade test checks of them."""
+    from semmem_client.langgraph import SemmemStore
+
+    store = SemmemStore(client)
+    namespace = ("users", "alice")
+    store.put(namespace, "profile", {"name": "Alice", "diet": "omnivore"})
+    profile = {"name": "Alice", "diet": "vegetarian", "city": "Paris"}
+    store.put(namespace, "profile", profile)  # the release's put of a held key: an edit
+    notes = {"text": "call back on Tuesday about the kiln"}
+    store.put(namespace, "notes", notes, index=False)
+    got = store.get(namespace, "profile")
+    assert got is not None and got.value == profile, got
+    facts = {e["n"]: e["text"] for e in client.export(USER) if '"key":' in e["text"]}
+    assert len(facts) == 2, facts
+    return {"namespace": list(namespace),
+            "items": {"profile": {"value": profile, "indexed": True},
+                      "notes": {"value": notes, "indexed": False}},
+            "numbers": sorted(facts)}
 
 
 def main() -> None:
