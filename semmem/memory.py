@@ -84,10 +84,13 @@ class Memory(Writes, Owners, Filtered, Parts):
                    **store_options: Any) -> Memory:
         """A memory over the store at ``uri`` (opened here; ``close`` it when done)."""
         from semmem.store.tables import Store
+        from semmem.upgrading import upgrade
 
         store = Store(uri, dim=embedder.dim, model_id=embedder.model_id, **store_options)
         await store.open()
-        return cls(store, embedder, ranker)
+        memory = cls(store, embedder, ranker)
+        await upgrade(memory)  # the format gate: this release's format before any read
+        return memory
 
     def with_ranker(self, ranker: Ranker) -> Memory:
         """The same memory (store, model thread) ranking with ``ranker``."""

@@ -16,6 +16,7 @@ from semmem.ranking.calibration import calibrated, load_calibration
 from semmem.ranking.ranker import Ranker, RankingConfig
 from semmem.scheduling.schedule import Maintenance
 from semmem.settings import Settings
+from semmem.upgrading import upgrade
 
 if TYPE_CHECKING:
     from semmem.store.tables import Store
@@ -112,6 +113,7 @@ async def open_memory(
         similar_threshold=similar_threshold(settings),
         retention=Retention(store, settings.retention_ms),
     )
+    await upgrade(memory)  # the format gate: this release's format before any door reads
     if observer is not None:
         observer.sweeping(lambda names: sweep(memory, names), settings.retention_sweep_s)
         memory.retention.found_expired = observer.sweep_soon

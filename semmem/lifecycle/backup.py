@@ -34,6 +34,7 @@ from semmem.lifecycle.backup_format import (
 from semmem.lifecycle.liveness import Live, policies
 from semmem.store.copies.dump import Dump, created_at, latest_version, read_head, read_partition
 from semmem.store.copies.objects import Objects
+from semmem.store.formats import format_of
 from semmem.store.rows import table_name
 from semmem.store.views import Tombstone
 
@@ -74,7 +75,7 @@ async def create_backup(store: Store, target: Objects, *, live: Live | None = No
 
     entries = [e for e in await asyncio.gather(*(one(n) for n in names)) if e is not None]
     manifest = Manifest(new_id(started), started, now_ms(), store.uri, store.model_id, store.dim,
-                        entries)
+                        entries, format_of(await store.meta()))
     await asyncio.to_thread(target.put, manifest_name(manifest.id), manifest.to_bytes())
     return manifest
 

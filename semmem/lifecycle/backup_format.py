@@ -23,6 +23,7 @@ import numpy as np
 
 from semmem.errors import InvalidInput
 from semmem.items import Item
+from semmem.store import formats
 from semmem.store.copies.dump import Dump
 from semmem.store.views import Head, Tombstone
 
@@ -112,12 +113,16 @@ class Manifest:
     model: str  # the source store's model and vector width
     dim: int
     partitions: list[dict[str, Any]]
+    # The source store's format (``store/formats.py``): a restore records it, and the restored
+    # store's first open upgrades it. Manifests written before it was recorded: ``FIRST``.
+    store_format: int = formats.FIRST
 
     def body(self) -> dict[str, Any]:
         """The manifest's fields, as written (without the digest)."""
         return {"format": FORMAT, "id": self.id, "created": self.created,
                 "finished": self.finished, "source": self.source, "model": self.model,
-                "dim": self.dim, "partitions": self.partitions}
+                "dim": self.dim, "partitions": self.partitions,
+                "storeFormat": self.store_format}
 
     def to_bytes(self) -> bytes:
         """The manifest file: its fields and a digest over them."""
@@ -140,7 +145,8 @@ class Manifest:
         if raw.get("format") != FORMAT or digest != _digest(raw):
             raise InvalidInput("backup manifest damaged (its digest does not match)")
         return cls(raw["id"], raw["created"], raw["finished"], raw["source"], raw["model"],
-                   raw["dim"], raw["partitions"])
+                   raw["dim"], raw["partitions"], formats.format_of(
+                       {formats.KEY: raw["storeFormat"]} if "storeFormat" in raw else {}))
 
     def summary(self) -> dict[str, Any]:
         """What ``backup list`` shows of it."""

@@ -33,6 +33,7 @@ from semmem.lifecycle.liveness import Live, policies
 from semmem.lifecycle.retention import is_live
 from semmem.store.copies.dump import Dump, created_at, write_partition
 from semmem.store.copies.objects import Objects
+from semmem.store.formats import KEY, format_of
 from semmem.store.views import Head, PartitionSnapshot, Tombstone
 
 if TYPE_CHECKING:
@@ -105,6 +106,9 @@ async def restore_backup(target: Objects, backup_id: str, into: Store,
         report.partitions += 1
         report.items += len(dump.items)
         report.tombstones += len(dump.tombstones)
+    meta = await into.meta() or {}
+    if manifest.store_format < format_of(meta):  # the restored store's first open upgrades it
+        await into.set_meta({**meta, KEY: manifest.store_format})
     return report
 
 

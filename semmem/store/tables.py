@@ -23,6 +23,7 @@ import pyarrow as pa
 from semmem.contract import check_partition
 from semmem.errors import DeadlineExceeded, ModelMismatch, SemmemError, Unavailable
 from semmem.items import now_ms
+from semmem.store import formats
 from semmem.store.commit.conflicts import moved_on
 from semmem.store.commit.fence import Fence
 from semmem.store.commit.group import after
@@ -155,7 +156,8 @@ class Store(Registered, IndexedReads, SystemRecords):
         except Exception as exc:
             raise Unavailable(f"cannot open store {self.uri}: {exc}") from exc
         if meta is None:
-            await self.set_meta({"schema": SCHEMA_VERSION, "model": self.model_id, "dim": self.dim})
+            await self.set_meta({"schema": SCHEMA_VERSION, "model": self.model_id, "dim": self.dim,
+                                 formats.KEY: formats.FORMAT})
         elif check_model and meta.get("model") != self.model_id:
             raise ModelMismatch(
                 f"store {self.uri} was embedded with model {meta.get('model')!r}, "

@@ -9,4 +9,6 @@ a namespace and a key, its index texts embedded in pieces, its expiry, in one wr
 - ``filters``: LangGraph's filter semantics (containment, ``$eq $ne $gt $gte $lt $lte``).
 - ``requests`` / ``batch``: a ``POST /store`` body checked whole, then run in order
   (``semmem.web.stored`` serves it).
+- ``upgrade``: the items an earlier release kept as facts made store items again (the format
+  gate's step from format 1, ``semmem.upgrading``).
 """

@@ -93,6 +93,21 @@ class Put:
     value: dict[str, Any]
     texts: tuple[str, ...]
     ttl: float | None
+    # An upgrade's (``stored/upgrade.py``): the facts an earlier release kept this item as,
+    # the last one its value. They are forgotten in the same write and the item keeps the
+    # last one's times and expiry; when it is no longer there as it was read (forgotten,
+    # changed), the item is not put.
+    former: tuple[Item, ...] = ()
+
+    def kept(self, view: WriteView) -> list[Item] | None:
+        """The former facts ``view`` still holds, ``None`` when the last is not there
+        unchanged."""
+        if not self.former:
+            return None
+        last = view.get(self.former[-1].n)
+        if last is None or last.text != self.former[-1].text:
+            return None
+        return [it for f in self.former if (it := view.get(f.n)) is not None]
 
 
 @dataclass(frozen=True)
@@ -174,15 +189,28 @@ class StoreItems:
                     held[address].append(it)
             if any(old for old in held.values()) and not looked[-1].numbers:
                 raise Moved("pieces appeared since the lookup")  # so the write purges them
-            now, n, rows, done = now_ms(), view.hwm, [], {}
+            now, n, rows = now_ms(), view.hwm, []
+            done: dict[str, dict[str, Any]] = {}
             at = iter(vectors)
             for key, p in last.items():
                 old = held[addresses_[key]]
+                former = p.kept(view)
+                if p.former and former is None:  # gone meanwhile: stays gone
+                    for _piece in bodies[key]:  # its vectors, unused
+                        next(at)
+                    done[key] = {"status": "gone", "items": [], "replaced": []}
+                    continue
                 before = record_of(namespace, key, [it for it in old if alive(it)])
                 expiry = {EXPIRES: iso(now + round(p.ttl * 60_000))} if p.ttl is not None \
                     else {}
                 head = {"value": p.value, "created": before.created if before else now,
                         "updated": now, "ttl": p.ttl, "indexed": bool(p.texts)}
+                ts = updated = now
+                if former:
+                    old, last_ = [*old, *former], former[-1]
+                    ts, updated = last_.ts, last_.updated
+                    head.update(created=ts, updated=updated)
+                    expiry = {EXPIRES: last_.attrs[EXPIRES]} if EXPIRES in last_.attrs else {}
                 rows += [ItemRow(it.n, None, None, it.ts, now, it.revision + 1, forgotten=True,
                                  created=it.born) for it in old]
                 first = n + 1
@@ -190,16 +218,18 @@ class StoreItems:
                     n += 1
                     attrs = {KEYED: addresses_[key].public(),
                              STORE: head if i == 0 else {"part": i}, **expiry}
-                    rows.append(ItemRow(n, text, next(at), now, now, 1, attrs=attrs,
+                    rows.append(ItemRow(n, text, next(at), ts, updated, 1, attrs=attrs,
                                         created=NEW))
                 done[key] = {"status": "stored", "items": list(range(first, n + 1)),
                              "replaced": [it.n for it in old]}
-            return rules.mutation(None, {"puts": done}, ttl_ms, rows, n)
+            return rules.mutation(None, {"puts": done}, ttl_ms, rows, n) if rows \
+                else {"puts": done}
 
         for _ in range(ATTEMPTS):
             view = await self.core.latest_view(partition)
             numbers = [n for a in addresses_.values()
                        for n in await self.keyed.numbers(view, a)]
+            numbers += [f.n for p in last.values() for f in p.former]
             looked.append(Held(next(iter(addresses_.values())), tuple(sorted(numbers)),
                                view.hwm, view))
             try:

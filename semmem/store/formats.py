@@ -1,0 +1,32 @@
+"""The store's format: how the data of a store is laid out for the doors that read it,
+recorded in the store's metadata (the registry's ``meta`` entry, ``format``).
+
+- 1: the releases up to ``e601069`` (their metadata records no format). The application's
+  LangGraph store items were facts of their namespace's partition, whose text is the item's
+  JSON (the Python client's ``SemmemStore`` of then).
+- 2: store items are keyed items of the application (``semmem/stored``), out of the model's
+  reach; tables of partition ``SCHEMA_VERSION`` 3.
+
+A new store is made at ``FORMAT``. A store of an older format is brought to it by the format
+gate (``semmem/upgrading.py``) when a door opens it, each step in place and safe to run again,
+the new format recorded once every step is done; a store of a newer format is refused (a
+release never reads what a later one wrote). The tables' own columns are migrated apart, by the
+first write to an older table (``store/connection.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+FORMAT = 2
+FIRST = 1  # what a store whose metadata records no format was written in
+KEY = "format"  # the metadata's member
+
+
+def format_of(meta: dict[str, Any] | None) -> int:
+    """The format a store's metadata records (``FIRST`` when none: an older release's store;
+    ``FORMAT`` for a store with no metadata yet: a new one)."""
+    if meta is None:
+        return FORMAT
+    found = meta.get(KEY)
+    return found if isinstance(found, int) and not isinstance(found, bool) else FIRST

@@ -1,0 +1,53 @@
+"""The format gate: a store is read in this release's format (``store/formats.py``) by every
+door (the server, the CLI, ``Memory.open``), brought to it on first open.
+
+Each step from an older format works in place on the partitions through the write path
+(compare-and-swap commits, as every write): run again — after a crash, or by another process
+opening the old store at the same time — it finds done what is done and does the rest, so
+the store is never half in one format for a reader and no item is made twice. The new format
+is recorded (one registry entry) only once every step is done. A store of a format newer
+than this release's is refused. A store opened with a model other than its own (``reindex``,
+``check``) is left as it is: the steps embed, and its next open with its model upgrades it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from semmem.errors import Unavailable
+from semmem.store.formats import FORMAT, KEY, format_of
+from semmem.stored.upgrade import Hook, items_from_facts
+
+if TYPE_CHECKING:
+    from semmem.memory import Memory
+
+log = logging.getLogger("semmem.upgrade")
+
+# Each format's step to the next.
+STEPS: dict[int, Callable[[Memory, Hook | None], Awaitable[int]]] = {1: items_from_facts}
+
+
+async def upgrade(memory: Memory, *, hook: Hook | None = None) -> int:
+    """Bring ``memory``'s store to ``FORMAT`` (nothing when it is); the format it is in.
+    ``hook``: called after each step of each partition (tests interrupt it there).
+
+    Raises:
+        Unavailable: the store was written by a later release (a newer format).
+    """
+    meta = await memory.store.meta()
+    found = format_of(meta)
+    if found > FORMAT:
+        raise Unavailable(f"store {memory.uri} is of format {found}, written by a later "
+                          f"release; this one reads format {FORMAT} and earlier")
+    if meta is not None and meta.get("model") != memory.embedder.model_id:
+        return found  # opened with another model (reindex, check): the steps embed
+    while found < FORMAT:
+        changed = await STEPS[found](memory, hook)
+        log.info("store %s upgraded from format %d to %d (%d items)", memory.uri, found,
+                 found + 1, changed)
+        found += 1
+        meta = await memory.store.meta() or {}  # as it is now (only this member changes)
+        await memory.store.set_meta({**meta, KEY: found})
+    return found

@@ -1,0 +1,181 @@
+"""Write a store with an older release's own code, for the upgrade tests
+(``tests/store/test_upgrade.py`` opens every folder beside this script).
+
+    .venv-client/bin/python tests/data/stores/make_store.py OLD_CHECKOUT OUT \\
+        --server-python .venv/bin/python
+
+``OLD_CHECKOUT``: a checkout of the release (``git worktree add /tmp/old <commit>``); ``OUT``:
+the fixture's folder (``tests/data/stores/<commit>``), replaced. The release's ``semmem serve``
+runs from the checkout (``PYTHONPATH`` = the checkout, the fake embedder, as the tests' servers
+do) under ``--server-python``; this script drives it with that release's Python client and its
+LangGraph ``SemmemStore`` (``PYTHONPATH`` gets the checkout's ``clients/python/src``), so it
+needs ``httpx`` and ``langgraph`` (the client's venv). It writes ``OUT/store`` (the data
+directory), ``OUT/backups`` (one backup of it) and ``OUT/expected.json`` (what the upgrade test
+checks: numbers, texts, the forgotten one, the expiries, the override, the store items).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(REPO))  # the tests' harness: standard library and httpx only
+from tests.support.server import FAKE_LAUNCH, free_port, iso_in  # noqa: E402
+
+TOKEN = "fixture-token-provider"
+ADMIN_TOKEN = "fixture-token-admin"
+USER = "users/alice"  # the partition of LangGraph's namespace ("users", "alice")
+OTHER = "bob"
+
+
+def _serve(old: Path, out: Path, python: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """The release's server on ``out/store``, backing up to ``out/backups`` (paths relative to
+    ``out``, its working directory: a backup's manifest names its source)."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEMMEM_")}
+    env.update({"PYTHONPATH": str(old), "SEMMEM_DATA": "store", "SEMMEM_HOST": "127.0.0.1",
+                "SEMMEM_PORT": str(port), "SEMMEM_TOKENS": TOKEN,
+                "SEMMEM_ADMIN_TOKENS": ADMIN_TOKEN, "SEMMEM_LOG_LEVEL": "warning",
+                "SEMMEM_TOOL_METADATA": "true", "SEMMEM_TOOL_EXPIRY": "true",
+                "SEMMEM_BACKUP_TO": "backups", "PYTHONUNBUFFERED": "1"})
+    with log.open("ab") as sink:
+        proc = subprocess.Popen([python, "-c", FAKE_LAUNCH], env=env, cwd=out, stdout=sink,
+                                stderr=subprocess.STDOUT)
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def _ready(http: Any, proc: subprocess.Popen[bytes], log: Path) -> None:
+    began = time.monotonic()
+    while time.monotonic() - began < 120:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the old server exited: {log.read_text()[-2000:]}")
+        try:
+            if http.get("/readyz").status_code == 200:
+                return
+        except Exception:  # not listening yet
+            pass
+        time.sleep(0.1)
+    raise TimeoutError(f"the old server is not ready: {log.read_text()[-2000:]}")
+
+
+def write(old: Path, out: Path, python: str) -> dict[str, Any]:
+    """Write the store under ``out`` with the release at ``old``; what was written."""
+    sys.path.insert(0, str(old / "clients" / "python" / "src"))
+    import httpx
+    from semmem_client import Client  # the old release's client
+
+    # What the release has: metadata on facts (e7c9746), the LangGraph adapter (its client).
+    metadata = (old / "semmem" / "metadata.py").exists() \
+        or (old / "semmem" / "scoped" / "metadata.py").exists()
+    langgraph = (old / "clients" / "python" / "src" / "semmem_client" / "langgraph.py").exists()
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    log = out.parent / f"{out.name}.log"
+    proc, url = _serve(old, out, python, log)
+    admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    written: dict[str, Any] = {}
+    try:
+        with httpx.Client(base_url=url, timeout=60) as http:
+            _ready(http, proc, log)
+
+            def edit(n: int, changes: dict[str, Any]) -> None:
+                http.patch("/admin/items", params={"partition": USER, "n": n}, json=changes,
+                           headers=admin).raise_for_status()
+
+            client = Client(url, TOKEN)
+            tagged = {"metadata": {"topic": "units"}} if metadata else {}
+            units = client.remember(USER, "Alice prefers metric units", **tagged)["n"]
+            sister = client.remember(USER, "Alice's sister lives in Lyon")["n"]
+            client.update(USER, sister, "Alice's sister moved to Paris")
+            locker = client.remember(USER, "Alice's locker code is quokka-4417")["n"]
+            client.forget(USER, locker)
+            marathon = client.remember(USER, "Alice is training for the spring marathon")["n"]
+            far = "2099-01-01T00:00:00.000Z"
+            edit(marathon, {"expiresAt": far})
+            permit = client.remember(USER, "Alice's parking permit runs out today")["n"]
+            soon = time.time() + 2
+            edit(permit, {"expiresAt": iso_in(2)})
+            bees = client.remember(OTHER, "Bob keeps two hives of bees")["n"]
+            http.put("/admin/retention", params={"partition": OTHER, "policy": "3650d"},
+                     headers=admin).raise_for_status()
+            if langgraph:
+                written["store"] = _store_items(Client(url, TOKEN, admin_token=ADMIN_TOKEN))
+
+            while time.time() < soon:  # the permit expired before the backup
+                time.sleep(0.1)
+            http.post("/admin/backups", headers=admin).raise_for_status()
+            for _ in range(600):
+                listed = http.get("/admin/backups", headers=admin).json()
+                if listed["backups"]:
+                    break
+                time.sleep(0.1)
+            else:
+                raise TimeoutError(f"the backup did not complete: {listed}")
+            backup = listed["backups"][0]["id"]
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    log.unlink(missing_ok=True)
+    shutil.rmtree(out / "store" / "_tmp", ignore_errors=True)  # the engine's scratch folder
+    expected: dict[str, Any] = {
+        "partition": USER, "other": OTHER,
+        "facts": {str(units): "Alice prefers metric units",
+                  str(sister): "Alice's sister moved to Paris",
+                  str(marathon): "Alice is training for the spring marathon"},
+        "metadata": {str(units): {"topic": "units"}} if metadata else {},
+        "updated": sister, "forgotten": {"n": locker, "text": "quokka-4417"},
+        "expires": {"n": marathon, "at": far}, "expired": permit,
+        "other_facts": {str(bees): "Bob keeps two hives of bees"},
+        "retention": {"partition": OTHER, "maxAgeMs": 3650 * 86_400_000},
+        "backup": backup,
+        "hwm": max([permit, *written.get("store", {}).get("numbers", [])]),
+        **written,
+    }
+    (out / "expected.json").write_text(json.dumps(expected, indent=1, sort_keys=True) + "\n")
+    return expected
+
+
+def _store_items(client: Any) -> dict[str, Any]:
+    """Two LangGraph items put through the release's ``SemmemStore`` (one put twice, one not
+    indexed); what the upgrade test checks of them."""
+    from semmem_client.langgraph import SemmemStore
+
+    store = SemmemStore(client)
+    namespace = ("users", "alice")
+    store.put(namespace, "profile", {"name": "Alice", "diet": "omnivore"})
+    profile = {"name": "Alice", "diet": "vegetarian", "city": "Paris"}
+    store.put(namespace, "profile", profile)  # the release's put of a held key: an edit
+    notes = {"text": "call back on Tuesday about the kiln"}
+    store.put(namespace, "notes", notes, index=False)
+    got = store.get(namespace, "profile")
+    assert got is not None and got.value == profile, got
+    facts = {e["n"]: e["text"] for e in client.export(USER) if '"key":' in e["text"]}
+    assert len(facts) == 2, facts
+    return {"namespace": list(namespace),
+            "items": {"profile": {"value": profile, "indexed": True},
+                      "notes": {"value": notes, "indexed": False}},
+            "numbers": sorted(facts)}
+
+
+def main() -> None:
+    """The command line (see the module's docstring)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("old", type=Path, help="a checkout of the release")
+    parser.add_argument("out", type=Path, help="the fixture's folder (replaced)")
+    parser.add_argument("--server-python", default=sys.executable,
+                        help="the interpreter that runs the release's server")
+    args = parser.parse_args()
+    print(json.dumps(write(args.old.resolve(), args.out.resolve(), args.server_python),
+                     indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,177 @@
+"""Stores written by earlier releases (``tests/data/stores/<release>``, each made by that
+release's own code) opened by today's: ``semmem check`` clean, the facts, numbers, update,
+forget, expiries, retention override and backup as they were, and the application's LangGraph
+items back as store items (``POST /store`` on a real server), out of the model's reach (issue
+54, item 7). Every folder there is opened: a fixture added later is covered as it lands."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from semmem.cli.commands import app
+from semmem.embedding.fakes import HashingEmbedder
+from semmem.memory import Memory
+from semmem.store.formats import FORMAT, format_of
+from tests.support.files import decoded_with
+from tests.support.server import ADMIN, AUTH, JSON, REPO, served
+from tests.support.web import recall, result_of, send, tool
+
+STORES = REPO / "tests" / "data" / "stores"
+FIXTURES = sorted(p for p in STORES.iterdir() if (p / "expected.json").is_file())
+runner = CliRunner()
+
+
+@pytest.fixture(params=FIXTURES, ids=lambda p: p.name)
+def old(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Path, dict[str, Any]]:
+    """A copy of one release's store and backups (the fixture stays as it is), and what
+    that release wrote."""
+    folder: Path = request.param
+    shutil.copytree(folder / "store", tmp_path / "db")
+    shutil.copytree(folder / "backups", tmp_path / "backups")
+    return tmp_path, json.loads((folder / "expected.json").read_text())
+
+
+def store_ops(c: httpx.Client, *ops: dict[str, Any]) -> list[Any]:
+    r = send(c, {"ops": list(ops)}, {**AUTH, **JSON}, path="/store")
+    assert r.status_code == 200, r.text
+    found: list[Any] = r.json()["results"]
+    return found
+
+
+def call(c: httpx.Client, partition: str, name: str, arguments: dict[str, Any]) -> Any:
+    return result_of(send(c, tool(name, arguments, partition=partition)))
+
+
+def test_the_previous_releases_store_reads_as_it_was_written(
+        old: tuple[Path, dict[str, Any]]) -> None:
+    base, want = old
+    part = want["partition"]
+    secret = want["forgotten"]["text"]
+    # the positive controls: the release left the forgotten text and its items as facts
+    assert decoded_with(base / "db", secret)
+    former = '{"key":"profile"' if "store" in want else secret  # (a release without them)
+    assert decoded_with(base / "db", former)
+    with served(base / "db", {"SEMMEM_TOOL_METADATA": "true"}) as server, \
+            server.client() as c:
+        if "store" in want:
+            _items_back(c, want["store"])
+        _read_back(c, part, want)
+
+    # check clean, the format recorded, the forgotten text and the release's item facts off
+    # every file after maintenance
+    checked = runner.invoke(app, ["check"], env={"SEMMEM_DATA": str(base / "db")})
+    assert checked.exit_code == 0, checked.output
+    assert all(r["ok"] for r in json.loads(checked.stdout))
+    asyncio.run(_maintained(base / "db", [part, want["other"]]))
+    assert decoded_with(base / "db", secret) == []
+    assert decoded_with(base / "db", former) == []
+
+
+def _items_back(c: httpx.Client, stored: dict[str, Any]) -> None:
+    """The application's items: get, search, list through ``POST /store``."""
+    ns, items = stored["namespace"], stored["items"]
+    got = store_ops(c, *({"op": "get", "namespace": ns, "key": key} for key in items),
+                    {"op": "search", "prefix": ns[:1], "query": "vegetarian diet"},
+                    {"op": "list", "conditions": [{"type": "prefix", "path": ns[:1]}]})
+    for found, (key, item) in zip(got, items.items(), strict=False):
+        assert found is not None, key
+        assert (found["namespace"], found["key"], found["value"]) == (ns, key,
+                                                                      item["value"])
+    searched = got[len(items)]
+    assert {f["key"] for f in searched} == set(items)
+    scored = {f["key"] for f in searched if f["score"] is not None}
+    assert scored == {k for k, item in items.items() if item["indexed"]}
+    assert got[len(items) + 1] == [ns]
+
+
+def _read_back(c: httpx.Client, part: str, want: dict[str, Any]) -> None:
+    """The model's facts: numbers, texts, metadata, the update, the forget, the expiries,
+    the override; the model sees none of the application's items; the next number."""
+    listed = c.get("/admin/items", params={"partition": part, "limit": 100},
+                   headers=ADMIN).json()["items"]
+    facts = {str(f["n"]): f for f in listed if "keyed" not in f}  # the owner sees both
+    assert {n: f["text"] for n, f in facts.items()} == want["facts"]
+    for n, metadata in want["metadata"].items():
+        assert facts[n]["metadata"] == metadata
+    assert facts[str(want["updated"])]["revision"] == 2
+    assert facts[str(want["expires"]["n"])]["expiresAt"] == want["expires"]["at"]
+    for n in (want["forgotten"]["n"], want["expired"]):
+        gone = c.get("/admin/item", params={"partition": part, "n": n}, headers=ADMIN)
+        assert gone.status_code == 404, gone.text
+    others = c.get("/admin/items", params={"partition": want["other"]},
+                   headers=ADMIN).json()["items"]
+    assert {str(f["n"]): f["text"] for f in others} == want["other_facts"]
+    shown = c.get("/admin/retention", headers=ADMIN).json()
+    assert [o["partition"] for o in shown["overrides"]] == [want["retention"]["partition"]]
+    policy = c.get("/admin/retention", params={"partition": want["retention"]["partition"]},
+                   headers=ADMIN).json()
+    assert policy["maxAgeS"] * 1000 == want["retention"]["maxAgeMs"]
+
+    # the model sees its facts (the positive control) and none of the application's items
+    recalled = result_of(send(c, recall("Alice vegetarian diet profile", partition=part)))
+    assert "metric units" in recalled["text"]
+    hits = call(c, part, "search", {"query": "metric units", "limit": 50})["items"]
+    assert "Alice prefers metric units" in [h["text"] for h in hits]
+    for text in ("vegetarian", "kiln", '"key"'):
+        assert text not in recalled["text"]
+        hits = call(c, part, "search", {"query": text, "limit": 50})["items"]
+        assert all(text not in h["text"] for h in hits)
+    assert all('"key":"' not in f["text"] for f in listed)  # the release's facts are gone
+
+    # a new fact takes the next number: none the release handed out
+    stored = call(c, part, "remember", {"text": "Alice now lives in Nantes"})
+    pieces = len(want.get("store", {}).get("items", {}))  # one each: the upgrade's numbers
+    assert stored["n"] == want["hwm"] + pieces + 1
+    assert call(c, part, "remember", {"text": "Alice has a cello"})["n"] == stored["n"] + 1
+
+
+async def _maintained(path: Path, partitions: list[str]) -> None:
+    memory = await Memory.open(str(path), HashingEmbedder(), version_retention=timedelta(0))
+    try:
+        assert format_of(await memory.store.meta()) == FORMAT
+        for name in partitions:
+            await memory.purge(name)
+    finally:
+        await memory.close()
+
+
+def test_the_previous_releases_backup_restores_with_its_store_items(
+        old: tuple[Path, dict[str, Any]]) -> None:
+    base, want = old
+    restored = base / "restored"
+    done = runner.invoke(app, ["backup", "restore", want["backup"], "--at",
+                               str(base / "backups"), "--into", str(restored)],
+                         env={"SEMMEM_DATA": str(base / "db")})
+    assert done.exit_code == 0, done.output
+    asyncio.run(_restored(restored, want))
+
+
+async def _restored(path: Path, want: dict[str, Any]) -> None:
+    from semmem.stored.items import StoreItems
+
+    memory = await Memory.open(str(path), HashingEmbedder())
+    try:
+        part = want["partition"]
+        listed = await memory.list(part)
+        facts = {str(it.n): it.text for it in listed if not it.application}
+        assert facts == want["facts"]  # the release's store items are not among them
+        assert await memory.get(part, want["forgotten"]["n"]) is None
+        items = StoreItems(memory)
+        stored = want.get("store", {"namespace": ["users"], "items": {}})
+        ns = tuple(stored["namespace"])
+        for key, item in stored["items"].items():
+            record = await items.get(ns, key)
+            assert record is not None and record.value == item["value"], key
+        assert await items.registry.partitions(ns[:1]) == ([part] if stored["items"] else [])
+    finally:
+        await memory.close()
+

@@ -1,0 +1,161 @@
+"""The format gate's step from format 1 (``semmem/stored/upgrade.py``) on the store e601069
+wrote (``tests/data/stores/e601069``): interrupted at each of its steps it completes on the
+next open; two processes upgrading at once make each item once; a fact forgotten while it runs
+stays forgotten; a fact that only looks like an item stays a fact; a store of a later format is
+refused (issue 54, item 7)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from semmem.embedding.fakes import HashingEmbedder
+from semmem.errors import Unavailable
+from semmem.memory import Memory
+from semmem.store.formats import FIRST, FORMAT, KEY, format_of
+from semmem.stored.items import StoreItems
+from semmem.upgrading import upgrade
+from tests.support.memory import open_memory
+from tests.support.server import REPO
+
+FIXTURE = REPO / "tests" / "data" / "stores" / "e601069"
+WANT: dict[str, Any] = json.loads((FIXTURE / "expected.json").read_text())
+NS = tuple(WANT["store"]["namespace"])
+PART = WANT["partition"]
+
+
+class Stop(Exception):
+    """The process stops here (a crash, as far as the store is concerned)."""
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    shutil.copytree(FIXTURE / "store", tmp_path / "db")
+    return tmp_path / "db"
+
+
+async def opened_as_before(db: Path) -> Memory:
+    """The store opened without the gate (as the release before it did)."""
+    return await open_memory(db, HashingEmbedder())
+
+
+async def assert_upgraded(memory: Memory) -> None:
+    """Each of the release's items a store item once, none a fact, the format recorded."""
+    assert format_of(await memory.store.meta()) == FORMAT
+    items = StoreItems(memory)
+    for key, item in WANT["store"]["items"].items():
+        record = await items.get(NS, key)
+        assert record is not None and record.value == item["value"], key
+        assert len(record.numbers) == 1  # one piece: made once
+    snap = await memory.store.snapshot(PART)
+    assert [it.n for it in snap.items if not it.application] == sorted(
+        [*(int(n) for n in WANT["facts"]), WANT["expired"]])  # expired, not yet swept
+    pieces = [it.n for it in snap.items if it.application]
+    assert len(pieces) == len(WANT["store"]["items"])
+    assert snap.hwm == WANT["hwm"] + len(pieces)  # no number handed out twice or wasted
+    assert await items.registry.partitions(NS[:1]) == [PART]
+
+
+@pytest.mark.parametrize("step", ["listed", "written"])
+async def test_an_upgrade_stopped_at_a_step_completes_on_the_next_open(db: Path,
+                                                                        step: str) -> None:
+    memory = await opened_as_before(db)
+    seen: list[str] = []
+
+    async def crash(at: str, partition: str) -> None:
+        seen.append(at)
+        if at == step:
+            raise Stop
+
+    with pytest.raises(Stop):
+        await upgrade(memory, hook=crash)
+    assert seen[-1] == step
+    assert format_of(await memory.store.meta()) == FIRST  # recorded only once all is done
+    written = await StoreItems(memory).get(NS, "profile")
+    assert (written is not None) == (step == "written")
+    await memory.close()
+
+    reopened = await Memory.open(str(db), HashingEmbedder())  # the gate finishes it
+    try:
+        await assert_upgraded(reopened)
+    finally:
+        await reopened.close()
+
+
+async def test_two_processes_upgrading_at_once_make_each_item_once(db: Path) -> None:
+    first, second = await opened_as_before(db), await opened_as_before(db)
+    held, go = asyncio.Event(), asyncio.Event()
+
+    async def hold(at: str, partition: str) -> None:
+        if at == "listed":  # looked at the facts, about to write the items
+            held.set()
+            await go.wait()
+
+    slow = asyncio.create_task(upgrade(first, hook=hold))
+    await held.wait()
+    assert await upgrade(second) == FORMAT  # the other process does it all meanwhile
+    go.set()
+    assert await slow == FORMAT  # and this one finds it done: it writes nothing
+    try:
+        await assert_upgraded(first)
+        await assert_upgraded(second)
+    finally:
+        await first.close()
+        await second.close()
+
+
+async def test_a_fact_forgotten_while_the_upgrade_runs_stays_forgotten(db: Path) -> None:
+    memory = await opened_as_before(db)
+    profile = WANT["store"]["numbers"][0]
+
+    async def forget_it(at: str, partition: str) -> None:
+        if at == "listed":
+            await memory.forget(PART, profile)
+
+    try:
+        await upgrade(memory, hook=forget_it)
+        items = StoreItems(memory)
+        assert await items.get(NS, "profile") is None
+        assert await items.get(NS, "notes") is not None  # the positive control
+        assert await memory.get(PART, profile) is None
+    finally:
+        await memory.close()
+
+
+async def test_a_fact_that_only_looks_like_an_item_stays_a_fact(tmp_path: Path) -> None:
+    memory = await opened_as_before(tmp_path / "db")
+    texts = ['{"key": "a", "value": {}}', '{"key":"b","value":{},"extra":1}',
+             '{"key":"c","value":[]}']
+    for text in texts:
+        await memory.remember("users/bob", text)
+    await memory.remember("users/bob", '{"key":"d","value":{"x":1}}')  # the positive control
+    await memory.store.set_meta({**(await memory.store.meta() or {}), KEY: FIRST})
+    try:
+        assert await upgrade(memory) == FORMAT
+        left = [it.text for it in await memory.list("users/bob") if not it.application]
+        assert left == texts
+        record = await StoreItems(memory).get(("users", "bob"), "d")
+        assert record is not None and record.value == {"x": 1}
+    finally:
+        await memory.close()
+
+
+async def test_a_store_of_a_later_format_is_refused(db: Path) -> None:
+    memory = await opened_as_before(db)
+    await memory.store.set_meta({**(await memory.store.meta() or {}), KEY: FORMAT + 1})
+    await memory.close()
+    with pytest.raises(Unavailable, match="later release"):
+        await Memory.open(str(db), HashingEmbedder())
+
+
+async def test_a_new_store_is_made_in_this_format(tmp_path: Path) -> None:
+    memory = await Memory.open(str(tmp_path / "db"), HashingEmbedder())
+    try:
+        assert (await memory.store.meta() or {}).get(KEY) == FORMAT
+    finally:
+        await memory.close()
