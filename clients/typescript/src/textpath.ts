@@ -1,11 +1,10 @@
-// @ts-nocheck -- ported verbatim (JavaScript) so the texts match InMemoryStore's exactly.
 /**
  * The texts at an index path of a value, exactly as LangGraph.js's InMemoryStore takes them:
  * `tokenizePath` and `getTextAtPath` of @langchain/langgraph-checkpoint's `store/utils`
  * (not exported by the package; the exported `getTextAtPath` is a simpler one that
  * InMemoryStore does not use). MIT licence, Copyright (c) 2024 LangChain, Inc.
  */
-export function tokenizePath(path) {
+export function tokenizePath(path: string): string[] {
 	if (!path) return [];
 	const tokens = [];
 	let current = [];
@@ -23,7 +22,7 @@ export function tokenizePath(path) {
 			while (i < path.length && bracketCount > 0) {
 				if (path[i] === "[") bracketCount += 1;
 				else if (path[i] === "]") bracketCount -= 1;
-				indexChars.push(path[i]);
+				indexChars.push(path[i]!);
 				i += 1;
 			}
 			tokens.push(indexChars.join(""));
@@ -39,7 +38,7 @@ export function tokenizePath(path) {
 			while (i < path.length && braceCount > 0) {
 				if (path[i] === "{") braceCount += 1;
 				else if (path[i] === "}") braceCount -= 1;
-				fieldChars.push(path[i]);
+				fieldChars.push(path[i]!);
 				i += 1;
 			}
 			tokens.push(fieldChars.join(""));
@@ -55,17 +54,17 @@ export function tokenizePath(path) {
 	if (current.length) tokens.push(current.join(""));
 	return tokens;
 }
-export function getTextAtPath(obj, path) {
+export function getTextAtPath(obj: any, path: string | string[]): string[] {
 	if (!path || path === "$") return [JSON.stringify(obj, null, 2)];
 	const tokens = Array.isArray(path) ? path : tokenizePath(path);
-	function extractFromObj(obj, tokens, pos) {
+	function extractFromObj(obj: any, tokens: string[], pos: number): string[] {
 		if (pos >= tokens.length) {
 			if (typeof obj === "string" || typeof obj === "number" || typeof obj === "boolean") return [String(obj)];
 			if (obj === null || obj === void 0) return [];
 			if (Array.isArray(obj) || typeof obj === "object") return [JSON.stringify(obj, null, 2)];
 			return [];
 		}
-		const token = tokens[pos];
+		const token = tokens[pos]!;
 		const results = [];
 		if (pos === 0 && token === "$") results.push(JSON.stringify(obj, null, 2));
 		if (token.startsWith("[") && token.endsWith("]")) {
@@ -81,7 +80,7 @@ export function getTextAtPath(obj, path) {
 			}
 		} else if (token.startsWith("{") && token.endsWith("}")) {
 			if (typeof obj !== "object" || obj === null) return [];
-			const fields = token.slice(1, -1).split(",").map((f) => f.trim());
+			const fields = token.slice(1, -1).split(",").map((f: string) => f.trim());
 			for (const field of fields) {
 				const nestedTokens = tokenizePath(field);
 				if (nestedTokens.length) {
