@@ -55,13 +55,18 @@ export class Server {
     const proc = spawn(PYTHON, ["-c", options.launch ?? FAKE_LAUNCH], { cwd: REPO, env, stdio: ["ignore", out, out] });
     const server = new Server(`http://127.0.0.1:${port}`, data, proc, log);
     const started = Date.now();
-    for (;;) {
-      if (proc.exitCode !== null) throw new Error(`server exited (${proc.exitCode}): ${server.output().slice(-2000)}`);
-      try {
-        if ((await fetch(`${server.url}/readyz`)).status === 200) return server;
-      } catch { /* not listening yet */ }
-      if (Date.now() - started > 120_000) throw new Error(`server not ready: ${server.output().slice(-2000)}`);
-      await new Promise((r) => setTimeout(r, 50));
+    try {
+      for (;;) {
+        if (proc.exitCode !== null) throw new Error(`server exited (${proc.exitCode}): ${server.output().slice(-2000)}`);
+        try {
+          if ((await fetch(`${server.url}/readyz`)).status === 200) return server;
+        } catch { /* not listening yet */ }
+        if (Date.now() - started > 120_000) throw new Error(`server not ready: ${server.output().slice(-2000)}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    } catch (error) {
+      await server.stop();  // no process or folder left behind
+      throw error;
     }
   }
 
