@@ -54,6 +54,7 @@ export class Server {
     const out = openSync(log, "a");
     const proc = spawn(PYTHON, ["-c", options.launch ?? FAKE_LAUNCH], { cwd: REPO, env, stdio: ["ignore", out, out] });
     const server = new Server(`http://127.0.0.1:${port}`, data, proc, log);
+    process.once("exit", () => { if (proc.exitCode === null) proc.kill("SIGKILL"); });  // never outlive the tests
     const started = Date.now();
     try {
       for (;;) {
