@@ -4,7 +4,8 @@
 #   make test   set up likewise plus the dev tools and the torch reference encoder, then lint,
 #               type-check and run the whole test suite; then the Python client's own venv
 #               (.venv-client: the client, its framework extras, no server packages), its
-#               mypy --strict and its tests against a real server run from .venv
+#               mypy --strict and its tests against a real server run from .venv; then the
+#               TypeScript client's (npm ci, tsc --strict, node --test against real servers)
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -19,8 +20,9 @@ PIP    := $(BIN)/pip install --quiet --disable-pip-version-check -c requirements
 CLIENT := clients/python
 CVENV  := .venv-client
 CSTAMP := $(CVENV)/.semmem-client-installed
+TS     := clients/typescript
 
-.PHONY: setup setup-dev model model-e5 run test lint pytest client-test client-wheel browser bench docker-smoke clean
+.PHONY: setup setup-dev model model-e5 run test lint pytest client-test ts-test client-wheel browser bench docker-smoke clean
 
 # What serving needs: no torch (the model runs on ONNX Runtime; set-up builds its file).
 setup: $(STAMP) $(MODEL)/.verified
@@ -88,7 +90,14 @@ client-test: $(CSTAMP) $(STAMP)
 client-wheel: $(STAMP)
 	$(BIN)/pip wheel --quiet --disable-pip-version-check --no-deps --no-build-isolation -w dist ./$(CLIENT)
 
-test: setup-dev lint pytest client-test
+# The TypeScript client (Node >= 20): its locked dev tools (`npm ci`, whose `prepare` builds
+# dist/ with tsc --strict over the package, its tests and examples), then its tests on Node's
+# runner against real servers started from .venv (the README's section on the bundled model).
+ts-test: $(STAMP) $(MODEL)/.verified
+	cd $(TS) && npm ci --no-audit --no-fund --loglevel=error
+	cd $(TS) && SEMMEM_SERVER_PYTHON=$(abspath $(BIN)/python) npm test
+
+test: setup-dev lint pytest client-test ts-test
 
 bench: setup-dev
 	$(BIN)/python benchmarks/run_all.py
