@@ -94,28 +94,40 @@ async def test_mcp_resources_never_serve_store_items(server: ServerProcess,
             assert refused.value.error.message == f"item {n} does not exist in this memory"
 
 
-def test_model_counts_and_numbers_leave_store_items_out(c: httpx.Client) -> None:
-    """``remember``/``search`` count the model's items only; ``forget``/``update`` of a store
-    piece's number answer as a number never given (404, same wording), not 403."""
-    pieces = store(c, put(["counted"], "k", {"note": "x"},
-                          index=["The application's first text", "its second text"]))[0]
-    numbers = pieces["items"]
-    assert len(numbers) == 2
+def test_model_counts_leave_store_items_out(c: httpx.Client) -> None:
+    """``remember``, ``update``, ``forget`` and ``search`` answer the count of the model's
+    items only, beside an application's item of two pieces."""
+    numbers = store(c, put(["counted"], "k", {"note": "x"},
+                           index=["The application's first text", "its second text"]))[0]
+    assert len(numbers["items"]) == 2
     r = call(c, "counted", "remember", {"text": "Counted likes oat milk."})
     assert r.status_code == 200, r.text
     assert r.json()["result"]["count"] == 1
+    n = r.json()["result"]["n"]
+    r = call(c, "counted", "remember", {"text": "Counted walks to work."})
+    assert r.json()["result"]["count"] == 2
+    r = call(c, "counted", "update", {"n": n, "text": "Counted likes soy milk."})
+    assert r.json()["result"]["count"] == 2
     found = call(c, "counted", "search", {"query": "first text"})
     assert found.status_code == 200, found.text
-    assert found.json()["result"]["count"] == 1
-    assert all(it["n"] not in numbers for it in found.json()["result"]["items"])
+    assert found.json()["result"]["count"] == 2
+    assert all(it["n"] not in numbers["items"] for it in found.json()["result"]["items"])
+    assert call(c, "counted", "forget", {"n": n}).json()["result"]["count"] == 1
+
+
+def test_store_numbers_answer_the_model_as_unused_ones(c: httpx.Client) -> None:
+    """``forget``/``update`` of a store piece's number answer as a number never given (404,
+    the same wording), not 403 "owner-curated": the model cannot enumerate them."""
+    numbers = store(c, put(["numbered"], "k", {"note": "x"},
+                           index=["The application's first text", "its second text"]))[0]
     unused = 10_000
-    for n in [*numbers, unused]:
+    for n in [*numbers["items"], unused]:
         for name, args in (("forget", {"n": n}), ("update", {"n": n, "text": "Changed."})):
-            error = assert_error(call(c, "counted", name, args), 404, "not_found")["error"]
+            error = assert_error(call(c, "numbered", name, args), 404, "not_found")
             assert error["message"] == f"item {n} does not exist in this memory", error
             assert error.get("details") == {"n": n}
     # The application still holds its item (the refusals changed nothing).
-    assert store(c, get(["counted"], "k"))[0]["value"] == {"note": "x"}
+    assert store(c, get(["numbered"], "k"))[0]["value"] == {"note": "x"}
 
 
 def test_read_only_get_with_refresh_does_not_write(c: httpx.Client) -> None:
