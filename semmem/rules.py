@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from semmem.audience import Caller, may_see
+from semmem.audience import Caller, counted, may_see
 from semmem.contract import DEADLINE_HORIZON_MS, sha256_hex
 from semmem.errors import Conflict, Forbidden, IdempotencyMismatch, InvalidArguments, NotFound
 from semmem.items import Item, dedupe_key, now_ms
@@ -203,6 +203,12 @@ def check_target(view: WriteView, n: int, cursor_seq: int | None,
     return item
 
 
+def facts(view: WriteView) -> int:
+    """The live items a fact's write answers as its memory's ``count``: the model's, never
+    the application's store items (``semmem.audience``)."""
+    return counted(Caller.MODEL, view.live, view.application)
+
+
 def _caller(owner: bool) -> Caller:
     """Who edits: the owner, or the model (its tools)."""
     return Caller.OWNER if owner else Caller.MODEL
@@ -305,10 +311,10 @@ def remember(text: str, vector: np.ndarray, fields: dict[str, Any], op: Operatio
         # Only an item recall can show is a duplicate: the text of a hidden one (inactive,
         # held, merged) becomes a new, visible item, and the hidden record stays as it is.
         if same is not None and same.surfaced and alive(same):
-            result = {"status": "stored", "n": same.n, "count": view.count, "existing": True}
+            result = {"status": "stored", "n": same.n, "count": facts(view), "existing": True}
             return result if op is None else mutation(op, result, ttl_ms)
         n, ts = view.hwm + 1, now_ms()
-        result = with_similar({"status": "stored", "n": n, "count": view.count + 1},
+        result = with_similar({"status": "stored", "n": n, "count": facts(view) + 1},
                               hints.listed(view, vector, n, alive))
         return mutation(op, result, ttl_ms,
                         [ItemRow(n, text, vector, ts, ts, 1, attrs=fields, created=NEW)], n)
@@ -340,7 +346,7 @@ def update(n: int, text: str | None, vector: np.ndarray | None, changes: dict[st
             created=item.born,
         )
         similar = hints.listed(view, vector, n, alive) if vector is not None else []
-        result = with_similar({"status": "stored", "n": n, "count": view.count}, similar)
+        result = with_similar({"status": "stored", "n": n, "count": facts(view)}, similar)
         return mutation(op, result, ttl_ms, [row])
 
     return plan
@@ -373,7 +379,8 @@ def forget(n: int, cursor_seq: int | None, op: Operation | None, ttl_ms: int,
         check_editable(item, owner)
         row = ItemRow(n, None, None, item.ts, now_ms(), item.revision + 1, forgotten=True,
                       created=item.born)
-        result = {"status": "stored", "n": n, "count": view.count - 1, "forgotten": True}
+        left = facts(view) - (0 if item.application else 1)  # an owner's forget of any item
+        result = {"status": "stored", "n": n, "count": left, "forgotten": True}
         return mutation(op, result, ttl_ms, [row])
 
     return plan

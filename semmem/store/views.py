@@ -66,9 +66,11 @@ class Head:
     seq: int  # the partition's write sequence (what a cursor names)
     model: str | None
     # Carried in the head row (``store/schema.py``), ``None`` where a table of older layout
-    # lacks them: the live items, and how many of them carry their own expiry (``expiresAt``).
+    # lacks them: the live items, how many of them carry their own expiry (``expiresAt``),
+    # and how many are not the model's (``semmem.audience``: counted apart for the model).
     live: int | None = None
     expiring: int | None = None
+    application: int | None = None
     # A deleted partition's tombstone (``store/commit/tombstone.py``): an empty partition
     # whose name a write records again in the registry before committing on it.
     gone: bool = False
@@ -76,7 +78,7 @@ class Head:
     @classmethod
     def empty(cls, partition: str) -> Head:
         """The head of a partition that has never been written."""
-        return cls(partition, 0, 0, 0, None, 0, 0)
+        return cls(partition, 0, 0, 0, None, 0, 0, 0)
 
 
 class _HeadFields:
@@ -225,8 +227,9 @@ def key_map(items: Sequence[Item]) -> dict[str, int]:
 @dataclass(frozen=True, eq=False)
 class WriteView(ItemSet, _HeadFields):
     """The rows one write looked up at one version; ``live`` is the partition's live count,
-    ``expiring`` how many live items carry their own expiry, ``text_bytes`` the UTF-8 bytes
-    of its live texts (read only when a byte quota needs it)."""
+    ``expiring`` how many live items carry their own expiry, ``application`` how many are not
+    the model's (``semmem.audience``), ``text_bytes`` the UTF-8 bytes of its live texts (read
+    only when a byte quota needs it)."""
 
     head: Head
     live: int
@@ -234,6 +237,7 @@ class WriteView(ItemSet, _HeadFields):
     ops: dict[str, OpRecord] = field(default_factory=dict)
     text_bytes: int | None = None
     expiring: int = 0
+    application: int = 0
     _by_key: dict[str, int] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from semmem.audience import not_models
 from semmem.store.rows import Lookup, Mutation
 from semmem.store.schema import Batch
 from semmem.store.views import WriteView, expiring, text_bytes
@@ -40,4 +41,5 @@ def after(view: WriteView, m: Mutation) -> WriteView:
         np.array([v for _, v in merged], np.float32).reshape(-1, view.vectors.shape[1]),
         head, view.live + added - dropped, {**view.tombstones, **tombstones},
         {**view.ops, **batch.ops}, size,
-        expiring=view.expiring + expiring(items) - expiring(old))
+        expiring=view.expiring + expiring(items) - expiring(old),
+        application=view.application + not_models(items) - not_models(old))

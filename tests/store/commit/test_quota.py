@@ -38,7 +38,8 @@ async def test_remember_past_item_quota_is_refused_and_stores_nothing(limited: M
     version = (await limited.stats("p"))["version"]
     with pytest.raises(QuotaExceeded) as refused:
         await limited.remember("p", "one fact too many")
-    assert refused.value.details == {"quota": "items", "limit": 3, "usage": 3}
+    assert refused.value.details == {"quota": "items", "limit": 3, "usage": 3,
+                                     "audience": "model"}
     stats = await limited.stats("p")
     assert (stats["count"], stats["version"], stats["max_items"]) == (3, version, 3)
     assert "one fact too many" not in [it.text for it in await limited.list("p")]
