@@ -14,6 +14,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from semmem.audience import Audience, Caller, audience_of, counted
+from semmem.memory import Memory
 from tests.support.mcp import http_client
 from tests.support.server import (
     AUTH,
@@ -163,3 +164,18 @@ def test_model_and_application_do_not_share_a_quota(tmp_path: Path) -> None:
         # the model's quota is its own: forgetting a fact makes room for one more fact
         assert call(client, "full", "forget", {"n": 1}).status_code == 200
         assert call(client, "full", "remember", {"text": "Room again."}).status_code == 200
+
+
+async def test_owner_listings_show_application_items_never_system_records(
+        memory: Memory) -> None:
+    """The owner's listing and export (admin API, console, CLI) show the model's and the
+    application's items, never a system record (the namespace registry's space)."""
+    await memory.import_("p", [
+        {"text": "A fact of the model's."},
+        {"text": "An application's piece.", "keyed": {"space": "store", "key": "a"}},
+        {"text": "A registry entry.", "keyed": {"space": "store-ns", "key": "users"}},
+    ])
+    shown = ["A fact of the model's.", "An application's piece."]
+    assert [it.text for it in await memory.list("p")] == shown
+    assert [record["text"] async for record in memory.export("p")] == shown
+    assert [it.text for it in (await memory.snapshot("p")).items][2] == "A registry entry."
