@@ -329,7 +329,7 @@ class Store(Registered, IndexedReads):
             # A partition without a table: decide on its empty state first, so that a write
             # that commits nothing (a refusal, a replay-free no-op) leaves no table behind.
             empty = WriteView([], np.zeros((0, self.dim), np.float32), Head.empty(partition), 0,
-                              text_bytes=0)
+                              text_bytes=0, application_bytes=0)
             decision = plan(empty)
             if not isinstance(decision, Mutation):
                 return decision

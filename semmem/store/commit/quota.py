@@ -49,10 +49,15 @@ class Quota:
                         f"forget or update {what} that are no longer needed",
                         {"quota": "items", "limit": self.max_items, "usage": was,
                          "audience": caller.value})
-        if self.max_bytes is not None and before.text_bytes is not None \
-                and after.text_bytes is not None and after.text_bytes > self.max_bytes \
-                and after.text_bytes > before.text_bytes:
-            raise QuotaExceeded(
-                f"this memory is full: at most {self.max_bytes} bytes of facts per partition; "
-                "forget or shorten facts that are no longer needed",
-                {"quota": "bytes", "limit": self.max_bytes, "usage": before.text_bytes})
+        if self.max_bytes is None or before.text_bytes is None or after.text_bytes is None:
+            return
+        for caller, what in ((Caller.MODEL, "facts"), (Caller.APPLICATION, "store items' "
+                                                       "index texts")):
+            now = counted(caller, after.text_bytes, after.application_bytes or 0)
+            was = counted(caller, before.text_bytes, before.application_bytes or 0)
+            if now > self.max_bytes and now > was:
+                raise QuotaExceeded(
+                    f"this memory is full: at most {self.max_bytes} bytes of {what} per "
+                    f"partition; forget or shorten {what} that are no longer needed",
+                    {"quota": "bytes", "limit": self.max_bytes, "usage": was,
+                     "audience": caller.value})

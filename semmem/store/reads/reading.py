@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from semmem.audience import APPLICATION_SPACES, SYSTEM_SPACES
 from semmem.errors import Unavailable
@@ -35,8 +36,21 @@ def not_models_in(ds: Any) -> int:
     keyed item)."""
     if "tags" not in ds.schema.names:
         return 0
-    spaces = ", ".join(f"'{space_tag(s)}'" for s in sorted(APPLICATION_SPACES | SYSTEM_SPACES))
-    return int(ds.count_rows(filter=f"{LIVE_ITEMS} AND array_has_any(tags, [{spaces}])"))
+    return int(ds.count_rows(filter=_NOT_MODELS))
+
+
+def not_models_text_bytes(ds: Any) -> int:
+    """UTF-8 bytes of the live texts not the model's (``not_models_in``), read in full (a
+    partition too large for a snapshot, under a byte quota)."""
+    if "tags" not in ds.schema.names:
+        return 0
+    texts = ds.to_table(columns=["text"], filter=_NOT_MODELS).column("text")
+    return int(pc.sum(pc.binary_length(texts)).as_py() or 0)
+
+
+_NOT_MODELS = (f"{LIVE_ITEMS} AND array_has_any(tags, ["
+               + ", ".join(f"'{space_tag(s)}'" for s in sorted(APPLICATION_SPACES | SYSTEM_SPACES))
+               + "])")
 
 
 def live_counts(ds: Any) -> tuple[int, int, int]:

@@ -30,7 +30,7 @@ from semmem.store.commit.tail import Layout, forward, layout_of, tail_limit
 from semmem.store.files import incarnation, open_dataset
 from semmem.store.reads.cache import ViewCache
 from semmem.store.reads.evolve import carried, changes, evolve
-from semmem.store.reads.reading import decode, live_counts
+from semmem.store.reads.reading import decode, live_counts, not_models_text_bytes
 from semmem.store.rows import Lookup, table_name
 from semmem.store.schema import LIVE_ITEMS, Batch, partition_schema
 from semmem.store.views import Head, IndexedView, PartitionSnapshot, WriteView, expiring
@@ -270,9 +270,10 @@ class Snapshots:
         looked = ["head", *lookup.ops, *(f"i:{int(n)}" for n in lookup.numbers)]
         layout = layout_of(ds, data, self.schema, self.tail_rows, complete=False,
                            looked=looked)
-        size = live_text_bytes(ds) if self.count_bytes else None
-        return ds, WriteView(d.items, d.vectors, d.head, live, d.tombstones, d.ops,
-                             size, expiring=due, application=apps), layout
+        size, others = (live_text_bytes(ds), not_models_text_bytes(ds)) if self.count_bytes \
+            else (None, None)
+        return ds, WriteView(d.items, d.vectors, d.head, live, d.tombstones, d.ops, size,
+                             expiring=due, application=apps, application_bytes=others), layout
 
     def following(self, partition: str, batch: Batch, ds: Any, layout: Layout | None
                   ) -> Callable[[], Awaitable[None]] | None:
@@ -392,4 +393,5 @@ def cut(snap: PartitionSnapshot, lookup: Lookup, *, count_bytes: bool = False) -
         {k: snap.ops[k] for k in lookup.ops if k in snap.ops},
         snap.text_bytes if count_bytes else None,
         expiring=expiring(snap.items) if due is None else due,
-        application=not_models(snap.items) if apps is None else apps)
+        application=not_models(snap.items) if apps is None else apps,
+        application_bytes=snap.not_models_bytes if count_bytes else None)
