@@ -5,6 +5,7 @@ caller never writes, and the model's facts and the application's items do not sh
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from semmem.audience import Audience, Caller, audience_of, counted
+from semmem.embedding.fakes import HashingEmbedder
 from semmem.memory import Memory
 from tests.support.mcp import http_client
 from tests.support.server import (
@@ -179,3 +181,26 @@ async def test_owner_listings_show_application_items_never_system_records(
     assert [it.text for it in await memory.list("p")] == shown
     assert [record["text"] async for record in memory.export("p")] == shown
     assert [it.text for it in (await memory.snapshot("p")).items][2] == "A registry entry."
+
+
+async def test_the_console_shows_application_items_never_system_records(
+        tmp_path: Path) -> None:
+    """The owner console's partition page and item page follow the owner's rule."""
+    from tests.support.memory import open_memory
+    from tests.web.test_console import console_client, sign_in, wait_ready
+
+    memory = await open_memory(tmp_path / "db", HashingEmbedder())
+    await memory.import_("p", [
+        {"text": "A fact of the model's."},
+        {"text": "An application's piece.", "keyed": {"space": "store", "key": "a"}},
+        {"text": "A registry entry.", "keyed": {"space": "store-ns", "key": "users"}},
+    ])
+    await memory.close()
+    with console_client(tmp_path / "db") as client:
+        wait_ready(client)
+        sign_in(client)
+        page = client.get("/console/partition?p=p").text
+        assert re.findall(r'id="item-(\d+)"', page) == ["2", "1"]
+        assert "An application&#39;s piece." in page and "A registry entry." not in page
+        assert "A fact of the model" in client.get("/console/item?p=p&n=1").text
+        assert "A registry entry." not in client.get("/console/item?p=p&n=3").text
