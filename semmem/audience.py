@@ -53,6 +53,11 @@ class Caller(Enum):
     OWNER = "owner"
 
 
+def editor(owner: bool) -> Caller:
+    """Who edits an item: the owner, or else the model (its tools' ``owner=False``)."""
+    return Caller.OWNER if owner else Caller.MODEL
+
+
 # What each caller may see.
 SEES: Mapping[Caller, frozenset[Audience]] = {
     Caller.MODEL: frozenset({Audience.MODEL}),

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from semmem.audience import Caller, counted, may_see
+from semmem.audience import Caller, counted, editor, may_see
 from semmem.contract import DEADLINE_HORIZON_MS, sha256_hex
 from semmem.errors import Conflict, Forbidden, IdempotencyMismatch, InvalidArguments, NotFound
 from semmem.items import Item, dedupe_key, now_ms
@@ -209,11 +209,6 @@ def facts(view: WriteView) -> int:
     return counted(Caller.MODEL, view.live, view.application)
 
 
-def _caller(owner: bool) -> Caller:
-    """Who edits: the owner, or the model (its tools)."""
-    return Caller.OWNER if owner else Caller.MODEL
-
-
 def check_editable(item: Item, owner: bool) -> None:
     """Model tools may not edit owner-curated records: hidden items (inactive, held, merged)
     and records imported from a map of records (they carry a ``slug``). Like the adapter's
@@ -335,7 +330,7 @@ def update(n: int, text: str | None, vector: np.ndarray | None, changes: dict[st
         replayed = replay(view, op, alive)
         if replayed is not None:
             return replayed
-        item = check_target(view, n, cursor_seq, within, _caller(owner))
+        item = check_target(view, n, cursor_seq, within, editor(owner))
         if not alive(item):
             raise NotFound(f"item {n} does not exist in this memory", {"n": n})
         check_editable(item, owner)
@@ -375,7 +370,7 @@ def forget(n: int, cursor_seq: int | None, op: Operation | None, ttl_ms: int,
         replayed = replay(view, op)
         if replayed is not None:
             return replayed
-        item = check_target(view, n, cursor_seq, within, _caller(owner))
+        item = check_target(view, n, cursor_seq, within, editor(owner))
         check_editable(item, owner)
         row = ItemRow(n, None, None, item.ts, now_ms(), item.revision + 1, forgotten=True,
                       created=item.born)
