@@ -17,13 +17,13 @@ counted against its quota. The application sees its own items; the owner sees bo
 system record as a user's item. Quotas hold per audience: each audience's live items are
 counted against the partition's limit on their own, so neither starves the other.
 
-A door asks ``may_see(caller, item)`` for each item it would show, ``hidden(caller)`` for a
-filter over many, and ``counted(caller, live, application)`` for a count it answers.
+A door asks ``may_see(caller, item)`` for each item it would show, ``visible(caller, items)``
+for many, and ``counted(caller, live, application)`` for a count it answers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Iterable, Mapping
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
@@ -69,6 +69,8 @@ SEES: Mapping[Caller, frozenset[Audience]] = {
 def audience_of(attrs: Mapping[str, Any]) -> Audience:
     """The audience of an item with record fields ``attrs``."""
     keyed = attrs.get(KEYED)
+    if keyed is None:  # most items: a fact
+        return Audience.MODEL
     space = keyed.get("space") if isinstance(keyed, dict) else None
     if space in APPLICATION_SPACES:
         return Audience.APPLICATION
@@ -82,9 +84,10 @@ def may_see(caller: Caller, item: Item) -> bool:
     return audience_of(item.attrs) in SEES[caller]
 
 
-def visible_to(caller: Caller) -> Callable[[Item], bool]:
-    """``may_see`` for one caller, as a filter over items."""
-    return lambda item: may_see(caller, item)
+def visible(caller: Caller, items: Iterable[Item]) -> list[Item]:
+    """Those of ``items`` ``caller`` may see (``may_see`` over many, in order)."""
+    seen = SEES[caller]
+    return [it for it in items if audience_of(it.attrs) in seen]
 
 
 def counted(caller: Caller, live: int, application: int) -> int:

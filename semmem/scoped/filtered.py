@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from semmem import results, rules
-from semmem.audience import Caller, may_see
+from semmem.audience import Caller, visible
 from semmem.contract import MAX_SOURCES, make_cursor
 from semmem.errors import InvalidArguments
 from semmem.items import Item
@@ -227,7 +227,7 @@ def listed(items: list[Item], flt: Filter | None, caller: Caller = Caller.OWNER
     """``items`` ``caller`` may see (``semmem.audience``: the owner's listings — admin API,
     console, CLI, export — never show a system record) that the filter covers (all of them
     without one)."""
-    shown = [it for it in items if may_see(caller, it)]
+    shown = visible(caller, items)
     return shown if flt is None or flt.empty else [it for it in shown if flt.matches(it)]
 
 
