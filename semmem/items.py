@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from semmem.audience import Audience, audience_of
 from semmem.contract import MAX_TEXT_CHARS
 from semmem.errors import InvalidArguments
 from semmem.scoped.metadata import METADATA, clean_metadata
@@ -21,8 +22,6 @@ Vectors = npt.NDArray[np.float32]
 
 MAX_NOTE_CHARS = 500
 RECORD_FIELDS = ("note", "status", "surfacing", "mergedInto", "slug", "expiresAt", METADATA)
-# Keyed spaces whose pieces are the application's alone (``semmem.stored``): never surfaced.
-APPLICATION_SPACES = frozenset({"store", "store-ns"})
 EXPIRES = "expiresAt"  # a fact's own end (ISO 8601): see semmem/lifecycle/retention.py
 _SPACE = re.compile(r"\s+")
 
@@ -214,10 +213,10 @@ class Item:
 
     @property
     def application(self) -> bool:
-        """Whether the item is a piece of an application's store item (``semmem.stored``):
-        no model-facing read shows it, whatever its other fields."""
-        keyed = self.attrs.get("keyed")
-        return isinstance(keyed, dict) and keyed.get("space") in APPLICATION_SPACES
+        """Whether the item is not the model's (an application's store item's piece, or a
+        system record: ``semmem.audience``): no model-facing read shows it, whatever its other
+        fields."""
+        return audience_of(self.attrs) is not Audience.MODEL
 
     @property
     def metadata(self) -> dict[str, Any]:

@@ -316,7 +316,7 @@ class Memory(Writes, Owners, Filtered, Parts):
         found = await self.retention.nearest(view, qvec, max(limit, self.index_candidates),
                                              RECALL_COLUMNS)
         return {"items": results.search_entries(self.ranker, found, qvec, query, limit, hidden),
-                "count": view.count - len(hidden)}
+                "count": results.shown_count(view, hidden)}
 
     async def _embed(self, text: str, query: bool = False) -> np.ndarray:
         """A text's vector (the ``embed`` span of a request): as stored, or as searched with

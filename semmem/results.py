@@ -10,11 +10,12 @@ import numpy as np
 import numpy.typing as npt
 
 from semmem import tracing
+from semmem.audience import Caller, counted, not_models
 from semmem.contract import MAX_SOURCES, TITLE_CHARS
 from semmem.items import RECORD_FIELDS, Item, iso, one_line
 from semmem.ranking.packing import pack
 from semmem.ranking.ranker import Ranker, Scored
-from semmem.store.views import ItemSet
+from semmem.store.views import IndexedView, ItemSet, ReadView
 
 # An indexed partition's recall ranks as many candidates as its budget can use: one per
 # ``CANDIDATE_BYTES`` of ``maxBytes``, at least ``MIN_CANDIDATES``, at most ``index_candidates``.
@@ -95,6 +96,18 @@ def relevant(ranker: Ranker, items: ItemSet, qvec: np.ndarray, text: str, max_by
         packed, chosen = ranker.pack(items, scored, max_bytes, MAX_SOURCES)
         span.set("semmem.pack.lines", len(packed.items))
     return Recall(packed.lines, [source_of(it) for it in packed.items], cursor, chosen)
+
+
+def shown_count(view: ReadView, hidden: frozenset[int] = frozenset()) -> int:
+    """The live items a search tells the model its partition holds: its own audience's
+    (``semmem.audience``: never the application's store items), the expired (``hidden``, a
+    snapshot's numbers) left out."""
+    apps = view.head.application
+    if apps is None:  # not carried (a view of older code's head): a snapshot counts its own
+        apps = 0 if isinstance(view, IndexedView) else not_models(view.items)
+    expired = 0 if isinstance(view, IndexedView) else sum(
+        1 for n in hidden if (it := view.get(n)) is not None and not it.application)
+    return max(0, counted(Caller.MODEL, view.count, apps) - expired)
 
 
 def search_entries(ranker: Ranker, items: ItemSet, qvec: np.ndarray, query: str,

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from semmem.audience import Caller, counted, editor, may_see
 from semmem.contract import DEADLINE_HORIZON_MS, sha256_hex
 from semmem.errors import Conflict, Forbidden, IdempotencyMismatch, InvalidArguments, NotFound
 from semmem.items import Item, dedupe_key, now_ms
@@ -166,7 +167,7 @@ def record(op: Operation | None, result: dict[str, Any], ttl_ms: int) -> OpRecor
 
 
 def check_target(view: WriteView, n: int, cursor_seq: int | None,
-                 within: Alive | None = None) -> Item:
+                 within: Alive | None = None, caller: Caller = Caller.OWNER) -> Item:
     """The live item ``n`` an edit targets.
 
     The cursor rule: an edit conflicts only when its target existed at the cursor's state and
@@ -177,11 +178,15 @@ def check_target(view: WriteView, n: int, cursor_seq: int | None,
     Raises:
         InvalidArguments: ``n`` is not an integer ≥ 1.
         Conflict: the item existed at the cursor's state and changed after it.
-        NotFound: no live item ``n``.
+        NotFound: no live item ``n`` ``caller`` may see (``semmem.audience``).
     """
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise InvalidArguments("n must be an integer ≥ 1")
     item = view.get(n)
+    if item is not None and not may_see(caller, item):
+        # An item the caller may not see (the application's, to the model) is a number that
+        # does not exist, before any cursor rule: nothing tells it from one never given.
+        raise NotFound(f"item {n} does not exist in this memory", {"n": n})
     if within is not None and (item is None or not within(item)):
         # Another scope's fact, or a forgotten one (a tombstone keeps no metadata saying whose
         # it was): worded as a number never given, and no conflict, so nothing tells them apart.
@@ -196,6 +201,12 @@ def check_target(view: WriteView, n: int, cursor_seq: int | None,
         why = "was forgotten" if tomb else "does not exist"
         raise NotFound(f"item {n} {why} in this memory", {"n": n})
     return item
+
+
+def facts(view: WriteView) -> int:
+    """The live items a fact's write answers as its memory's ``count``: the model's, never
+    the application's store items (``semmem.audience``)."""
+    return counted(Caller.MODEL, view.live, view.application)
 
 
 def check_editable(item: Item, owner: bool) -> None:
@@ -295,10 +306,10 @@ def remember(text: str, vector: np.ndarray, fields: dict[str, Any], op: Operatio
         # Only an item recall can show is a duplicate: the text of a hidden one (inactive,
         # held, merged) becomes a new, visible item, and the hidden record stays as it is.
         if same is not None and same.surfaced and alive(same):
-            result = {"status": "stored", "n": same.n, "count": view.count, "existing": True}
+            result = {"status": "stored", "n": same.n, "count": facts(view), "existing": True}
             return result if op is None else mutation(op, result, ttl_ms)
         n, ts = view.hwm + 1, now_ms()
-        result = with_similar({"status": "stored", "n": n, "count": view.count + 1},
+        result = with_similar({"status": "stored", "n": n, "count": facts(view) + 1},
                               hints.listed(view, vector, n, alive))
         return mutation(op, result, ttl_ms,
                         [ItemRow(n, text, vector, ts, ts, 1, attrs=fields, created=NEW)], n)
@@ -319,7 +330,7 @@ def update(n: int, text: str | None, vector: np.ndarray | None, changes: dict[st
         replayed = replay(view, op, alive)
         if replayed is not None:
             return replayed
-        item = check_target(view, n, cursor_seq, within)
+        item = check_target(view, n, cursor_seq, within, editor(owner))
         if not alive(item):
             raise NotFound(f"item {n} does not exist in this memory", {"n": n})
         check_editable(item, owner)
@@ -330,7 +341,7 @@ def update(n: int, text: str | None, vector: np.ndarray | None, changes: dict[st
             created=item.born,
         )
         similar = hints.listed(view, vector, n, alive) if vector is not None else []
-        result = with_similar({"status": "stored", "n": n, "count": view.count}, similar)
+        result = with_similar({"status": "stored", "n": n, "count": facts(view)}, similar)
         return mutation(op, result, ttl_ms, [row])
 
     return plan
@@ -359,11 +370,12 @@ def forget(n: int, cursor_seq: int | None, op: Operation | None, ttl_ms: int,
         replayed = replay(view, op)
         if replayed is not None:
             return replayed
-        item = check_target(view, n, cursor_seq, within)
+        item = check_target(view, n, cursor_seq, within, editor(owner))
         check_editable(item, owner)
         row = ItemRow(n, None, None, item.ts, now_ms(), item.revision + 1, forgotten=True,
                       created=item.born)
-        result = {"status": "stored", "n": n, "count": view.count - 1, "forgotten": True}
+        left = facts(view) - (0 if item.application else 1)  # an owner's forget of any item
+        result = {"status": "stored", "n": n, "count": left, "forgotten": True}
         return mutation(op, result, ttl_ms, [row])
 
     return plan

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from semmem import browsing
+from semmem.audience import Caller
 from semmem.embedding.fakes import HashingEmbedder
 from semmem.errors import NotFound
 from semmem.mcp import resources
@@ -52,11 +53,11 @@ async def test_indexed_partition_is_browsed_without_loading_it(tmp_path: Path) -
 
 async def test_small_partition_pages_from_its_snapshot(tmp_path: Path) -> None:
     memory = await _memory(tmp_path, 5)
-    items, following = await browsing.page(memory, "p", 2, 2)
+    items, following = await browsing.page(memory, "p", 2, 2, Caller.MODEL)
     assert [it.n for it in items] == [3, 4] and following == 4
-    items, following = await browsing.page(memory, "p", 4, 2)
+    items, following = await browsing.page(memory, "p", 4, 2, Caller.MODEL)
     assert [it.n for it in items] == [5] and following is None
-    found = await browsing.item(memory, "p", 5)
+    found = await browsing.item(memory, "p", 5, Caller.MODEL)
     assert found is not None and found.text == "fact 5"
-    assert await browsing.item(memory, "p", 6) is None
+    assert await browsing.item(memory, "p", 6, Caller.MODEL) is None
     await memory.close()

@@ -2,7 +2,9 @@
 
 Listing goes in number order (numbers are stable, so a page boundary does not shift when facts
 are added); the list cursor is the number the next page starts after. A scoped token's
-pages hold only the facts its scope covers (a page may then be short).
+pages hold only the facts its scope covers (a page may then be short); the resources are the
+model's (``semmem.audience``): an application's store item is neither listed nor read, its
+number answered as one that does not exist.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import mcp_types as types
 
 from semmem import browsing
+from semmem.audience import Caller
 from semmem.errors import InvalidInput, NotFound
 from semmem.items import Item, one_line
 from semmem.memory import Memory
@@ -46,7 +49,8 @@ async def list_page(memory: Memory, partition: str, cursor: str | None,
         if number is None:
             raise InvalidInput("cursor is not one this server handed out")
         after = number
-    chunk, following = await browsing.page(memory, partition, after, page)
+    chunk, following = await browsing.page(memory, partition, after, page,
+                                             Caller.MODEL)
     return types.ListResourcesResult(
         resources=[_resource(it) for it in chunk if scope is None or scope.matches(it)],
         next_cursor=None if following is None else f"n{following}",
@@ -64,7 +68,7 @@ async def read(memory: Memory, partition: str, uri: str,
     n = ascii_int(uri.removeprefix(SCHEME)) if uri.startswith(SCHEME) else None
     if n is None:
         raise InvalidInput(f"resources are {SCHEME}<n>, n a fact's number")
-    item = await browsing.item(memory, partition, n)
+    item = await browsing.item(memory, partition, n, Caller.MODEL)
     if item is None or (scope is not None and not scope.matches(item)):
         raise NotFound(f"item {n} does not exist in this memory", {"n": n})
     return types.ReadResourceResult(contents=[

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from semmem import results, rules
+from semmem.audience import Caller, visible
 from semmem.contract import MAX_SOURCES, make_cursor
 from semmem.errors import InvalidArguments
 from semmem.items import Item
@@ -221,9 +222,13 @@ def reach(scope: Filter | None) -> Alive | None:
     return None if scope is None or scope.empty else scope.matches
 
 
-def listed(items: list[Item], flt: Filter | None) -> list[Item]:
-    """``items`` the filter covers (all of them without one)."""
-    return items if flt is None or flt.empty else [it for it in items if flt.matches(it)]
+def listed(items: list[Item], flt: Filter | None, caller: Caller = Caller.OWNER
+           ) -> list[Item]:
+    """``items`` ``caller`` may see (``semmem.audience``: the owner's listings — admin API,
+    console, CLI, export — never show a system record) that the filter covers (all of them
+    without one)."""
+    shown = visible(caller, items)
+    return shown if flt is None or flt.empty else [it for it in shown if flt.matches(it)]
 
 
 CHUNK = 256  # facts forgotten per commit by a delete by filter

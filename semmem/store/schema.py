@@ -56,24 +56,29 @@ def split_attrs(raw: str | None) -> tuple[dict[str, Any], int | None]:
     return attrs, created if isinstance(created, int) else None
 
 
-def head_attrs(live: int | None, expiring: int | None) -> str | None:
+Counts = tuple[int | None, int | None, int | None]  # live, expiring, not the model's
+
+
+def head_attrs(live: int | None, expiring: int | None, application: int | None) -> str | None:
     """The head row's ``attrs``: the counts it carries (``None`` when they are not known)."""
-    if live is None or expiring is None:
+    if live is None or expiring is None or application is None:
         return None
-    return json.dumps({"live": int(live), "expiring": int(expiring)})
+    return json.dumps({"live": int(live), "expiring": int(expiring),
+                       "application": int(application)})
 
 
-def head_counts(raw: str | None) -> tuple[int | None, int | None]:
-    """The live count and the expiring count a head row's ``attrs`` carries (``None``: not
-    carried, a table of older layout)."""
+def head_counts(raw: str | None) -> Counts:
+    """The live count, the expiring count and the count of live items not the model's
+    (``semmem.audience``) a head row's ``attrs`` carries (``None``: not all carried, a table
+    of older layout)."""
     try:
         attrs = json.loads(raw) if raw else {}
     except ValueError:
-        return None, None
-    live, expiring = attrs.get("live"), attrs.get("expiring")
-    if not isinstance(live, int) or not isinstance(expiring, int):
-        return None, None
-    return live, expiring
+        return None, None, None
+    counts = attrs.get("live"), attrs.get("expiring"), attrs.get("application")
+    if not all(isinstance(c, int) for c in counts):
+        return None, None, None
+    return counts
 
 
 # The Lance file format of a new partition table's data files. 2.1 rather than LanceDB's
@@ -115,7 +120,7 @@ def head_row(partition: str, model: str) -> Rows:
     now = now_ms()
     rows = Rows()
     rows.add(key=HEAD_KEY, kind=KIND_HEAD, n=0, text=partition, ts=now, updated=now,
-             revision=0, seq=0, model=model, attrs=head_attrs(0, 0))
+             revision=0, seq=0, model=model, attrs=head_attrs(0, 0, 0))
     return rows
 
 
@@ -131,11 +136,13 @@ class Batch:
     hwm: int
     live: int | None = None
     expiring: int | None = None
+    application: int | None = None
 
     @classmethod
     def of(cls, head: Head, mutations: Sequence[Mutation], *, live: int | None = None,
-           expiring: int | None = None) -> Batch:
-        """The mutations, combined; ``live`` and ``expiring``: the counts after them."""
+           expiring: int | None = None, application: int | None = None) -> Batch:
+        """The mutations, combined; ``live``, ``expiring`` and ``application``: the counts
+        after them."""
         items: dict[int, ItemRow] = {}
         ops: dict[str, OpRecord] = {}
         for m in mutations:
@@ -143,7 +150,7 @@ class Batch:
             if m.op is not None:
                 ops[m.op.key] = m.op
         hwm = max([head.hwm, *(m.hwm or 0 for m in mutations)])
-        return cls(head, items, ops, hwm, live, expiring)
+        return cls(head, items, ops, hwm, live, expiring, application)
 
     @property
     def seq(self) -> int:
@@ -156,7 +163,7 @@ class Batch:
         rows = Rows()
         rows.add(key=HEAD_KEY, kind=KIND_HEAD, n=self.hwm, text=self.head.partition, ts=now,
                  updated=now, revision=0, seq=self.seq, model=model,
-                 attrs=head_attrs(self.live, self.expiring))
+                 attrs=head_attrs(self.live, self.expiring, self.application))
         for it in self.items.values():
             created = self.created(it)
             attrs = it.attrs if created is None else {**it.attrs, CREATED: created}

@@ -33,7 +33,7 @@ from semmem.store.commit.writes import Writer
 from semmem.store.connection import Connection
 from semmem.store.files import incarnation, remote
 from semmem.store.reads.indexed import IndexedReads
-from semmem.store.reads.reading import decode
+from semmem.store.reads.reading import decode, not_models_in
 from semmem.store.reads.snapshots import WRITE_LOADS, Snapshots
 from semmem.store.registered import Registered
 from semmem.store.rows import (
@@ -253,6 +253,8 @@ class Store(Registered, IndexedReads, SystemRecords):
         if live is None:  # a head of older layout: counted until its next commit
             live = int(ds.count_rows(filter=LIVE_ITEMS))
             head = replace(head, live=live)
+        if head.application is None:  # so is what is not the model's (``semmem.audience``)
+            head = replace(head, application=not_models_in(ds))
         return IndexedView(head, live, incarnation(ds))
 
     async def count_forgotten(self, partition: str) -> int:
@@ -339,7 +341,7 @@ class Store(Registered, IndexedReads, SystemRecords):
             # A partition without a table: decide on its empty state first, so that a write
             # that commits nothing (a refusal, a replay-free no-op) leaves no table behind.
             empty = WriteView([], np.zeros((0, self.dim), np.float32), Head.empty(partition), 0,
-                              text_bytes=0)
+                              text_bytes=0, application_bytes=0)
             decision = plan(empty)
             if not isinstance(decision, Mutation):
                 return decision

@@ -66,9 +66,11 @@ class Head:
     seq: int  # the partition's write sequence (what a cursor names)
     model: str | None
     # Carried in the head row (``store/schema.py``), ``None`` where a table of older layout
-    # lacks them: the live items, and how many of them carry their own expiry (``expiresAt``).
+    # lacks them: the live items, how many of them carry their own expiry (``expiresAt``),
+    # and how many are not the model's (``semmem.audience``: counted apart for the model).
     live: int | None = None
     expiring: int | None = None
+    application: int | None = None
     # A deleted partition's tombstone (``store/commit/tombstone.py``): an empty partition
     # whose name a write records again in the registry before committing on it.
     gone: bool = False
@@ -76,7 +78,7 @@ class Head:
     @classmethod
     def empty(cls, partition: str) -> Head:
         """The head of a partition that has never been written."""
-        return cls(partition, 0, 0, 0, None, 0, 0)
+        return cls(partition, 0, 0, 0, None, 0, 0, 0)
 
 
 class _HeadFields:
@@ -200,6 +202,12 @@ class PartitionSnapshot(ItemSet, _HeadFields):
         """UTF-8 bytes of every live item's text (what a byte quota counts), once per set."""
         return self.cached("text_bytes", lambda s: text_bytes(s.items))
 
+    @property
+    def not_models_bytes(self) -> int:
+        """UTF-8 bytes of the live texts not the model's (``semmem.audience``: what the byte
+        quota counts apart), once per set."""
+        return self.cached("not_models_bytes", lambda s: not_models_bytes(s.items))
+
 
 def expiring(items: Iterable[Item]) -> int:
     """How many of ``items`` carry their own expiry (an ``expiresAt`` record field)."""
@@ -209,6 +217,11 @@ def expiring(items: Iterable[Item]) -> int:
 def text_bytes(items: Sequence[Item]) -> int:
     """UTF-8 bytes of the items' texts."""
     return sum(len(it.text.encode("utf-8")) for it in items)
+
+
+def not_models_bytes(items: Sequence[Item]) -> int:
+    """UTF-8 bytes of the texts of those of ``items`` that are not the model's."""
+    return text_bytes([it for it in items if it.application])
 
 
 def key_map(items: Sequence[Item]) -> dict[str, int]:
@@ -225,8 +238,10 @@ def key_map(items: Sequence[Item]) -> dict[str, int]:
 @dataclass(frozen=True, eq=False)
 class WriteView(ItemSet, _HeadFields):
     """The rows one write looked up at one version; ``live`` is the partition's live count,
-    ``expiring`` how many live items carry their own expiry, ``text_bytes`` the UTF-8 bytes
-    of its live texts (read only when a byte quota needs it)."""
+    ``expiring`` how many live items carry their own expiry, ``application`` how many are not
+    the model's (``semmem.audience``), ``text_bytes`` the UTF-8 bytes of its live texts and
+    ``application_bytes`` those of the ones not the model's (read only when a byte quota needs
+    them)."""
 
     head: Head
     live: int
@@ -234,6 +249,8 @@ class WriteView(ItemSet, _HeadFields):
     ops: dict[str, OpRecord] = field(default_factory=dict)
     text_bytes: int | None = None
     expiring: int = 0
+    application: int = 0
+    application_bytes: int | None = None
     _by_key: dict[str, int] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:

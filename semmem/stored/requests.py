@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from semmem.errors import InvalidArguments, InvalidInput
@@ -55,6 +55,11 @@ class StoreOp:
     def writes(self) -> bool:
         """Whether it writes (a put or a delete)."""
         return self.op == "put"
+
+    def read_only(self) -> StoreOp:
+        """The operation as a read-only caller runs it: a get or search that refreshes
+        nothing (``refreshTtl`` is a write: it moves the items' expiry)."""
+        return replace(self, refresh=False) if self.refresh else self
 
 
 def _whole(body: dict[str, Any], name: str, default: int, least: int, most: int) -> int:

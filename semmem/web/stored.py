@@ -5,7 +5,8 @@ The same tokens and order of trust as ``POST /ingest``: credentials (401), readi
 media type (400), the body within ``MAX_STORE_BODY`` (413) and its time limit (408), capacity
 (429), the request (400/422), access (403); then the core. A provider token reaches every
 namespace; a token bound to a partition reaches only the namespace of that partition, and
-writes only with ``access=read-write``; a scoped token is refused (store items carry no
+writes only with ``access=read-write`` (a read-only token's ``refreshTtl`` refreshes nothing:
+the get or search answers the items as they are); a scoped token is refused (store items carry no
 metadata for a scope to hold).
 """
 
@@ -75,9 +76,11 @@ async def _handle(rt: Runtime, request: Request, span: tracing.Span) -> Response
         async with served(rt, "store", check, receive=receive) as call:
             ops = parse_request(loads(bytes(received)))
             binding = admitted[0]
-            if binding is not None and not binding.writable and any(op.writes for op in ops):
-                raise Forbidden("this token is read-only (access=read): it cannot put or "
-                                "delete store items")
+            if binding is not None and not binding.writable:
+                if any(op.writes for op in ops):
+                    raise Forbidden("this token is read-only (access=read): it cannot put or "
+                                    "delete store items")
+                ops = [op.read_only() for op in ops]  # its reads refresh no expiry
             results = await run(StoreItems(call.memory), ops,
                                 only=None if binding is None else binding.partition)
             body = dumps({"results": results}, sort_keys=True)

@@ -25,6 +25,7 @@ from semmem.store.rows import HEAD_KEY, table_name
 from semmem.store.schema import LIVE_ITEMS
 from semmem.store.upkeep.check import check_partition, check_table
 from semmem.store.views import IndexedView
+from semmem.stored.items import StoreItems
 
 WORDS = ["apple", "river", "stone", "cloud", "lamp", "violin", "orbit", "maple"]
 LATER = "2099-01-01T00:00:00Z"
@@ -201,14 +202,52 @@ async def test_check_finds_and_repairs_a_wrong_carried_count(tmp_path: Path) -> 
     await memory.forget("p", 2)
     assert carried(tmp_path) == (29, 0)
     ds = _table(tmp_path)
-    ds.update({"attrs": "'{\"live\": 50, \"expiring\": 0}'"}, where=f"key = '{HEAD_KEY}'")
+    ds.update({"attrs": "'{\"live\": 50, \"expiring\": 0, \"application\": 3}'"},
+              where=f"key = '{HEAD_KEY}'")
     assert carried(tmp_path) == (50, 0)
     report = await check_partition(memory.store, "p")
-    assert report.problems == ["the head counts 50 live items (0 with an expiry), the rows 29 (0)"]
+    assert report.problems == ["the head counts 50 live items (0 with an expiry, 3 not the "
+                               "model's), the rows 29 (0, 0)"]
     assert not report.repaired
     report = await check_partition(memory.store, "p", repair=True)
     assert report.repaired
     assert carried(tmp_path) == real_counts(tmp_path) == (29, 0)
     assert (await check_partition(memory.store, "p")).problems == []
     assert (await memory.store.read_view("p")).count == 29
+    await memory.close()
+
+
+def not_models_carried(path: Path, partition: str = "p") -> int | None:
+    """The count of live items not the model's the head row carries (``semmem.audience``)."""
+    rows = _table(path, partition).to_table(columns=["attrs"], filter=f"key = '{HEAD_KEY}'")
+    found = json.loads(rows.column("attrs")[0].as_py()).get("application")
+    return found if isinstance(found, int) else None
+
+
+async def test_the_head_carries_the_items_not_the_models(tmp_path: Path) -> None:
+    """Puts, deletes and facts keep the head's count of the application's pieces; a head
+    without it (older code) is counted through the tags index past the threshold, and the
+    model's search counts its own items only."""
+    memory = await _memory(tmp_path, index_threshold=20)
+    items = StoreItems(memory)
+    await items.put(("p",), "a", {"v": 1}, ["first text", "second text"], None)
+    await items.put(("p",), "b", {"v": 2}, [], None)
+    assert not_models_carried(tmp_path) == 3
+    await memory.import_("p", [{"text": f"seed fact {i}"} for i in range(30)])
+    await items.delete(("p",), "b")
+    assert not_models_carried(tmp_path) == 2
+    assert carried(tmp_path) == real_counts(tmp_path) == (32, 0)
+    assert (await memory.search("p", "seed fact"))["count"] == 30
+    await memory.close()
+    # A head written before the count was carried: counted through the index, then carried.
+    _table(tmp_path).update({"attrs": "'{\"live\": 32, \"expiring\": 0}'"},
+                            where=f"key = '{HEAD_KEY}'")
+    assert not_models_carried(tmp_path) is None
+    memory = await _memory(tmp_path, index_threshold=20)
+    view = await memory.store.read_view("p")
+    assert isinstance(view, IndexedView) and view.head.application == 2
+    assert (await memory.search("p", "seed fact"))["count"] == 30
+    assert (await memory.remember("p", "after the upgrade"))["count"] == 31
+    assert not_models_carried(tmp_path) == 2
+    assert (await check_partition(memory.store, "p")).problems == []
     await memory.close()

@@ -8,9 +8,10 @@ from dataclasses import replace
 
 import numpy as np
 
+from semmem.audience import not_models
 from semmem.store.rows import Lookup, Mutation
 from semmem.store.schema import Batch
-from semmem.store.views import WriteView, expiring, text_bytes
+from semmem.store.views import WriteView, expiring, not_models_bytes, text_bytes
 
 
 def joined(lookups: Sequence[Lookup]) -> Lookup:
@@ -32,12 +33,16 @@ def after(view: WriteView, m: Mutation) -> WriteView:
     head = replace(view.head, hwm=batch.hwm)
     # The rows a write replaces were looked up (its numbers): they are in the view.
     old = [it for n in batch.items if (it := view.get(n)) is not None]
-    size = view.text_bytes
+    size, others = view.text_bytes, view.application_bytes
     if size is not None:
         size += text_bytes(items) - text_bytes(old)
+    if others is not None:
+        others += not_models_bytes(items) - not_models_bytes(old)
     return WriteView(
         [it for it, _ in merged],
         np.array([v for _, v in merged], np.float32).reshape(-1, view.vectors.shape[1]),
         head, view.live + added - dropped, {**view.tombstones, **tombstones},
         {**view.ops, **batch.ops}, size,
-        expiring=view.expiring + expiring(items) - expiring(old))
+        expiring=view.expiring + expiring(items) - expiring(old),
+        application=view.application + not_models(items) - not_models(old),
+        application_bytes=others)

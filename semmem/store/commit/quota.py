@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from semmem.audience import Caller, counted
 from semmem.errors import QuotaExceeded
 from semmem.store.views import WriteView
 
 
 @dataclass(frozen=True)
 class Quota:
-    """The most live facts, and UTF-8 bytes of their texts, one partition may hold."""
+    """The most live items of each audience (the model's facts and conversation pieces, the
+    application's store items' pieces: ``semmem.audience``), and UTF-8 bytes of all their
+    texts, one partition may hold."""
 
     max_items: int | None = None
     max_bytes: int | None = None
@@ -33,16 +36,28 @@ class Quota:
         Raises:
             QuotaExceeded: the partition would hold more than a limit allows.
         """
-        if self.max_items is not None and after.live > self.max_items \
-                and after.live > before.live:
-            raise QuotaExceeded(
-                f"this memory is full: at most {self.max_items} facts per partition; "
-                "forget or update facts that are no longer needed",
-                {"quota": "items", "limit": self.max_items, "usage": before.live})
-        if self.max_bytes is not None and before.text_bytes is not None \
-                and after.text_bytes is not None and after.text_bytes > self.max_bytes \
-                and after.text_bytes > before.text_bytes:
-            raise QuotaExceeded(
-                f"this memory is full: at most {self.max_bytes} bytes of facts per partition; "
-                "forget or shorten facts that are no longer needed",
-                {"quota": "bytes", "limit": self.max_bytes, "usage": before.text_bytes})
+        if self.max_items is not None:
+            # Each audience's items against the limit on their own (``semmem.audience``): the
+            # model's facts cannot crowd out the application's items, nor these the facts.
+            for caller, what in ((Caller.MODEL, "facts"), (Caller.APPLICATION, "store items' "
+                                                           "pieces")):
+                now = counted(caller, after.live, after.application)
+                was = counted(caller, before.live, before.application)
+                if now > self.max_items and now > was:
+                    raise QuotaExceeded(
+                        f"this memory is full: at most {self.max_items} {what} per partition; "
+                        f"forget or update {what} that are no longer needed",
+                        {"quota": "items", "limit": self.max_items, "usage": was,
+                         "audience": caller.value})
+        if self.max_bytes is None or before.text_bytes is None or after.text_bytes is None:
+            return
+        for caller, what in ((Caller.MODEL, "facts"), (Caller.APPLICATION, "store items' "
+                                                       "index texts")):
+            now = counted(caller, after.text_bytes, after.application_bytes or 0)
+            was = counted(caller, before.text_bytes, before.application_bytes or 0)
+            if now > self.max_bytes and now > was:
+                raise QuotaExceeded(
+                    f"this memory is full: at most {self.max_bytes} bytes of {what} per "
+                    f"partition; forget or shorten {what} that are no longer needed",
+                    {"quota": "bytes", "limit": self.max_bytes, "usage": was,
+                     "audience": caller.value})

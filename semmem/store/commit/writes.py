@@ -255,7 +255,7 @@ class Writer:
                 await self.reborn(partition)
             # The head row carries the counts on: known from the decision, no count read.
             batch = Batch.of(view.head, [m for _, m in mutations], live=decided.live,
-                             expiring=decided.expiring)
+                             expiring=decided.expiring, application=decided.application)
             rows = batch.rows(self.model_id).table(self.schema)
             uri = await tbl.uri()
             gate = _Gate(self.fence, ds, confirmed, [p for p, _ in mutations])

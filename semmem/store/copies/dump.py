@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.fs as pafs
 
+from semmem.audience import not_models
 from semmem.errors import InvalidInput, Unavailable
 from semmem.items import Item, Vectors, now_ms
 from semmem.store.commit.conflicts import moved_on
@@ -135,7 +136,7 @@ def _rows(dump: Dump, model: str) -> Rows:
     head = dump.head
     rows.add(key=HEAD_KEY, kind=KIND_HEAD, n=head.hwm, text=head.partition, ts=now,
              updated=now, revision=0, seq=head.seq, model=model,
-             attrs=head_attrs(len(dump.items), expiring(dump.items)))
+             attrs=head_attrs(len(dump.items), expiring(dump.items), not_models(dump.items)))
     for it, vector in zip(dump.items, dump.vectors, strict=True):
         attrs: dict[str, Any] = dict(it.attrs)
         if it.created is not None:

@@ -7,12 +7,15 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from semmem.audience import APPLICATION_SPACES, SYSTEM_SPACES
 from semmem.errors import Unavailable
-from semmem.items import Item, Vectors
+from semmem.items import EXPIRES, Item, Vectors
+from semmem.keyed.address import space_tag
 from semmem.store.commit.tombstone import GONE
 from semmem.store.rows import ITEM_COLUMNS, KIND_HEAD, KIND_ITEM, KIND_OP
-from semmem.store.schema import head_counts, split_attrs
+from semmem.store.schema import LIVE_ITEMS, head_counts, split_attrs
 from semmem.store.views import Candidates, Head, OpRecord, Tombstone
 
 
@@ -25,6 +28,39 @@ class Decoded:
     vectors: Vectors
     tombstones: dict[int, Tombstone] = field(default_factory=dict)
     ops: dict[str, OpRecord] = field(default_factory=dict)
+
+
+def not_models_in(ds: Any) -> int:
+    """A table version's live items that are not the model's (``semmem.audience``), counted
+    through the ``tags`` index by their keyed spaces' tags (a table without ``tags`` holds no
+    keyed item)."""
+    if "tags" not in ds.schema.names:
+        return 0
+    return int(ds.count_rows(filter=_NOT_MODELS))
+
+
+def not_models_text_bytes(ds: Any) -> int:
+    """UTF-8 bytes of the live texts not the model's (``not_models_in``), read in full (a
+    partition too large for a snapshot, under a byte quota)."""
+    if "tags" not in ds.schema.names:
+        return 0
+    texts = ds.to_table(columns=["text"], filter=_NOT_MODELS).column("text")
+    return int(pc.sum(pc.binary_length(texts)).as_py() or 0)
+
+
+_NOT_MODELS = (f"{LIVE_ITEMS} AND array_has_any(tags, ["
+               + ", ".join(f"'{space_tag(s)}'" for s in sorted(APPLICATION_SPACES | SYSTEM_SPACES))
+               + "])")
+
+
+def live_counts(ds: Any) -> tuple[int, int, int]:
+    """A table version's live items, how many of them carry their own expiry, and how many
+    are not the model's, counted (a head of older layout carries none of them: every live
+    row is read once, then carried)."""
+    live = int(ds.count_rows(filter=LIVE_ITEMS))
+    attrs = ds.to_table(columns=["attrs"], filter=f"{LIVE_ITEMS} AND attrs LIKE "
+                        f"'%{EXPIRES}%'").column("attrs").to_pylist()
+    return live, sum(1 for raw in attrs if EXPIRES in split_attrs(raw)[0]), not_models_in(ds)
 
 
 def decode(partition: str, version: int, data: pa.Table, dim: int) -> Decoded:
@@ -47,9 +83,11 @@ def decode(partition: str, version: int, data: pa.Table, dim: int) -> Decoded:
             # Two heads are a defect (``semmem check`` repairs it): the highest mark wins, so
             # no number below it is handed out again meanwhile.
             if py["n"][i] >= head.hwm:
-                live, expiring = head_counts(py["attrs"][i] if "attrs" in py else None)
+                live, expiring, application = head_counts(py["attrs"][i] if "attrs" in py
+                                                          else None)
                 head = Head(partition, version, py["n"][i], max(py["seq"][i], head.seq),
-                            py["model"][i], live, expiring, gone=py["text"][i] == GONE)
+                            py["model"][i], live, expiring, application,
+                            gone=py["text"][i] == GONE)
             else:
                 head = replace(head, seq=max(py["seq"][i], head.seq))
         elif kind == KIND_ITEM:

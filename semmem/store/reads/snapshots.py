@@ -25,14 +25,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from lance.fragment import Session  # type: ignore[attr-defined]
 
-from semmem.items import EXPIRES
+from semmem.audience import not_models
 from semmem.store.commit.tail import Layout, forward, layout_of, tail_limit
 from semmem.store.files import incarnation, open_dataset
 from semmem.store.reads.cache import ViewCache
 from semmem.store.reads.evolve import carried, changes, evolve
-from semmem.store.reads.reading import decode
+from semmem.store.reads.reading import decode, live_counts, not_models_text_bytes
 from semmem.store.rows import Lookup, table_name
-from semmem.store.schema import LIVE_ITEMS, Batch, partition_schema, split_attrs
+from semmem.store.schema import LIVE_ITEMS, Batch, partition_schema
 from semmem.store.views import Head, IndexedView, PartitionSnapshot, WriteView, expiring
 
 log = logging.getLogger("semmem.store")
@@ -156,7 +156,8 @@ class Snapshots:
         data = ds.to_table(with_row_address=True)
         d = decode(partition, version, data, self.dim)
         # The counts from the rows themselves (the head's own may be absent: an older layout).
-        head = replace(d.head, live=len(d.items), expiring=expiring(d.items))
+        head = replace(d.head, live=len(d.items), expiring=expiring(d.items),
+                       application=not_models(d.items))
         snap = PartitionSnapshot(d.items, d.vectors, head, d.tombstones, d.ops)
         self._remember(name, layout_of(ds, data, self.schema, self.tail_rows))
         self.rebuilds += 1
@@ -195,13 +196,15 @@ class Snapshots:
         held = pc.is_in(pa.array(named, pa.string()), value_set=live).to_pylist() \
             if named else []
         pruned = not all(held)  # maintenance pruned expired records
-        if pruned or new.head.live != new.count or new.head.expiring is None:
+        counts_held = new.head.live == new.count and new.head.expiring is not None \
+            and new.head.application is not None
+        if pruned or not counts_held:
             # A head without counts (written by older code) takes the snapshot's own.
             ops = {k: new.ops[k] for k, kept in zip(named, held, strict=True) if kept} \
                 if pruned else new.ops
-            head = replace(new.head, live=new.count,
-                           expiring=new.head.expiring if new.head.live == new.count
-                           and new.head.expiring is not None else expiring(new.items))
+            head = new.head if counts_held else replace(
+                new.head, live=new.count, expiring=expiring(new.items),
+                application=not_models(new.items))
             new = PartitionSnapshot(new.items, new.vectors, head, new.tombstones, ops,
                                     by_n=new.by_n, by_key=new.by_key, derived=new.derived)
         if pc.count_distinct(live).as_py() != 1 + new.count + len(new.tombstones) + len(new.ops):
@@ -261,15 +264,16 @@ class Snapshots:
                          lookup: Lookup) -> tuple[Any, WriteView, Layout]:
         data = ds.to_table(filter=lookup.where(), with_row_address=True)
         d = decode(partition, version, data, self.dim)
-        live, due = d.head.live, d.head.expiring
-        if live is None or due is None:  # a head of older layout: counted once, then carried
-            live, due = live_counts(ds)
+        live, due, apps = d.head.live, d.head.expiring, d.head.application
+        if live is None or due is None or apps is None:  # a head of older layout: counted
+            live, due, apps = live_counts(ds)  # once, then carried
         looked = ["head", *lookup.ops, *(f"i:{int(n)}" for n in lookup.numbers)]
         layout = layout_of(ds, data, self.schema, self.tail_rows, complete=False,
                            looked=looked)
-        size = live_text_bytes(ds) if self.count_bytes else None
-        return ds, WriteView(d.items, d.vectors, d.head, live, d.tombstones, d.ops,
-                             size, expiring=due), layout
+        size, others = (live_text_bytes(ds), not_models_text_bytes(ds)) if self.count_bytes \
+            else (None, None)
+        return ds, WriteView(d.items, d.vectors, d.head, live, d.tombstones, d.ops, size,
+                             expiring=due, application=apps, application_bytes=others), layout
 
     def following(self, partition: str, batch: Batch, ds: Any, layout: Layout | None
                   ) -> Callable[[], Awaitable[None]] | None:
@@ -325,7 +329,7 @@ class Snapshots:
         if batch.live is None or int(ds.count_rows()) <= self.max_rows:  # the manifest's
             return
         head = Head(partition, int(ds.version), batch.hwm, batch.seq, self.model_id,
-                    batch.live, batch.expiring)
+                    batch.live, batch.expiring, batch.application)
         held, derived = self.cache.get(name, batch.head.version), {}
         if isinstance(held, IndexedView) and held.derived \
                 and held.incarnation == read_from:
@@ -343,7 +347,7 @@ class Snapshots:
         try:
             items, vectors, tombstones = batch.changes(self.model_id)
             head = Head(partition, version, batch.hwm, batch.seq, self.model_id, batch.live,
-                        batch.expiring)
+                        batch.expiring, batch.application)
             rows = np.array(vectors, np.float32).reshape(-1, self.dim)
             return evolve(snap, head, items, rows, tombstones, batch.ops)
         except Exception:  # the write is committed whatever happens here: read it again later
@@ -360,15 +364,6 @@ class Snapshots:
         ds = self._datasets.get(name)
         table = incarnation(ds) if ds is not None and ds.version == new.head.version else ""
         self.cache.put(name, IndexedView(replace(new.head, live=new.count), new.count, table))
-
-def live_counts(ds: Any) -> tuple[int, int]:
-    """A table version's live items, and how many of them carry their own expiry, counted
-    (a head of older layout carries neither: every live row is read once, then carried)."""
-    live = int(ds.count_rows(filter=LIVE_ITEMS))
-    attrs = ds.to_table(columns=["attrs"], filter=f"{LIVE_ITEMS} AND attrs LIKE "
-                        f"'%{EXPIRES}%'").column("attrs").to_pylist()
-    return live, sum(1 for raw in attrs if EXPIRES in split_attrs(raw)[0])
-
 
 def live_text_bytes(ds: Any) -> int:
     """UTF-8 bytes of the live texts of a table version: its text column read in full (a
@@ -390,11 +385,13 @@ def cut(snap: PartitionSnapshot, lookup: Lookup, *, count_bytes: bool = False) -
         if same is not None:
             rows.add(snap.by_n[same.n])
     ordered = sorted(rows)
-    due = snap.head.expiring
+    due, apps = snap.head.expiring, snap.head.application
     return WriteView(
         [snap.items[i] for i in ordered], snap.vectors[ordered].reshape(-1, snap.vectors.shape[1]),
         snap.head, snap.count,
         {n: snap.tombstones[n] for n in lookup.numbers if n in snap.tombstones},
         {k: snap.ops[k] for k in lookup.ops if k in snap.ops},
         snap.text_bytes if count_bytes else None,
-        expiring=expiring(snap.items) if due is None else due)
+        expiring=expiring(snap.items) if due is None else due,
+        application=not_models(snap.items) if apps is None else apps,
+        application_bytes=snap.not_models_bytes if count_bytes else None)

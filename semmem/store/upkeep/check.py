@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from semmem.audience import Audience, audience_of
 from semmem.items import EXPIRES
 from semmem.store.commit.tail import commit, layout_of
 from semmem.store.files import filesystem, open_dataset
@@ -135,28 +136,31 @@ def inspect(partition: str, version: int, data: pa.Table) -> _Found:
             problems.append(f"{len(group)} records for one operation")
             r = max(group, key=lambda r: r["seq"])
             ops.append(OpRecord(key, r["op_fp"], r["op_result"], r["op_expires"]))
-    count, due = _counts(rows, items)
+    count, due, apps = _counts(rows, items)
     carried = head_counts(next((h["attrs"] for h in heads if h["n"] == hwm), None))
     # Beside another problem the counts are the repair's to set (a doubled row is counted
     # once); a head of older layout carries none.
-    if not problems and carried != (None, None) and carried != (count, due):
+    if not problems and carried != (None, None, None) and carried != (count, due, apps):
         problems.append(f"the head counts {carried[0]} live items ({carried[1]} with an "
-                        f"expiry), the rows {count} ({due})")
+                        f"expiry, {carried[2]} not the model's), the rows {count} ({due}, "
+                        f"{apps})")
     mutations = [Mutation(items=items, hwm=fresh)] if problems else []
     mutations += [Mutation(op=op) for op in ops]
     return _Found(problems, mutations, renumbered, sorted(set(forgotten)),
-                  Head(partition, version, hwm, seq, model, count, due))
+                  Head(partition, version, hwm, seq, model, count, due, apps))
 
 
-def _counts(rows: list[dict[str, Any]], repaired: list[ItemRow]) -> tuple[int, int]:
-    """Live items, and those with an expiry of their own, once ``repaired`` is committed
-    (every number it names has one row then; the others keep theirs)."""
+def _counts(rows: list[dict[str, Any]], repaired: list[ItemRow]) -> tuple[int, int, int]:
+    """Live items, those with an expiry of their own, and those not the model's
+    (``semmem.audience``), once ``repaired`` is committed (every number it names has one row
+    then; the others keep theirs)."""
     state: dict[int, tuple[bool, dict[str, Any]]] = {
         r["n"]: (bool(r["forgotten"]), split_attrs(r["attrs"])[0])
         for r in rows if r["kind"] == KIND_ITEM}
     state.update((it.n, (it.forgotten, it.attrs)) for it in repaired)
     live = [attrs for gone, attrs in state.values() if not gone]
-    return len(live), sum(1 for attrs in live if EXPIRES in attrs)
+    return len(live), sum(1 for attrs in live if EXPIRES in attrs), \
+        sum(1 for attrs in live if audience_of(attrs) is not Audience.MODEL)
 
 
 def missing_files(uri: str, storage_options: dict[str, str], ds: Any) -> list[str]:
@@ -201,7 +205,7 @@ async def check_partition(store: Checked, partition: str, *, repair: bool = Fals
         if not repair or not found.mutations:
             return report
         batch = Batch.of(found.head, found.mutations, live=found.head.live,
-                         expiring=found.head.expiring)
+                         expiring=found.head.expiring, application=found.head.application)
         schema = ds.schema  # the table's own (a store opened with another model may check)
         rows = batch.rows(found.head.model or store.model_id).table(schema)
         heads = pc.equal(data.column("kind"), KIND_HEAD)  # a head first: the tail's

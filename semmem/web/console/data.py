@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from semmem.audience import Caller, may_see
 from semmem.contract import make_cursor, sha256_hex
 from semmem.items import Item
 from semmem.memory import Memory
@@ -152,9 +153,12 @@ async def partition_view(memory: Memory, partition: str, page: int,
 
 
 async def item_view(memory: Memory, partition: str, n: int) -> tuple[Item | None, str]:
-    """Item ``n`` (``None`` if it is not live) and the cursor of the state it was read in."""
+    """Item ``n`` (``None`` if it is not live, or a system record the owner's listings never
+    show: ``semmem.audience``) and the cursor of the state it was read in."""
     snap = await memory.snapshot(partition)
-    return snap.get(n), make_cursor(partition, snap.seq)
+    got = snap.get(n)
+    return (got if got is not None and may_see(Caller.OWNER, got) else None,
+            make_cursor(partition, snap.seq))
 
 
 def confirm_phrase(partition: str) -> str:

@@ -14,6 +14,7 @@ from semmem.errors import QuotaExceeded
 from semmem.memory import Memory
 from semmem.store import Store
 from semmem.store.commit.quota import Quota
+from semmem.stored.items import StoreItems
 
 
 async def _memory(path: Path, quota: Quota, **options: int) -> Memory:
@@ -38,7 +39,8 @@ async def test_remember_past_item_quota_is_refused_and_stores_nothing(limited: M
     version = (await limited.stats("p"))["version"]
     with pytest.raises(QuotaExceeded) as refused:
         await limited.remember("p", "one fact too many")
-    assert refused.value.details == {"quota": "items", "limit": 3, "usage": 3}
+    assert refused.value.details == {"quota": "items", "limit": 3, "usage": 3,
+                                     "audience": "model"}
     stats = await limited.stats("p")
     assert (stats["count"], stats["version"], stats["max_items"]) == (3, version, 3)
     assert "one fact too many" not in [it.text for it in await limited.list("p")]
@@ -88,7 +90,8 @@ async def test_byte_quota_counts_live_text_bytes(tmp_path: Path, loads: int) -> 
         await mem.remember("p", "é" * 10)  # 20 bytes
         with pytest.raises(QuotaExceeded) as refused:
             await mem.remember("p", "eleven byte")
-        assert refused.value.details == {"quota": "bytes", "limit": 30, "usage": 20}
+        assert refused.value.details == {"quota": "bytes", "limit": 30, "usage": 20,
+                                         "audience": "model"}
         await mem.remember("p", "ten bytes!")  # exactly at the limit
         with pytest.raises(QuotaExceeded):
             await mem.update("p", 2, "ten bytes!!")  # grows past it
@@ -105,5 +108,36 @@ async def test_first_write_past_the_quota_leaves_no_table(tmp_path: Path) -> Non
         with pytest.raises(QuotaExceeded):
             await mem.remember("p", "too long for the quota")
         assert await mem.partitions() == []
+    finally:
+        await mem.close()
+
+
+@pytest.mark.parametrize("loads", [4096, 0], ids=["snapshot", "table-read"])
+async def test_the_model_and_the_application_have_a_quota_each(tmp_path: Path,
+                                                                 loads: int) -> None:
+    """Items and bytes of the application's store pieces and of the model's facts are
+    counted apart (``semmem.audience``), each against the limit: neither fills the other's."""
+    mem = await _memory(tmp_path / "db", Quota(max_items=2, max_bytes=30), write_loads=loads)
+    items = StoreItems(mem)
+    try:
+        await items.put(("p",), "a", {"v": 1}, ["x" * 20], None)
+        await items.put(("p",), "b", {"v": 2}, ["x" * 10], None)  # the application: full
+        first = await mem.remember("p", "y" * 20)
+        assert first["count"] == 1
+        assert (await mem.remember("p", "z" * 10))["count"] == 2  # the model: full
+        with pytest.raises(QuotaExceeded) as refused:
+            await mem.remember("p", "one fact too many")
+        assert refused.value.details == {"quota": "items", "limit": 2, "usage": 2,
+                                         "audience": "model"}
+        with pytest.raises(QuotaExceeded) as refused:
+            await items.put(("p",), "c", {"v": 3}, ["q"], None)
+        assert refused.value.details == {"quota": "items", "limit": 2, "usage": 2,
+                                         "audience": "application"}
+        await mem.forget("p", first["n"])
+        with pytest.raises(QuotaExceeded) as refused:
+            await mem.remember("p", "w" * 21)  # 31 bytes of facts
+        assert refused.value.details == {"quota": "bytes", "limit": 30, "usage": 10,
+                                         "audience": "model"}
+        assert (await mem.stats("p"))["count"] == 3
     finally:
         await mem.close()
