@@ -76,6 +76,7 @@ async def test_a_forgotten_piece_is_never_stored_again_by_a_resend_whole_or_in_p
     await Sessions(memory).forget("p", "s1")
     assert (await talk.ingest("p", S1, chat))["items"] == [[], [], [], []]
     assert (await memory.snapshot("p")).count == 0
+    assert (await memory.check("p")).problems == []  # the ledger is a record like any
     # another session may say the same: its own message
     other = await talk.ingest("p", Address.of(SESSION, "s2"), chat[:1])
     assert other["items"] == [[6]]
