@@ -26,6 +26,7 @@ from semmem.embedding.queue import ModelQueue
 from semmem.errors import InvalidArguments, InvalidInput
 from semmem.importing import ImportReport
 from semmem.items import EXPIRES, Item, clean_attrs, clean_text, future_expiry, trim
+from semmem.keyed.items import Keyed
 from semmem.lifecycle.owners import Owners
 from semmem.lifecycle.retention import Retention
 from semmem.lifecycle.stats import PartitionStats
@@ -103,6 +104,11 @@ class Memory(Writes, Owners, Filtered, Parts):
     def uri(self) -> str:
         """Where the store lives (a directory or an object storage URI)."""
         return self.store.uri
+
+    @property
+    def keyed(self) -> Keyed:
+        """This memory's keyed items (sessions, store items)."""
+        return Keyed(self)
 
     @property
     def model_executor(self) -> ThreadPoolExecutor:

@@ -39,9 +39,11 @@ class Parts:
         return self.retention.alive(await self.retention.max_age(partition))
 
     async def commit(self, partition: str, plan: Plan, op: Operation | None,
-                     dropped: bool = False, *, numbers: Iterable[Any] = ()) -> dict[str, Any]:
+                     dropped: bool = False, *, numbers: Iterable[Any] = (),
+                     records: Iterable[str] = ()) -> dict[str, Any]:
         """Commit ``plan`` through the write path (``Writes._write``)."""
-        return await self._write(partition, plan, op, dropped, numbers=numbers)
+        return await self._write(partition, plan, op, dropped, numbers=numbers,
+                                 records=records)
 
     async def listings(self) -> dict[str, dict[str, Any]]:
         """The store's listing records (``semmem.store.system``), by table."""

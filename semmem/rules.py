@@ -86,6 +86,15 @@ def replay(view: WriteView, op: Operation | None, alive: Alive | None = None
     return _shown(view, record.result_json(), alive or _always)
 
 
+class MissingRecords(Exception):
+    """A write names records (a session's ledger) its lookup did not read: decide again with
+    these keys looked up too."""
+
+    def __init__(self, keys: list[str]) -> None:
+        super().__init__(f"look up {len(keys)} records")
+        self.keys = keys
+
+
 class MissingRows(Exception):
     """A replay names hinted facts its write did not look up (another replica's cached view
     found other candidates): decide again with these numbers looked up too."""

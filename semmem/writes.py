@@ -15,15 +15,20 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from semmem import rules
+from semmem.conversations import forgotten
 from semmem.store.rows import ItemRow, Lookup, Mutation, Plan
 from semmem.store.views import WriteView
 
 if TYPE_CHECKING:
-    from semmem.items import Item
+    from semmem.embedding.queue import ModelQueue
+    from semmem.items import Item, Vectors
     from semmem.lifecycle.retention import Retention
     from semmem.rules import Operation
     from semmem.scheduling.observing import WriteObserver
     from semmem.store.tables import Store
+
+
+_LOOKUPS = 3  # a write's lookups: its own, then hinted rows and ledgers it found it needs
 
 
 def drops(old: Item | None, row: ItemRow) -> bool:
@@ -48,19 +53,39 @@ class Writes:
     store: Store
     observer: WriteObserver | None
     retention: Retention
+    model: ModelQueue
+
+    @property
+    def secret(self) -> bytes:
+        """The store's secret (keys digests and operation fingerprints)."""
+        return self.store.secret
+
+    async def embed_passages(self, texts: list[str]) -> Vectors:
+        """Vectors of stored texts, in one call on the model thread."""
+        return await self.model.embed(texts)
+
+    async def write(self, partition: str, plan: Plan, op: Operation | None, *,
+                    numbers: Iterable[Any] = (), records: Iterable[str] = ()
+                    ) -> dict[str, Any]:
+        """Commit ``plan`` through the write path (``_write``): what a capability's narrow
+        collaborator (``semmem.conversations.host.Host``) is handed."""
+        return await self._write(partition, plan, op, numbers=numbers, records=records)
 
     async def _write(
         self, partition: str, plan: Plan, op: Operation | None,
         dropped: bool = False, *, numbers: Iterable[Any] = (), texts: list[str] | None = None,
+        records: Iterable[str] = (),
     ) -> dict[str, Any]:
         """Commit ``plan`` and report the write to the observer, purging what it dropped.
 
         ``dropped``: a replay of this write (decided by an earlier attempt, perhaps in a
         process that stopped before scheduling its purge) may stand for one that dropped a
         value: a forget or an update purges even then. A write decided here is purged when it
-        ``drops`` a value."""
+        ``drops`` a value. ``records``: record rows the plan reads besides its operation's.
+        Every decision passes ``forgotten.kept``: a piece of a session it forgets is named in
+        the session's ledger, so no re-send brings it back."""
         await self.retention.refresh()
-        lookup = Lookup(ops=[op.key] if op is not None else [],
+        lookup = Lookup(ops=[*([op.key] if op is not None else []), *records],
                         numbers=rules.as_numbers(list(numbers)), texts=texts or [])
         attempted = lost = False
 
@@ -68,19 +93,28 @@ class Writes:
             nonlocal attempted, lost
             decision = plan(view)
             if isinstance(decision, Mutation):
+                decision = forgotten.kept(view, decision, self.store.secret, lookup.ops)
                 attempted = True
                 lost = lost or dropping(view, decision)
             return decision
 
         try:
-            try:
-                return await self.store.write(partition, planned, lookup=lookup,
-                                              deadline_ms=op.deadline_ms if op else None)
-            except rules.MissingRows as missing:  # a replay's hints: read them, decide again
-                lookup = Lookup(ops=lookup.ops, numbers=[*lookup.numbers, *missing.numbers],
-                                texts=lookup.texts)
-                return await self.store.write(partition, planned, lookup=lookup,
-                                              deadline_ms=op.deadline_ms if op else None)
+            for again in range(_LOOKUPS):
+                try:
+                    return await self.store.write(partition, planned, lookup=lookup,
+                                                  deadline_ms=op.deadline_ms if op else None)
+                except rules.MissingRows as missing:  # a replay's hints: read them, decide again
+                    if again == _LOOKUPS - 1:
+                        raise
+                    lookup = Lookup(ops=lookup.ops,
+                                    numbers=[*lookup.numbers, *missing.numbers],
+                                    texts=lookup.texts)
+                except rules.MissingRecords as missing:  # a ledger to grow: read it too
+                    if again == _LOOKUPS - 1:
+                        raise
+                    lookup = Lookup(ops=[*lookup.ops, *missing.keys], numbers=lookup.numbers,
+                                    texts=lookup.texts)
+            raise AssertionError("unreachable")
         finally:
             # Any attempted commit may have landed (even one that reported an error): one
             # that dropped a value, or a replay or refusal of a write that may drop one,

@@ -1,44 +1,47 @@
 """Ingestion: a session's messages stored as pieces, without an LLM, at embedding speed.
 
-``Conversations(memory).ingest(partition, session, messages, op=…, scope=…)`` cuts each
-message (``pieces.cut``), embeds the pieces of the messages the session does not hold yet in
-batches on the model thread, and commits them as numbered items in one write per
-``CHUNK_PIECES`` pieces (one for any ordinary session), each write deciding on the session's
-pieces at the version it commits on (``semmem.keyed.Keyed.commit``): a message whose role and
-content the session already holds (a live piece of it) is not stored again, and answers the
-numbers it has. The idempotency record commits with the last write, so a replay answers the
-first result; a retry of an interrupted multi-chunk ingest stores only what is missing.
+``Conversations(host).ingest(partition, session, messages, op=…, scope=…)`` answers a replay
+first (before any cutting), cuts each message off the event loop (``pieces.cut``), embeds the
+pieces of the messages the session does not hold yet in batches on the model thread (the
+deadline checked between batches), then commits every new piece with the idempotency record
+in **one** write (``semmem.keyed.Keyed.commit``), decided on the session's pieces at the
+version it commits on. So an ingest is one operation: its deadline and the partition's quota
+are judged for the whole before anything is stored, a refusal stores nothing, and while it is
+incomplete none of it is visible. A delete of the partition between the ingest's lookup and
+its commit refuses it (409, nothing stored) rather than landing part of a session in the
+partition made again.
+
+A message is known by its exact text (``Cut.keys``): a message the session holds (a live
+piece of it) is not stored again and answers its numbers; a message whose pieces were
+forgotten or expired (``conversations.forgotten``) is not stored again and answers the
+numbers of its pieces still live (none, usually).
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from semmem import rules
+from semmem.conversations.forgotten import digest, forgotten, ledger_key, mac_of
+from semmem.conversations.host import Host
 from semmem.conversations.messages import Message
 from semmem.conversations.pieces import AT, DIGEST, MESSAGE, PART, PIECE, ROLE, cut
-from semmem.errors import Unavailable
+from semmem.errors import Conflict, DeadlineExceeded, Unavailable
 from semmem.items import Item, now_ms
 from semmem.keyed.address import KEYED, Address
-from semmem.keyed.items import ATTEMPTS, Keyed, Moved
+from semmem.keyed.items import ATTEMPTS, Held, Moved
+from semmem.offload import off_loop
 from semmem.rules import Decision, Operation
-from semmem.scoped.filtered import scoped
 from semmem.scoped.filters import Filter
 from semmem.scoped.metadata import METADATA
 from semmem.store.rows import NEW, ItemRow
 from semmem.store.views import WriteView
 
-if TYPE_CHECKING:
-    from semmem.memory import Memory
-
-CHUNK_PIECES = 2048  # pieces per commit
 EMBED_BATCH = 128  # pieces per model call: other callers' queries run in between
 # Words and punctuation marks: what a model's tokenizer counts at least once each, so texts
 # sorted by it pad a batch far less than texts sorted by characters (a long word is one).
@@ -55,28 +58,55 @@ class Cut:
 
     @property
     def keys(self) -> tuple[str, str]:
-        """What a held message is known by: its digest, or its role and pieces' texts (a
-        session restored or imported into another store, whose secret keys other digests)."""
-        return "d:" + self.digest, "s:" + _shape(self.message.role, self.pieces)
+        """What a held message is known by: its digest's HMAC (its exact role and content),
+        or its role and pieces' exact texts (for a message held with another store's
+        digest: a session imported from it)."""
+        return "d:" + self.digest[-32:], "s:" + _shape(self.message.role, self.pieces)
 
 
 def _shape(role: str, texts: Sequence[str]) -> str:
-    # The pieces' characters without whitespace: the message's own, however it was cut (a
-    # session stored before the cutter changed is still known).
-    return role + "\x00" + "".join("".join(t.split()) for t in texts)
+    return role + "\x00" + "\x01".join(texts)
 
 
-def known(pieces: Sequence[Item], alive: rules.Alive) -> dict[str, list[int]]:
+@dataclass(frozen=True)
+class Known:
+    """What a session holds: its messages by each of their keys with their live pieces'
+    numbers, and the keys of messages gone (a piece forgotten or expired)."""
+
+    live: dict[str, list[int]]
+    gone: set[str]
+
+    def find(self, c: Cut) -> list[int] | None:
+        """The live numbers ``c`` is held with (``[]`` and more: gone), ``None``: new."""
+        for key in c.keys:
+            if key in self.live:
+                return self.live[key]
+            if key in self.gone:
+                return []
+        return None
+
+
+def known(pieces: Sequence[Item], alive: rules.Alive, within: rules.Alive,
+          secret: bytes, ledger: Collection[str] = ()) -> Known:
     """The messages a session holds, by each of their keys (``Cut.keys``), with their live
-    pieces' numbers: pieces ``alive`` refuses (expired, out of scope) count for none."""
-    out: dict[str, list[int]] = {}
+    pieces' numbers: pieces ``within`` refuses (another scope's) count for nothing, pieces
+    ``alive`` refuses (expired) make their message gone, as the ``ledger`` (HMACs of the
+    messages forgotten) does."""
+    held = Known({}, {"d:" + m for m in ledger})
     whole: dict[int, list[tuple[int, Item]]] = {}
     for it in pieces:
         piece = it.attrs.get(PIECE)
-        if not isinstance(piece, dict) or not alive(it):
+        if not isinstance(piece, dict) or not within(it):
             continue
-        if isinstance(piece.get(DIGEST), str):
-            out.setdefault("d:" + piece[DIGEST], []).append(it.n)
+        mac = mac_of(piece[DIGEST], secret) if isinstance(piece.get(DIGEST), str) else None
+        if not alive(it):
+            if mac is not None:
+                held.gone.add("d:" + mac)
+            continue
+        if mac is not None:
+            held.live.setdefault("d:" + mac, []).append(it.n)
+            if len(piece[DIGEST]) != 32:
+                continue  # its digest is this store's: the exact text is known by it
         if isinstance(piece.get(MESSAGE), int) and isinstance(piece.get(PART), int):
             whole.setdefault(piece[MESSAGE], []).append((piece[PART], it))
     for parts in whole.values():
@@ -85,16 +115,9 @@ def known(pieces: Sequence[Item], alive: rules.Alive) -> dict[str, list[int]]:
             continue  # a piece of it is gone: only its digest knows it
         role = parts[0][1].attrs[PIECE].get(ROLE)
         if isinstance(role, str):
-            out.setdefault("s:" + _shape(role, [it.text for _, it in parts]),
-                           [it.n for _, it in parts])
-    return out
-
-
-def _found(held: dict[str, list[int]], c: Cut) -> list[int] | None:
-    for key in c.keys:
-        if key in held:
-            return held[key]
-    return None
+            held.live.setdefault("s:" + _shape(role, [it.text for _, it in parts]),
+                                 [it.n for _, it in parts])
+    return held
 
 
 class _NeedVectors(Exception):
@@ -105,47 +128,65 @@ class Conversations:
     """Sessions of messages in a memory: ingest (here), list, open and forget
     (``semmem.conversations.sessions``)."""
 
-    def __init__(self, memory: Memory, *, chunk_pieces: int = CHUNK_PIECES) -> None:
-        self.memory = memory
-        self.keyed = Keyed(memory)
-        self.chunk_pieces = chunk_pieces
+    def __init__(self, host: Host) -> None:
+        self.host = host
+        self.keyed = host.keyed
 
     def digest(self, message: Message) -> str:
         """A message's digest: keyed by the store's secret, so it confirms no guessed text."""
-        body = f"{message.role}\x00{message.content}".encode()
-        return hmac.new(self.memory.store.secret, body, hashlib.sha256).hexdigest()[:32]
+        return digest(self.host.secret, message.role, message.content)
 
     async def ingest(self, partition: str, session: Address, messages: Sequence[Message], *,
                      op: Operation | None = None, scope: Filter | None = None,
                      vectors: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
-        """Store ``messages`` in ``session`` (appended to what it holds), each as pieces.
+        """Store ``messages`` in ``session`` (appended to what it holds), each as pieces, in
+        one write.
 
         Returns:
             ``{"status": "stored", "sessionId", "items": [[n, …] per message], "count"}``:
             each message's piece numbers (a message already held answers its own; one with no
-            text, ``[]``) and the partition's live count.
+            text, or forgotten, ``[]``) and the partition's live count. A replay answers the
+            recorded numbers still live (a piece forgotten since is left out).
         Raises:
             IdempotencyMismatch: ``op``'s id was used for another request.
-            DeadlineExceeded, Unavailable, QuotaExceeded.
+            Conflict: the partition was deleted while the ingest ran (nothing stored).
+            DeadlineExceeded, Unavailable, QuotaExceeded: nothing stored.
         """
-        op = op and op.keyed(self.memory.store.secret)
-        cuts = self.cuts(messages)
-        replayed = await self._replayed(partition, op)
+        op = op and op.keyed(self.host.secret)
+        ledger = ledger_key(self.host.secret, session)
+        held = await self.keyed.held(partition, session)
+        replayed = await self._replayed(partition, session, held, op)
         if replayed is not None:
             return replayed
-        alive = scoped(self.memory.retention.alive(
-            await self.memory.retention.max_age(partition)), scope)
-        stamp = scope.stamp(None) if scope is not None else None
+        cuts = await off_loop(sum(len(m.content) for m in messages), self.cuts, messages)
+        if not any(c.pieces for c in cuts):  # nothing to store: no write, no partition
+            return await self._counted(partition, session,
+                                       {"items": [[] for _ in cuts], "count": held.view.count})
+        retention = self.host.retention
+        alive = retention.alive(await retention.max_age(partition))
+        within = scope.matches if scope is not None and not scope.empty else _always
+        stamp = _Stamp(alive, within, scope.stamp(None) if scope is not None else None,
+                       self.host.secret)
         vectors = {} if vectors is None else vectors  # piece text → vector
-        answered: list[list[int]] = []
-        result: dict[str, Any] = {}
-        chunks = _chunks(cuts, self.chunk_pieces)
-        for i, chunk in enumerate(chunks):
-            last = i == len(chunks) - 1
-            result = await self._chunk(partition, session, chunk, answered, vectors,
-                                       _Stamp(alive, stamp), op if last else None)
-            answered = result["items"]
-        return await self.memory.retention.counted(partition, result)
+        deadline = op.deadline_ms if op is not None else None
+        for _ in range(ATTEMPTS):
+            stored = known(await self.keyed.items(held), alive, within, self.host.secret)
+            await self._embed([text for c in cuts if stored.find(c) is None
+                               for text in c.pieces], vectors, deadline)
+            decide = _decider(session, cuts, held, vectors, stamp, op, ledger,
+                              self.host.idempotency_ttl_ms)
+            try:
+                result = await self.keyed.commit(partition, held, decide, op, records=[ledger])
+            except (Moved, rules.MissingRows, _NeedVectors):
+                held = await self.keyed.held(partition, session)
+                continue
+            return await self._counted(partition, session, result)
+        raise Unavailable("the session kept changing under this ingest; retry it")
+
+    async def _counted(self, partition: str, session: Address,
+                       result: dict[str, Any]) -> dict[str, Any]:
+        answer = {"status": "stored", "sessionId": session.key, **result}
+        return await self.host.retention.counted(partition, answer)
 
     def cuts(self, messages: Sequence[Message]) -> list[Cut]:
         """Each message cut into pieces, with its digest."""
@@ -155,82 +196,95 @@ class Conversations:
                           sessions: Sequence[tuple[Address, Sequence[Message]]], *,
                           scope: Filter | None = None) -> list[dict[str, Any]]:
         """``ingest`` of several sessions (a bulk import): the pieces none of them holds yet
-        embedded together in batches first, then one write per session (per chunk)."""
-        alive = scoped(self.memory.retention.alive(
-            await self.memory.retention.max_age(partition)), scope)
+        embedded together in batches first, then one write per session."""
+        alive = self.host.retention.alive(await self.host.retention.max_age(partition))
+        within = scope.matches if scope is not None and not scope.empty else _always
         vectors: dict[str, np.ndarray] = {}
         wanted: list[str] = []
         for address, messages in sessions:
-            stored = known(await self.keyed.items(await self.keyed.held(partition, address)),
-                           alive)
-            wanted += [t for c in self.cuts(messages) if _found(stored, c) is None
-                       for t in c.pieces]
-        await self._embed(wanted, vectors)
+            held = await self.keyed.held(partition, address)
+            stored = known(await self.keyed.items(held), alive, within, self.host.secret)
+            cuts = await off_loop(sum(len(m.content) for m in messages), self.cuts, messages)
+            wanted += [t for c in cuts if stored.find(c) is None for t in c.pieces]
+        await self._embed(wanted, vectors, None)
         return [await self.ingest(partition, address, messages, scope=scope, vectors=vectors)
                 for address, messages in sessions]
 
-    async def _replayed(self, partition: str, op: Operation | None) -> dict[str, Any] | None:
-        """The recorded result of ``op``, before anything is embedded."""
+    async def _replayed(self, partition: str, session: Address, held: Held,
+                        op: Operation | None) -> dict[str, Any] | None:
+        """The recorded result of ``op`` (before anything is cut or embedded), its numbers
+        those of the session's pieces still live (the record names no session: a session
+        forgotten since leaves its numbers out of every replay)."""
         if op is None:
             return None
 
         def plan(view: WriteView) -> Decision:
             return rules.replay(view, op) or {}
 
-        found = await self.memory._write(partition, plan, op)
-        return found or None
+        found = await self.host.write(partition, plan, op)
+        if not found:
+            return None
+        alive = self.host.retention.alive(await self.host.retention.max_age(partition))
+        live = {it.n for it in await self.keyed.items(held) if alive(it)}
+        items = [[n for n in numbers if n in live] for numbers in found.get("items", [])]
+        return await self._counted(partition, session,
+                                   {**found, "items": items, "count": held.view.count})
 
-    async def _chunk(self, partition: str, session: Address, chunk: list[Cut],
-                     before: list[list[int]], vectors: dict[str, np.ndarray], stamp: _Stamp,
-                     op: Operation | None) -> dict[str, Any]:
-        for _ in range(ATTEMPTS):
-            held = await self.keyed.held(partition, session)
-            stored = known(await self.keyed.items(held), stamp.alive)
-            await self._embed([text for c in chunk if _found(stored, c) is None
-                               for text in c.pieces], vectors)
-            decide = _decider(session, chunk, before, vectors, stamp, op,
-                              self.memory.idempotency_ttl_ms)
-            try:
-                return await self.keyed.commit(partition, held, decide, op)
-            except (Moved, rules.MissingRows, _NeedVectors):
-                continue
-        raise Unavailable("the session kept changing under this ingest; retry it")
-
-    async def _embed(self, texts: list[str], vectors: dict[str, np.ndarray]) -> None:
+    async def _embed(self, texts: list[str], vectors: dict[str, np.ndarray],
+                     deadline_ms: int | None) -> None:
         """Vectors of ``texts`` not yet in ``vectors``, in batches sorted by their words and
-        marks (about the model's tokens: little padding), one model call per batch."""
+        marks (about the model's tokens: little padding), one model call per batch; past
+        ``deadline_ms`` it stops (nothing is stored).
+
+        Raises:
+            DeadlineExceeded: the deadline passed before every piece was embedded.
+        """
         wanted = sorted({t for t in texts if t not in vectors},
                         key=lambda t: (len(_TOKENS.findall(t)), len(t), t))
         for start in range(0, len(wanted), EMBED_BATCH):
+            if deadline_ms is not None and now_ms() >= deadline_ms:
+                raise DeadlineExceeded("deadline passed before the session was embedded; "
+                                       "nothing was stored")
             batch = wanted[start:start + EMBED_BATCH]
-            found = await self.memory.model.embed(batch)
+            found = await self.host.embed_passages(batch)
             vectors.update(zip(batch, found, strict=True))
+
+
+def _always(item: Item) -> bool:
+    return True
 
 
 @dataclass(frozen=True)
 class _Stamp:
-    """Which held pieces count (live, in the caller's scope) and the metadata new ones carry."""
+    """Which held pieces count (unexpired, in the caller's scope), the metadata new ones
+    carry, and the store's secret (which digests are its own)."""
 
     alive: rules.Alive
+    within: rules.Alive
     metadata: dict[str, Any] | None
+    secret: bytes
 
 
-def _decider(session: Address, chunk: list[Cut], before: list[list[int]],
-             vectors: dict[str, np.ndarray], stamp: _Stamp, op: Operation | None,
-             ttl_ms: int) -> Any:
+def _decider(session: Address, cuts: list[Cut], held: Held, vectors: dict[str, np.ndarray],
+             stamp: _Stamp, op: Operation | None, ledger: str, ttl_ms: int) -> Any:
     def decide(view: WriteView, pieces: list[Item]) -> Decision:
-        held = known(pieces, stamp.alive)
+        if (view.head.gone and not held.view.head.gone and held.view.hwm > 0) \
+                or view.seq < held.view.seq or view.hwm < held.view.hwm:
+            raise Conflict("the partition was deleted while this ingest ran; nothing was "
+                           "stored", {"partition": "deleted"})
+        found = known(pieces, stamp.alive, stamp.within, stamp.secret,
+                      forgotten(view, ledger))
         last = max((p[MESSAGE] for it in pieces if isinstance(p := it.attrs.get(PIECE), dict)
                     and isinstance(p.get(MESSAGE), int)), default=-1)
         n, now, rows = view.hwm, now_ms(), []
-        items = [list(numbers) for numbers in before]
-        for c in chunk:
+        items: list[list[int]] = []
+        for c in cuts:
             if not c.pieces:  # a message with no text: nothing to store or to know it by
                 items.append([])
                 continue
-            found = _found(held, c)
-            if found is not None:
-                items.append(found)
+            numbers = found.find(c)
+            if numbers is not None:
+                items.append(list(numbers))
                 continue
             last += 1
             numbers = []
@@ -248,25 +302,13 @@ def _decider(session: Address, chunk: list[Cut], before: list[list[int]],
                 rows.append(ItemRow(n, text, vector, c.message.at, now, 1, attrs=attrs,
                                     created=NEW))
                 numbers.append(n)
-            held.update(dict.fromkeys(c.keys, numbers))
+            found.live[c.keys[0]] = numbers  # the same text twice in one call: one message
             items.append(numbers)
-        result = {"status": "stored", "sessionId": session.key, "items": items,
-                  "count": view.count + len(rows)}
+        # The record names no session (a forgotten session leaves no id in it): a replay
+        # is told its session by its request, which the fingerprint covers.
+        result = {"status": "stored", "items": items, "count": view.count + len(rows)}
         if not rows and op is None:
             return result
         return rules.mutation(op, result, ttl_ms, rows, n if rows else None)
 
     return decide
-
-
-def _chunks(cuts: list[Cut], size: int) -> list[list[Cut]]:
-    """Messages in runs of about ``size`` pieces (a message is never split between runs)."""
-    out: list[list[Cut]] = [[]]
-    held = 0
-    for c in cuts:
-        if out[-1] and held + len(c.pieces) > size:
-            out.append([])
-            held = 0
-        out[-1].append(c)
-        held += len(c.pieces)
-    return out

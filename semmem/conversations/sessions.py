@@ -4,16 +4,13 @@ forgotten whole through the forget path (durably gone within the forget window).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from semmem.conversations.host import Host
 from semmem.conversations.pieces import AT, MESSAGE, PART, PIECE, ROLE, SESSION
 from semmem.errors import InvalidArguments, InvalidInput, NotFound
 from semmem.items import Item
 from semmem.keyed.address import Address
-from semmem.keyed.items import Keyed
-
-if TYPE_CHECKING:
-    from semmem.memory import Memory
 
 
 def _place(item: Item) -> tuple[int, int]:
@@ -62,8 +59,8 @@ def session_address(session_id: str) -> Address:
 class Sessions:
     """The sessions of a memory's partitions (owners' doors: CLI, admin API, console)."""
 
-    def __init__(self, memory: Memory) -> None:
-        self.keyed = Keyed(memory)
+    def __init__(self, host: Host) -> None:
+        self.keyed = host.keyed
 
     async def list(self, partition: str) -> list[dict[str, Any]]:
         """Every session with a live piece, the latest said first."""

@@ -120,10 +120,11 @@ class Keyed:
         return out
 
     async def commit(self, partition: str, held: Held, decide: Decide,
-                     op: Operation | None = None, *, dropped: bool = False) -> dict[str, Any]:
+                     op: Operation | None = None, *, dropped: bool = False,
+                     records: Sequence[str] = ()) -> dict[str, Any]:
         """Commit what ``decide`` makes of ``held``'s item at the latest version: its
-        pieces are those ``held`` found plus any numbered since (looked up with the write).
-        A replay of ``op`` answers its record first.
+        pieces are those ``held`` found plus any numbered since (looked up with the write),
+        and ``records`` are looked up too. A replay of ``op`` answers its record first.
 
         Raises:
             Moved: too many numbers were assigned since the lookup (look up again).
@@ -143,7 +144,8 @@ class Keyed:
                 raise rules.MissingRows(missing)
             return decide(view, [it for it in view.items if address_of(it) == address])
 
-        return await self.core.commit(partition, plan, op, dropped, numbers=held.numbers)
+        return await self.core.commit(partition, plan, op, dropped, numbers=held.numbers,
+                                      records=records)
 
     async def write(self, partition: str, address: Address, decide: Decide,
                     op: Operation | None = None, *, dropped: bool = False) -> dict[str, Any]:

@@ -40,6 +40,7 @@ class Partitions(Protocol):
         ...
 
     async def commit(self, partition: str, plan: Plan, op: Operation | None,
-                     dropped: bool = False, *, numbers: Iterable[Any] = ()) -> dict[str, Any]:
+                     dropped: bool = False, *, numbers: Iterable[Any] = (),
+                     records: Iterable[str] = ()) -> dict[str, Any]:
         """Commit ``plan`` through the write path (purging what it drops)."""
         ...

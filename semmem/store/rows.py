@@ -72,6 +72,7 @@ class Mutation:
     op: OpRecord | None = None
     hwm: int | None = None  # new highest number, when the write assigns numbers
     result: dict[str, Any] = field(default_factory=dict)  # what the write answers
+    records: Sequence[OpRecord] = ()  # other record rows it writes (a session's ledger)
 
 
 @dataclass(frozen=True)

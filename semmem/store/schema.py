@@ -149,6 +149,7 @@ class Batch:
             items.update((it.n, it) for it in m.items)
             if m.op is not None:
                 ops[m.op.key] = m.op
+            ops.update((r.key, r) for r in m.records)
         hwm = max([head.hwm, *(m.hwm or 0 for m in mutations)])
         return cls(head, items, ops, hwm, live, expiring, application)
 

@@ -37,7 +37,7 @@ class OpRecord:
     key: str
     fingerprint: str
     result: str
-    expires: int
+    expires: int | None  # ``None``: kept while its partition lives (a session's ledger)
 
     def result_json(self) -> dict[str, Any]:
         """The original result, decoded."""

@@ -4,12 +4,15 @@ trusted application code (no model tool reaches it).
 The provider path's order of trust: credentials (401; a bound token that is read-only 403),
 readiness (503), media type (400), the body within ``MAX_INGEST_BODY`` (413, refused before it
 is read in full) and its time limit (408), capacity (429), the request (400/422), deadline
-(400), access (403); then the core. The same tokens as the provider path: a scoped token
-ingests into its scope; a token bound to a partition (an MCP binding) ingests into that one
-only, and only with ``access=read-write``.
+(400), access (403); then the core. A body above ``offload.SMALL_BYTES`` is decoded, checked
+and fingerprinted off the event loop, and the core answers a replay before it cuts anything.
+The same tokens as the provider path: a scoped token ingests into its scope; a token bound to
+a partition (an MCP binding) ingests into that one only, and only with ``access=read-write``.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -17,9 +20,10 @@ from starlette.responses import Response
 from semmem import tracing
 from semmem.contract import DEADLINE_HORIZON_MS
 from semmem.conversations.ingest import Conversations
-from semmem.conversations.messages import parse_request
+from semmem.conversations.messages import IngestRequest, parse_request
 from semmem.errors import DeadlineExceeded, Forbidden, InvalidInput
 from semmem.items import now_ms
+from semmem.offload import off_loop
 from semmem.protocol.envelope import operation_id_of
 from semmem.protocol.jsonio import dumps, loads
 from semmem.rules import Operation
@@ -76,9 +80,16 @@ async def _handle(rt: Runtime, request: Request, span: tracing.Span) -> Response
 
     try:
         async with served(rt, "ingest", check, receive=receive) as call:
-            decoded = loads(bytes(received))
+            binding, scope = admitted[0]
+            # a scope (its configuration, never the body) bounds what the call writes, and
+            # its operation ids are its own (``Operation.within``)
+            within = "" if scope is None or scope.empty else scope.digest()
+            # parsing, checking and fingerprinting a large body: off the event loop
+            decoded, parsed = await off_loop(len(received), _parsed, bytes(received), within)
             operation_id = operation_id_of(decoded)
-            req = parse_request(decoded)
+            if isinstance(parsed, Exception):
+                raise parsed  # the request's refusal
+            req, op = parsed
             tracing.operation(span, "ingest", req.partition, None)
             now = now_ms()
             if req.deadline_ms is not None:
@@ -92,14 +103,8 @@ async def _handle(rt: Runtime, request: Request, span: tracing.Span) -> Response
                                   "horizonSeconds": DEADLINE_HORIZON_MS // 1000})
             if req.read_only:
                 raise Forbidden("ingesting writes: access 'read' cannot ingest")
-            binding, scope = admitted[0]
             if binding is not None and binding.partition != req.partition:
                 raise Forbidden("this token is bound to another partition")
-            # a scope (its configuration, never the body) bounds what the call writes, and
-            # its operation ids are its own (``Operation.within``)
-            within = "" if scope is None or scope.empty else scope.digest()
-            op = Operation.of(req.operation_id, "ingest", req.arguments, None, req.deadline_ms,
-                              within)
             result = await Conversations(call.memory).ingest(
                 req.partition, req.session, req.messages, op=op, scope=scope)
             if rt.accepted:
@@ -110,3 +115,17 @@ async def _handle(rt: Runtime, request: Request, span: tracing.Span) -> Response
         return Response(body, 200, media_type=MEDIA_TYPE)
     except Exception as exc:
         return failed_response(exc, span, operation_id)
+
+
+def _parsed(body: bytes, within: str
+            ) -> tuple[Any, tuple[IngestRequest, Operation] | Exception]:
+    """A body decoded, checked and fingerprinted in one step (run off the loop when large):
+    the decoded body, and the request with its operation or the request's refusal (the
+    operation id stays readable for the error's log line)."""
+    decoded = loads(body)
+    try:
+        req = parse_request(decoded)
+    except Exception as exc:
+        return decoded, exc
+    return decoded, (req, Operation.of(req.operation_id, "ingest", req.arguments, None,
+                                       req.deadline_ms, within))

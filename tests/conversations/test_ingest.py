@@ -20,15 +20,14 @@ def says(*texts: str) -> list[Message]:
     return [Message("user", t, now_ms()) for t in texts]
 
 
-async def test_a_session_past_the_chunk_size_commits_in_chunks_and_replays_whole(
-        memory: Memory) -> None:
-    talk = Conversations(memory, chunk_pieces=2)
+async def test_a_long_session_commits_in_one_write_and_replays_whole(memory: Memory) -> None:
+    talk = Conversations(memory)
     msgs = says(*(f"message {i} is here." for i in range(5)))
     op = Operation.of("op-long", "ingest", {"n": 5}, None)
     first = await talk.ingest("p", S, msgs, op=op)
     assert first["items"] == [[1], [2], [3], [4], [5]] and first["count"] == 5
     seq = (await memory.store.snapshot("p")).seq
-    assert seq == 3  # 2 + 2 + 1 pieces: three commits
+    assert seq == 1  # one commit, the record with it
     assert await talk.ingest("p", S, msgs, op=op) == first
     assert (await memory.store.snapshot("p")).seq == seq  # a replay writes nothing
     again = await talk.ingest("p", S, msgs)  # no operation id: known messages, nothing new
@@ -58,22 +57,44 @@ async def test_a_bulk_import_takes_a_message_with_no_text_and_stores_nothing_for
     assert (await memory.store.snapshot("p")).count == 2
 
 
-def test_a_message_held_in_pieces_cut_another_way_is_still_known() -> None:
-    # A session restored or imported from a store whose cutter made other pieces (and whose
-    # secret keyed other digests) still knows the message by its characters.
+def test_a_message_held_with_another_stores_digest_is_known_by_its_exact_pieces() -> None:
+    # A session imported from another store (whose secret keyed other digests) is known by
+    # its role and its pieces' exact texts; one character of whitespace differs: another
+    # message.
     from semmem.conversations.ingest import Cut, known
     from semmem.conversations.pieces import cut
     from semmem.items import Item
 
     text = " ".join(f"On day {i} I walked {i} miles along the river." for i in range(30))
-    before = cut(text, 360, 640, 80)
-    assert before != cut(text)  # the cutters differ: otherwise this shows nothing
+    foreign = "f" * 40  # another store's key id
     held = known([Item(n, t, 0, 0, 1, n, "m", {"piece": {"role": "user", "message": 0,
-                                                          "part": n - 1}})
-                  for n, t in enumerate(before, 1)], lambda item: True)
-    again = Cut(Message("user", text, 0), "another-stores-digest", tuple(cut(text)))
-    assert [held[k] for k in again.keys if k in held] == [list(range(1, len(before) + 1))]
-    other = Cut(Message("user", text + " And back.", 0), "x", tuple(cut(text + " And back.")))
-    assert not any(k in held for k in other.keys)
-    said_by_other = Cut(Message("assistant", text, 0), "x", tuple(cut(text)))
-    assert not any(k in held for k in said_by_other.keys)
+                                                          "part": n - 1, "digest": foreign}})
+                  for n, t in enumerate(cut(text), 1)], lambda item: True,
+                 lambda item: True, b"secret")
+    again = Cut(Message("user", text, 0), "0" * 40, tuple(cut(text)))
+    assert held.find(again) == list(range(1, len(cut(text)) + 1))
+    spaced = text.replace("miles along", "miles  along")
+    assert held.find(Cut(Message("user", spaced, 0), "1" * 40, tuple(cut(spaced)))) is None
+    said_by_other = Cut(Message("assistant", text, 0), "x" * 40, tuple(cut(text)))
+    assert held.find(said_by_other) is None
+
+
+async def test_two_messages_differing_only_in_whitespace_are_two_messages(
+        memory: Memory) -> None:
+    talk = Conversations(memory)
+    first = await talk.ingest("p", S, says("The key is in the drawer; it is nowhere.",
+                                           "The key is in the drawer; it is now here."))
+    assert first["items"] == [[1], [2]]
+    code = "def f(x):\n  return x"
+    await talk.ingest("p", S, says(code))
+    fixed = await talk.ingest("p", S, says(code.replace("  return", "    return")))
+    assert fixed["items"] == [[4]]  # corrected indentation: a new message, stored
+    again = await talk.ingest("p", S, says(code, code))
+    assert again["items"] == [[3], [3]]  # the same text: the message held
+
+
+async def test_an_ingest_of_blank_messages_alone_makes_no_partition(memory: Memory) -> None:
+    op = Operation.of("op-blank", "ingest", {"n": 2}, None)
+    answer = await Conversations(memory).ingest("p", S, says("", "   "), op=op)
+    assert answer["items"] == [[], []] and answer["count"] == 0
+    assert await memory.partitions() == []

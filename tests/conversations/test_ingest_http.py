@@ -195,3 +195,38 @@ def test_messages_without_at_are_stamped_with_the_time_of_the_request(
     assert r.status_code == 200, r.text
     found = send(c, tool("search", {"query": "time"}, partition="p-now")).json()["result"]
     assert found["items"][0]["at"].endswith("Z") and found["items"][0]["at"] >= "2026"
+
+
+def test_a_resent_conversation_brings_back_no_forgotten_message_nor_does_a_replay(
+        c: httpx.Client) -> None:
+    from tests.support.server import ADMIN
+
+    chat = [msg("user", "My locker code is 4471."), msg("assistant", "Noted: 4471."),
+            msg("user", "It is nowhere."), msg("user", "It is now here.")]
+    first = ingest(c, body("p-gone", "s1", chat, op="op-g1")).json()
+    one, two, three, four = first["items"]
+    assert three != four  # two messages, whatever their whitespace
+    r = send(c, tool("forget", {"n": one[0]}, partition="p-gone"))
+    assert r.status_code == 200, r.text
+    again = ingest(c, body("p-gone", "s1", chat, op="op-g2"))
+    assert again.status_code == 200 and again.json()["items"] == [[], two, three, four]
+    gone = c.delete("/admin/session", params={"partition": "p-gone", "session": "s1"},
+                    headers=ADMIN)
+    assert gone.status_code == 200, gone.text
+    replay = ingest(c, body("p-gone", "s1", chat, op="op-g1"))  # the first call, again
+    assert replay.status_code == 200 and replay.json()["items"] == [[], [], [], []]
+    assert ingest(c, body("p-gone", "s1", chat, op="op-g3")).json()["items"] \
+        == [[], [], [], []]  # the whole history sent again: nothing of it back
+
+
+def test_an_ingest_of_blank_messages_alone_creates_no_partition(c: httpx.Client) -> None:
+    from tests.support.server import ADMIN
+
+    said = ingest(c, body("p-said", "s1", [msg("user", "Something.")], op="op-said"))
+    assert said.status_code == 200
+    r = ingest(c, body("p-blank-only", "s1", [msg("user", "  "), {"role": "user", "content": None}],
+                       op="op-blank"))
+    assert r.status_code == 200 and r.json()["items"] == [[], []], r.text
+    listed = c.get("/admin/partitions", headers=ADMIN).json()["partitions"]
+    assert "p-said" in listed  # positive control: a write that stored something made one
+    assert "p-blank-only" not in listed

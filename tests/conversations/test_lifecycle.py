@@ -35,7 +35,7 @@ CHAT = [said("user", "I adopted a cat named Miso.", "2023-01-10T09:00:00Z"),
         said("user", "Miso now sleeps on my desk.", "2023-03-02T18:00:00Z")]
 
 
-async def test_retention_hides_expired_pieces_sweeps_them_and_lets_the_message_back(
+async def test_retention_hides_expired_pieces_sweeps_them_and_no_resend_brings_them_back(
         memory: Memory) -> None:
     talk = Conversations(memory)
     first = await talk.ingest("p", S1, CHAT)
@@ -46,10 +46,61 @@ async def test_retention_hides_expired_pieces_sweeps_them_and_lets_the_message_b
         assert time.monotonic() < deadline, "the pieces never expired"
         await asyncio.sleep(0.05)
     assert await Keyed(memory).pieces("p", S1) == []
+    # expired, not yet swept: the whole history sent again stores nothing of it
+    assert (await talk.ingest("p", S1, CHAT))["items"] == [[], [], []]
     assert await sweep(memory, ["p"]) == {"p": [n for ns in first["items"] for n in ns]}
     await memory.retention.set("p", "never")
-    again = await talk.ingest("p", S1, CHAT[:1])  # expired: no longer held, stored anew
-    assert again["items"][0][0] > max(n for ns in first["items"] for n in ns)
+    again = await talk.ingest("p", S1, [*CHAT, said("user", "Miso is two.", "2023-04-01")])
+    assert again["items"] == [[], [], [], [4]]  # swept: still gone; only the new message
+    assert [it.text for it in await Keyed(memory).pieces("p", S1)] == ["Miso is two."]
+
+
+LONG = " ".join(f"Sentence {i} of a long message about the garden." for i in range(8))
+
+
+async def test_a_forgotten_piece_is_never_stored_again_by_a_resend_whole_or_in_part(
+        memory: Memory) -> None:
+    talk = Conversations(memory)
+    chat = [*CHAT, said("user", LONG, "2023-03-03T10:00:00Z")]
+    first = await talk.ingest("p", S1, chat)
+    one, two, three, long = first["items"]
+    assert len(long) == 2  # the long message is two pieces
+    await memory.forget("p", one[0], owner=False)  # the only piece of a message
+    await memory.forget("p", long[0])  # one piece of two
+    again = await talk.ingest("p", S1, chat)
+    assert again["items"] == [[], two, three, long[1:]]
+    assert (await memory.snapshot("p")).hwm == 5  # nothing numbered anew
+    # the session forgotten whole (the owner's door): nothing of it comes back either
+    from semmem.conversations.sessions import Sessions
+
+    await Sessions(memory).forget("p", "s1")
+    assert (await talk.ingest("p", S1, chat))["items"] == [[], [], [], []]
+    assert (await memory.snapshot("p")).count == 0
+    assert (await memory.check("p")).problems == []  # the ledger is a record like any
+    # another session may say the same: its own message
+    other = await talk.ingest("p", Address.of(SESSION, "s2"), chat[:1])
+    assert other["items"] == [[6]]
+
+
+async def test_a_forgotten_session_leaves_its_id_in_no_file_and_no_replay_names_its_numbers(
+        memory: Memory) -> None:
+    from semmem.conversations.sessions import Sessions
+    from semmem.rules import Operation
+    from tests.support.files import decoded_with
+
+    sid = "alice-divorce-lawyer-7"
+    session = Address.of(SESSION, sid)
+    talk = Conversations(memory)
+    op = Operation.of("op-alice", "ingest", {"sessionId": sid}, None)
+    first = await talk.ingest("p", session, CHAT, op=op)
+    assert first["items"] == [[1], [2], [3]] and first["sessionId"] == sid
+    root = Path(memory.uri)
+    assert decoded_with(root, sid)  # positive control: the pieces name it
+    await Sessions(memory).forget("p", sid)
+    await memory.purge("p")
+    assert decoded_with(root, sid) == []  # nor the idempotency record, nor the ledger
+    again = await talk.ingest("p", session, CHAT, op=op)  # a replay: the numbers are gone
+    assert again["items"] == [[], [], []] and again["sessionId"] == sid
 
 
 async def test_a_delete_by_filter_covers_pieces_by_their_messages_time(memory: Memory) -> None:

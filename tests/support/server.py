@@ -62,13 +62,14 @@ class ServerProcess:
 
     def __init__(self, data: Path, *, env: dict[str, str] | None = None, model: bool = False,
                  log: Path | None = None, maintenance_delay_s: float | None = 0.2,
-                 python: str | None = None) -> None:
+                 python: str | None = None, launch: str | None = None) -> None:
         self.data = data
         self.port = free_port()
         self.extra_env = env or {}
         self.model = model
         self.maintenance_delay_s = maintenance_delay_s
         self.python = python or sys.executable
+        self.launch = launch  # the ``-c`` code of a fake-embedder server (default FAKE_LAUNCH)
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = log or data.parent / f"server-{self.port}.log"
         self.ready_s = 0.0  # seconds from the latest start to ready
@@ -94,7 +95,7 @@ class ServerProcess:
             env["SEMMEM_MAINTENANCE_DELAY_S"] = str(self.maintenance_delay_s)
         env.update(self.extra_env)
         argv = ([self.python, "-m", "semmem.cli", "serve"] if self.model
-                else [self.python, "-c", FAKE_LAUNCH])
+                else [self.python, "-c", self.launch or FAKE_LAUNCH])
         self._started = time.monotonic()
         # A file, not a pipe: nobody reads a pipe while the server runs, and a full one blocks it.
         with self.log.open("ab") as sink:

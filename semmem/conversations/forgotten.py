@@ -1,0 +1,97 @@
+"""Forgotten stays forgotten: a session remembers, as keyed hashes, the messages whose pieces
+were forgotten or expired, so sending the session again (the whole history, as hosts do each
+turn) never brings one back.
+
+The memory's write path (``semmem.writes``) passes every decided write through ``kept``: a
+write that replaces a live piece of a session by a tombstone (a forget by number, a session
+forgotten whole, the retention sweep, a delete by filter: every door's forget) commits with
+it the session's *ledger*: an idempotency-like record row (no expiry) whose key is an HMAC of
+the session under the store's secret and whose value lists the forgotten messages' digests
+(HMACs of role and content). No text and no session id in clear; it goes with its partition.
+Ingestion (``conversations.ingest``) looks the ledger up with its write and stores no message
+it names. The same rule holds for every piece of a message: forgetting one piece of two makes
+the message forgotten, as forgetting its only piece does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Collection
+from dataclasses import replace
+
+from semmem.conversations.pieces import DIGEST, PIECE, SESSION
+from semmem.keyed.address import Address, address_of
+from semmem.rules import MissingRecords
+from semmem.store.rows import Mutation, op_key
+from semmem.store.views import OpRecord, WriteView
+
+LEDGER = "forgotten"  # the record's fingerprint: never an operation's (those are hex)
+KEY_ID_CHARS = 8  # a digest leads with its store's key id: whose secret made it
+
+
+def key_id(secret: bytes) -> str:
+    """Which secret made a digest (a hash of it, not it)."""
+    return hmac.new(secret, b"semmem digest key", hashlib.sha256).hexdigest()[:KEY_ID_CHARS]
+
+
+def digest(secret: bytes, role: str, content: str) -> str:
+    """A message's digest: the store's key id, then an HMAC of its role and exact content."""
+    mac = hmac.new(secret, f"{role}\x00{content}".encode(), hashlib.sha256).hexdigest()[:32]
+    return key_id(secret) + mac
+
+
+def mac_of(stored: str, secret: bytes) -> str | None:
+    """The message HMAC a piece's stored digest names under this store's secret: a digest
+    made here, or one written before digests carried a key id (32 hex: this store's as far as
+    anyone can tell); ``None`` for another store's (an import's)."""
+    if len(stored) == KEY_ID_CHARS + 32 and stored[:KEY_ID_CHARS] == key_id(secret):
+        return stored[KEY_ID_CHARS:]
+    return stored if len(stored) == 32 else None
+
+
+def ledger_key(secret: bytes, session: Address) -> str:
+    """The row key of a session's ledger: keyed, so it names no session to a reader of the
+    files."""
+    mac = hmac.new(secret, f"\x00forgotten\x00{session.space}\x00{session.key}".encode(),
+                   hashlib.sha256).hexdigest()
+    return op_key("\x00forgotten/" + mac)
+
+
+def forgotten(view: WriteView, key: str) -> set[str]:
+    """The message HMACs a session's ledger (looked up with the write) names."""
+    record = view.ops.get(key)
+    if record is None or record.fingerprint != LEDGER:
+        return set()
+    found = json.loads(record.result)
+    return {m for m in found if isinstance(m, str)} if isinstance(found, list) else set()
+
+
+def kept(view: WriteView, decision: Mutation, secret: bytes,
+         looked: Collection[str]) -> Mutation:
+    """``decision`` with the ledger of each session whose pieces it forgets grown by those
+    pieces' messages.
+
+    Raises:
+        MissingRecords: a ledger the write did not look up (decide again with it).
+    """
+    gone: dict[str, set[str]] = {}
+    for row in decision.items:
+        old = view.get(row.n) if row.forgotten else None
+        piece = old.attrs.get(PIECE) if old is not None else None
+        address = address_of(old) if old is not None else None
+        if address is None or address.space != SESSION or not isinstance(piece, dict) \
+                or not isinstance(piece.get(DIGEST), str):
+            continue
+        mac = mac_of(piece[DIGEST], secret)
+        if mac is not None:
+            gone.setdefault(ledger_key(secret, address), set()).add(mac)
+    if not gone:
+        return decision
+    missing = sorted(k for k in gone if k not in looked)
+    if missing:
+        raise MissingRecords(missing)
+    records = [OpRecord(k, LEDGER, json.dumps(sorted(forgotten(view, k) | macs)), None)
+               for k, macs in gone.items()]
+    return replace(decision, records=[*decision.records, *records])

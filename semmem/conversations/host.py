@@ -1,0 +1,50 @@
+"""What conversations need of a memory, declared here: a narrow ``Protocol`` the caller hands
+in (``Memory`` is one), so this package never names the memory above it nor reaches into its
+store."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from semmem.items import Vectors
+    from semmem.keyed.items import Keyed
+    from semmem.lifecycle.retention import Retention
+    from semmem.rules import Operation
+    from semmem.store.rows import Plan
+
+
+class Host(Protocol):
+    """A memory's write path and store, as much as sessions use of them."""
+
+    @property
+    def idempotency_ttl_ms(self) -> int:
+        """How long an operation's record replays."""
+        ...
+
+    @property
+    def retention(self) -> Retention:
+        """What has expired (a write's rules and a result's count leave it out)."""
+        ...
+
+    @property
+    def secret(self) -> bytes:
+        """The store's secret: keys digests and operation fingerprints (no guessed text is
+        confirmed without it)."""
+        ...
+
+    @property
+    def keyed(self) -> Keyed:
+        """Keyed items (sessions) of the same memory: looked up, committed, forgotten."""
+        ...
+
+    async def embed_passages(self, texts: list[str]) -> Vectors:
+        """Vectors of stored texts, on the model thread (one call)."""
+        ...
+
+    async def write(self, partition: str, plan: Plan, op: Operation | None, *,
+                    numbers: Iterable[Any] = (), records: Iterable[str] = ()
+                    ) -> dict[str, Any]:
+        """Commit ``plan`` (one compare-and-swap write, its rows and records looked up)."""
+        ...
