@@ -18,7 +18,7 @@ from typing import Any
 from semmem.contract import MAX_ID_BYTES, check_partition
 from semmem.conversations.pieces import SESSION
 from semmem.errors import InvalidArguments, InvalidInput
-from semmem.items import iso, now_ms, parse_iso, trim
+from semmem.items import iso, now_ms, parse_time, trim
 from semmem.keyed.address import Address
 
 VERSION = 1
@@ -80,8 +80,8 @@ def message(raw: Any, index: int, now: int) -> Message:
     Raises:
         InvalidArguments: not ``{"role", "content", "at"?}``; a blank role, a role over 64
             characters or with control characters, a content missing or neither text nor null,
-            an ``at`` not ISO 8601. (A blank or null content is a message with nothing to
-            store.)
+            an ``at`` not ISO 8601 or outside years 1 to 9999 (``items.parse_time``). (A blank
+            or null content is a message with nothing to store.)
     """
     where = {"message": index}
     if not isinstance(raw, dict):
@@ -106,10 +106,9 @@ def message(raw: Any, index: int, now: int) -> Message:
     if at is None:
         return Message(role, content, now)
     try:
-        return Message(role, content, parse_iso(_text(at, f"messages[{index}].at", index)))
-    except (ValueError, OverflowError, OSError):
-        raise InvalidArguments(f"messages[{index}].at must be an ISO 8601 date-time, such as "
-                               "2023-05-20T10:00:00Z", where) from None
+        return Message(role, content, parse_time(at, f"messages[{index}].at"))
+    except InvalidArguments as exc:
+        raise InvalidArguments(exc.message, where) from None
 
 
 def parse_request(body: Any) -> IngestRequest:
@@ -142,9 +141,9 @@ def parse_request(body: Any) -> IngestRequest:
     deadline_ms = None
     if deadline is not None:
         try:
-            deadline_ms = parse_iso(_text(deadline, "deadlineAt"))
-        except (ValueError, OverflowError, OSError, InvalidArguments):
-            raise InvalidInput("deadlineAt must be an ISO 8601 date-time") from None
+            deadline_ms = parse_time(deadline, "deadlineAt")
+        except InvalidArguments as exc:
+            raise InvalidInput(exc.message) from None
     raw = body.get("messages")
     if not isinstance(raw, list) or not raw:
         raise InvalidInput("messages must be a non-empty array")

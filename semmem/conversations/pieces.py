@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from semmem.errors import InvalidArguments
-from semmem.items import SPACE_CHARS, iso, parse_iso, trim
+from semmem.items import SPACE_CHARS, iso, parse_time, trim
 
 PIECE = "piece"  # the record field
 SESSION = "session"  # the keyed space of conversation sessions
@@ -123,7 +123,8 @@ def clean_piece(value: object) -> dict[str, object]:
 
     Raises:
         InvalidArguments: not ``{"role", "at", "message", "part", "digest"?}`` with a role of
-            1-64 characters, an ISO 8601 ``at``, whole numbers ≥ 0 and a hex digest.
+            1-64 characters, an ``at`` by ``items.parse_time``, whole numbers ≥ 0 and a hex
+            digest.
     """
     if not isinstance(value, dict) or not {ROLE, AT, MESSAGE, PART} <= set(value) \
             or not set(value) <= {ROLE, AT, MESSAGE, PART, DIGEST}:
@@ -132,10 +133,7 @@ def clean_piece(value: object) -> dict[str, object]:
     role = value[ROLE]
     if not isinstance(role, str) or not 1 <= len(role) <= 64:
         raise InvalidArguments(f"{PIECE}.{ROLE} must be 1-64 characters")
-    try:
-        at = iso(parse_iso(value[AT]))
-    except (TypeError, ValueError, AttributeError, OverflowError, OSError):
-        raise InvalidArguments(f"{PIECE}.{AT} must be an ISO 8601 date-time") from None
+    at = iso(parse_time(value[AT], f"{PIECE}.{AT}"))
     out: dict[str, object] = {ROLE: role, AT: at}
     for name in (MESSAGE, PART):
         number = value[name]
