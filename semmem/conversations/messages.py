@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from semmem.contract import MAX_ID_BYTES, check_partition
+from semmem.contract import MAX_ID_BYTES, check_partition, check_role
+from semmem.contract import MAX_ROLE_CHARS as MAX_ROLE_CHARS  # the schema's (web/openapi.py)
 from semmem.conversations.pieces import SESSION
 from semmem.errors import InvalidArguments, InvalidInput
 from semmem.items import iso, now_ms, parse_time, trim
@@ -23,7 +24,6 @@ from semmem.keyed.address import Address
 
 VERSION = 1
 MAX_MESSAGES = 10_000  # per request
-MAX_ROLE_CHARS = 64
 
 
 @dataclass(frozen=True)
@@ -78,10 +78,12 @@ def message(raw: Any, index: int, now: int) -> Message:
     """One message of a request.
 
     Raises:
-        InvalidArguments: not ``{"role", "content", "at"?}``; a blank role, a role over 64
-            characters or with control characters, a content missing or neither text nor null,
-            an ``at`` not ISO 8601 or outside years 1 to 9999 (``items.parse_time``). (A blank
-            or null content is a message with nothing to store.)
+        InvalidArguments: not ``{"role", "content", "at"?}``; a role that breaks
+            ``contract.check_role`` (1-64 characters, no control, line-separator or
+            bidirectional formatting character, no bracket), a content missing or neither text
+            nor null, an ``at`` not ISO 8601 or outside years 1 to 9999
+            (``items.parse_time``). (A blank or null content is a message with nothing to
+            store.)
     """
     where = {"message": index}
     if not isinstance(raw, dict):
@@ -91,9 +93,10 @@ def message(raw: Any, index: int, now: int) -> Message:
         raise InvalidArguments(f"messages[{index}] has an unknown field {str(unknown[0])[:40]!r};"
                                " known: role, content, at", where)
     role = trim(_text(raw.get("role"), f"messages[{index}].role", index))
-    if not role or len(role) > MAX_ROLE_CHARS or any(ord(c) < 0x20 for c in role):
-        raise InvalidArguments(f"messages[{index}].role must be 1-{MAX_ROLE_CHARS} characters "
-                               "without control characters", where)
+    try:
+        check_role(role, f"messages[{index}].role")
+    except InvalidArguments as exc:
+        raise InvalidArguments(exc.message, where) from None
     # A message with no text (an assistant turn that only called a tool: blank, or null as
     # chat exports write it) is taken and stores nothing: a conversation that holds one
     # is not refused for it.
