@@ -39,6 +39,7 @@ from semmem.items import (
     parse_time,
 )
 from semmem.keyed.address import KEYED, keyed_fields
+from semmem.protocol.jsonio import jsonl_lines
 from semmem.store.rows import NEW, ItemRow, Mutation
 from semmem.store.views import WriteView
 from semmem.stored.fields import STORE, clean_store, store_position
@@ -274,11 +275,7 @@ def read_records(
         return records_from_map(whole, display_field=display_field, note_field=note_field,
                                 source=str(source))
     records: list[dict[str, Any]] = []
-    # "\n" only: str.splitlines would also split at a U+2028 or NEL inside a record's text
-    # (exports escape them, but a file written elsewhere may hold them raw).
-    for lineno, line in enumerate(raw.split("\n"), 1):
-        if not line.strip():
-            continue
+    for lineno, line in jsonl_lines(raw):
         try:
             record = json.loads(line)
         except ValueError as exc:
