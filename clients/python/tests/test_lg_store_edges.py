@@ -1,0 +1,29 @@
+"""Where ``SemmemStore`` answered otherwise than LangGraph's ``InMemoryStore`` (issue 54, section
+6), each case run on both (``stores`` fixture, conftest.py): a non-finite number in a filter
+equals no stored value and never the string ``"inf"`` or ``"nan"`` (the client sends it as
+``{"$float": …}``, JSON having no infinity); ``search(limit=0)`` is ``[]`` and
+``list_namespaces(max_depth=0)`` is ``[()]``; one batch answers its reads against the store as
+it found it, then applies its writes (``InMemoryStore.batch``: ``_prepare_ops`` reads, then
+``_apply_put_ops``, the last put of a key winning)."""
+
+from __future__ import annotations
+
+import math
+
+from lgport import Stores
+
+
+def test_a_non_finite_number_in_a_filter_never_matches_a_string(stores: Stores) -> None:
+    store = stores.make(vector=False)
+    for key, x in (("str-inf", "inf"), ("str-nan", "nan"), ("five", 5)):
+        store.put(("edges",), key, {"x": x})
+
+    def keys(filter: dict[str, object]) -> list[str]:
+        return sorted(f.key for f in store.search(("edges",), filter=filter, limit=100))
+
+    assert keys({"x": "inf"}) == ["str-inf"]  # a string operand: the positive control
+    assert keys({"x": math.inf}) == [] and keys({"x": {"$eq": math.nan}}) == []
+    assert keys({"x": {"$eq": -math.inf}}) == [] and keys({"x": math.nan}) == []
+    assert keys({"x": {"$ne": math.nan}}) == ["five", "str-inf", "str-nan"]
+    assert keys({"x": {"$lt": math.inf}}) == ["five"]  # float("inf") < inf is false
+    assert keys({"x": {"$gt": -math.inf}}) == ["five", "str-inf"]
