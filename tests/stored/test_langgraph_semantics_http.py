@@ -57,6 +57,27 @@ def value(found: dict[str, Any] | None) -> Any:
     return None if found is None else found["value"]
 
 
+def test_a_batch_answers_its_reads_before_its_writes(c: httpx.Client) -> None:
+    ns = ["batch", "u1"]
+    results(c, put(ns, "k", {"v": 1}))
+    out = results(c, put(ns, "k", {"v": 2}), get(ns, "k"), put(ns, "new", {"v": 9}),
+                  get(ns, "new"), search(ns), {"op": "list", "conditions": [
+                      {"type": "prefix", "path": ["batch"]}]},
+                  put(ns, "k", {"v": 3}), get(ns, "k"))
+    assert value(out[1]) == {"v": 1} and value(out[7]) == {"v": 1}  # as the batch found it
+    assert out[3] is None and [value(f) for f in out[4]] == [{"v": 1}]
+    assert out[5] == [ns]
+    assert out[0] == out[6] and out[0]["items"]  # a key's puts answer its last one
+    after = results(c, get(ns, "k"), get(ns, "new"))
+    assert [value(f) for f in after] == [{"v": 3}, {"v": 9}]
+    # a delete: the batch's own get still answers the item; the next batch's does not
+    out = results(c, put(ns, "new", None), get(ns, "new"), put(ns, "k", {"v": 4}),
+                  put(ns, "k", None))
+    assert value(out[1]) == {"v": 9} and out[0]["forgotten"]
+    assert out[2] == out[3] and out[3]["forgotten"]  # the key's last write: its delete
+    assert results(c, get(ns, "new"), get(ns, "k")) == [None, None]
+
+
 def test_a_non_finite_operand_equals_no_value_and_never_a_string(c: httpx.Client) -> None:
     ns = ["finite", "u1"]
     results(c, *(put(ns, key, {"x": x}) for key, x in (

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+from langgraph.store.base import GetOp, ListNamespacesOp, PutOp, SearchOp
+
 from lgport import Stores
 
 
@@ -27,3 +29,23 @@ def test_a_non_finite_number_in_a_filter_never_matches_a_string(stores: Stores) 
     assert keys({"x": {"$ne": math.nan}}) == ["five", "str-inf", "str-nan"]
     assert keys({"x": {"$lt": math.inf}}) == ["five"]  # float("inf") < inf is false
     assert keys({"x": {"$gt": -math.inf}}) == ["five", "str-inf"]
+
+
+def test_a_batch_answers_its_reads_before_its_writes(stores: Stores) -> None:
+    store = stores.make(vector=False)
+    ns = ("batch",)
+    store.put(ns, "k", {"v": 1})
+    got = store.batch([PutOp(ns, "k", {"v": 2}), GetOp(ns, "k"), PutOp(ns, "new", {"v": 9}),
+                       GetOp(ns, "new"), SearchOp(ns), ListNamespacesOp(),
+                       PutOp(ns, "k", {"v": 3}), GetOp(ns, "k")])
+    assert got[0] is None and got[2] is None and got[6] is None
+    assert got[1] is not None and got[1].value == {"v": 1}
+    assert got[7] is not None and got[7].value == {"v": 1}
+    assert got[3] is None
+    assert [f.value for f in got[4]] == [{"v": 1}] and got[5] == [ns]
+    after_k, after_new = store.get(ns, "k"), store.get(ns, "new")
+    assert after_k is not None and after_k.value == {"v": 3}  # the key's last put
+    assert after_new is not None and after_new.value == {"v": 9}
+    got = store.batch([PutOp(ns, "new", None), GetOp(ns, "new")])
+    assert got[1] is not None and got[1].value == {"v": 9}
+    assert store.get(ns, "new") is None
