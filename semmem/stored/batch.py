@@ -76,6 +76,8 @@ async def _read(items: StoreItems, op: StoreOp, refresh: list[Record], only: str
             refresh.append(record)
         return None if record is None else record.public()
     if op.op == "search":
+        if op.limit == 0:  # LangGraph's answer: nothing, and nothing read or refreshed
+            return []
         found = await items.search(op.namespace, op.query, op.filter, op.limit, op.offset,
                                    only=only)
         if op.refresh:
@@ -87,6 +89,8 @@ async def _read(items: StoreItems, op: StoreOp, refresh: list[Record], only: str
 async def namespaces(items: StoreItems, op: StoreOp, only: str | None) -> list[list[str]]:
     """The namespaces holding live items that match ``op``'s conditions, cut to its depth,
     sorted and paged (from the registry: no partition listing)."""
+    if op.limit == 0:
+        return []
     prefix: tuple[str, ...] = ()
     for c in op.conditions:  # a literal leading prefix narrows the registry walk
         if c.kind == "prefix":

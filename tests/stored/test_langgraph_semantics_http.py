@@ -78,6 +78,27 @@ def test_a_batch_answers_its_reads_before_its_writes(c: httpx.Client) -> None:
     assert results(c, get(ns, "new"), get(ns, "k")) == [None, None]
 
 
+def test_a_limit_of_0_answers_nothing_and_a_depth_of_0_the_empty_namespace(
+        c: httpx.Client) -> None:
+    results(c, put(["zero", "a"], "k", {"v": 1}), put(["zero", "b"], "k", {"v": 1}))
+    out = results(c, search(["zero"]), {**search(["zero"]), "limit": 0},
+                  {**search(["zero"]), "limit": 0, "query": "anything"},
+                  {"op": "list", "conditions": [{"type": "prefix", "path": ["zero"]}],
+                   "maxDepth": 0},
+                  {"op": "list", "conditions": [{"type": "prefix", "path": ["nothing"]}],
+                   "maxDepth": 0},
+                  {"op": "list", "conditions": [{"type": "prefix", "path": ["zero"]}],
+                   "limit": 0},
+                  {"op": "list", "conditions": [{"type": "prefix", "path": ["zero"]}],
+                   "maxDepth": 1})
+    assert len(out[0]) == 2  # the positive control
+    assert out[1:6] == [[], [], [[]], [], []]
+    assert out[6] == [["zero"]]
+    for bad in ({**search(["zero"]), "limit": -1},
+                {"op": "list", "maxDepth": -1}):
+        assert_error(store(c, bad), 422, "invalid_arguments")
+
+
 def test_a_non_finite_operand_equals_no_value_and_never_a_string(c: httpx.Client) -> None:
     ns = ["finite", "u1"]
     results(c, *(put(ns, key, {"x": x}) for key, x in (

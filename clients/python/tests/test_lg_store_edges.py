@@ -31,6 +31,21 @@ def test_a_non_finite_number_in_a_filter_never_matches_a_string(stores: Stores) 
     assert keys({"x": {"$gt": -math.inf}}) == ["five", "str-inf"]
 
 
+def test_limit_0_and_max_depth_0_answer_as_langgraph(stores: Stores) -> None:
+    store = stores.make(vector=False)
+    assert store.list_namespaces(max_depth=0) == []  # nothing stored yet
+    store.put(("a", "b"), "k", {"v": 1})
+    store.put(("c",), "k", {"v": 1})
+    assert len(store.search(("a",))) == 1  # the positive control
+    assert store.search(("a",), limit=0) == []
+    assert store.search(("a",), query="anything", limit=0) == []
+    assert store.list_namespaces(max_depth=0) == [()]
+    assert store.list_namespaces(prefix=("a",), max_depth=0) == [()]
+    assert store.list_namespaces(prefix=("z",), max_depth=0) == []
+    assert store.list_namespaces(limit=0) == []
+    assert store.list_namespaces(max_depth=1) == [("a",), ("c",)]
+
+
 def test_a_batch_answers_its_reads_before_its_writes(stores: Stores) -> None:
     store = stores.make(vector=False)
     ns = ("batch",)
