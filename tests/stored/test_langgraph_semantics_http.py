@@ -118,3 +118,19 @@ def test_a_non_finite_operand_equals_no_value_and_never_a_string(c: httpx.Client
     for bad in ({"x": {"$float": "Infinity"}}, {"x": {"$float": "inf", "y": 1}},
                 {"$float": "inf"}):
         assert_error(store(c, search(ns, filter=bad)), 422, "invalid_arguments")
+
+
+def test_a_label_holding_a_control_or_bidi_character_is_refused_at_the_door(
+        c: httpx.Client) -> None:
+    assert results(c, put(["labels", "ok"], "k", {"v": 1}))[0]["items"]  # the positive control
+    for ns, code in ((["\x01" * 400], "U+0001"), (["labels", "a\u202eb"], "U+202E"),
+                     (["labels", "a\x7fb"], "U+007F"), (["labels", "a\u2028b"], "U+2028")):
+        bad = assert_error(store(c, put(ns, "k", {"v": 1})), 422, "invalid_arguments")
+        assert "namespace label" in bad["message"] and code in bad["message"], bad
+        bad = assert_error(store(c, search(ns)), 422, "invalid_arguments")
+        assert "prefix label" in bad["message"] and code in bad["message"], bad
+    bad = assert_error(store(c, put(["labels", "ok"], "a\u202eb", {"v": 1})), 422,
+                       "invalid_arguments")
+    assert "key" in bad["message"] and "U+202E" in bad["message"], bad
+    assert results(c, {"op": "list", "conditions": [{"type": "prefix", "path": ["labels"]}]}
+                   )[0] == [["labels", "ok"]]
