@@ -9,8 +9,17 @@ it found it, then applies its writes (``InMemoryStore.batch``: ``_prepare_ops`` 
 from __future__ import annotations
 
 import math
+from typing import Any, cast
 
-from langgraph.store.base import GetOp, ListNamespacesOp, PutOp, SearchOp
+from langgraph.store.base import (
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+)
 
 from lgport import Stores
 
@@ -46,6 +55,14 @@ def test_limit_0_and_max_depth_0_answer_as_langgraph(stores: Stores) -> None:
     assert store.list_namespaces(max_depth=1) == [("a",), ("c",)]
 
 
+def _value(result: Result) -> Any:
+    """A get's item's value (``None``: no item)."""
+    if result is None:
+        return None
+    assert isinstance(result, Item)
+    return result.value
+
+
 def test_a_batch_answers_its_reads_before_its_writes(stores: Stores) -> None:
     store = stores.make(vector=False)
     ns = ("batch",)
@@ -54,13 +71,11 @@ def test_a_batch_answers_its_reads_before_its_writes(stores: Stores) -> None:
                        GetOp(ns, "new"), SearchOp(ns), ListNamespacesOp(),
                        PutOp(ns, "k", {"v": 3}), GetOp(ns, "k")])
     assert got[0] is None and got[2] is None and got[6] is None
-    assert got[1] is not None and got[1].value == {"v": 1}
-    assert got[7] is not None and got[7].value == {"v": 1}
+    assert _value(got[1]) == {"v": 1} and _value(got[7]) == {"v": 1}  # as the batch found it
     assert got[3] is None
-    assert [f.value for f in got[4]] == [{"v": 1}] and got[5] == [ns]
-    after_k, after_new = store.get(ns, "k"), store.get(ns, "new")
-    assert after_k is not None and after_k.value == {"v": 3}  # the key's last put
-    assert after_new is not None and after_new.value == {"v": 9}
+    assert [f.value for f in cast(list[SearchItem], got[4])] == [{"v": 1}] and got[5] == [ns]
+    assert _value(store.get(ns, "k")) == {"v": 3}  # the key's last put
+    assert _value(store.get(ns, "new")) == {"v": 9}
     got = store.batch([PutOp(ns, "new", None), GetOp(ns, "new")])
-    assert got[1] is not None and got[1].value == {"v": 9}
+    assert _value(got[1]) == {"v": 9}
     assert store.get(ns, "new") is None
