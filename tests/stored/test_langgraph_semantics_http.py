@@ -13,40 +13,22 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.server import JSON, TOKEN, ServerProcess, served_with_tokens_file
-from tests.support.web import assert_error, send
+from tests.stored.test_store_http import get, put, store
+from tests.stored.test_store_http import results as answered
+from tests.support.server import served_with_tokens_file
+from tests.support.web import assert_error
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    with served_with_tokens_file(tmp_path_factory.mktemp("lg-semantics")) as process:
-        yield process
-
-
-@pytest.fixture
-def c(server: ServerProcess) -> Iterator[httpx.Client]:
-    with server.client() as client:
+def c(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
+    """A client of one real server with the provider's tokens, for the module."""
+    with served_with_tokens_file(tmp_path_factory.mktemp("lg-semantics")) as process, \
+            process.client() as client:
         yield client
 
 
-def store(c: httpx.Client, *ops: dict[str, Any]) -> httpx.Response:
-    return send(c, {"ops": list(ops)}, {"Authorization": f"Bearer {TOKEN}", **JSON},
-                path="/store")
-
-
 def results(c: httpx.Client, *ops: dict[str, Any]) -> list[Any]:
-    r = store(c, *ops)
-    assert r.status_code == 200, r.text
-    found: list[Any] = r.json()["results"]
-    return found
-
-
-def put(ns: list[str], key: str, value: Any, **extra: Any) -> dict[str, Any]:
-    return {"op": "put", "namespace": ns, "key": key, "value": value, **extra}
-
-
-def get(ns: list[str], key: str) -> dict[str, Any]:
-    return {"op": "get", "namespace": ns, "key": key}
+    return answered(store(c, *ops))
 
 
 def search(prefix: list[str], **extra: Any) -> dict[str, Any]:
