@@ -63,7 +63,8 @@ def iso(ms: int) -> str:
     digits of year). A computed time past the range (a far date plus a retention) renders as
     the range's end, never raises."""
     dt = _EPOCH + min(max(ms, MIN_MS), MAX_MS) * _MS
-    return f"{dt.year:04d}-{dt.strftime('%m-%dT%H:%M:%S')}.{dt.microsecond // 1000:03d}Z"
+    return (f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T{dt.hour:02d}:{dt.minute:02d}:"
+            f"{dt.second:02d}.{dt.microsecond // 1000:03d}Z")
 
 
 def parse_iso(value: str) -> int:
