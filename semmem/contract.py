@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+from functools import lru_cache
 
-from semmem.errors import InvalidInput
+from semmem.errors import InvalidArguments, InvalidInput
 
 MAX_RECALL_BYTES = 16_384  # maxBytes of a recall: 1 to this
 MAX_SOURCES = 100  # sources of one recall
@@ -28,6 +29,62 @@ TITLE_CHARS = 80  # a source's title: the first characters of its item
 # deadline, so an unbounded one would keep a record (and a forgotten text's fingerprint) forever.
 DEADLINE_HORIZON_MS = 24 * 3600 * 1000
 _ASCII_DIGITS = re.compile(r"[0-9]+")
+# What a caller-chosen label may not hold: control characters (C0, DEL, C1), the line and
+# paragraph separators, and the bidirectional formatting characters (which reorder how the
+# text around them reads).
+_LABEL_REFUSES = r"\x00-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_NOT_IN_LABELS = re.compile(f"[{_LABEL_REFUSES}]")
+MAX_ROLE_CHARS = 64  # a message's role
+_NOT_IN_ROLES = re.compile(f"[{_LABEL_REFUSES}\\[\\]]")  # and its line head's brackets
+
+
+def check_label(value: object, what: str, limit: int) -> str:
+    """A caller-chosen label, by the one rule they all follow: a session id (a keyed item's
+    key), a message's role, a store namespace's label. Compared exactly; never trimmed here.
+
+    Raises:
+        InvalidArguments: not a non-empty string of at most ``limit`` characters, not valid
+            Unicode, or holding a control, line-separator or bidirectional formatting
+            character (named by code point; the label is never echoed).
+    """
+    if not isinstance(value, str) or not value:
+        raise InvalidArguments(f"{what} must be a non-empty string")
+    if len(value) > limit:
+        raise InvalidArguments(f"{what} is {len(value)} characters; at most {limit} are allowed",
+                               {"maxLength": limit})
+    found = _NOT_IN_LABELS.search(value)
+    if found is not None:
+        raise InvalidArguments(f"{what} must not contain control, line-separator or "
+                               f"bidirectional formatting characters (it holds "
+                               f"U+{ord(found.group()):04X})")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidArguments(f"{what} is not valid Unicode (lone surrogate)") from exc
+    return value
+
+
+def check_role(value: object, what: str) -> str:
+    """A message's role: a label (``check_label``) of at most ``MAX_ROLE_CHARS`` characters
+    without ``[`` or ``]``, so it cannot close its recall line's head (``12. [2023-05-20 user]
+    …``) and forge another line's.
+
+    Raises:
+        InvalidArguments: see ``check_label``; a bracket.
+    """
+    role = check_label(value, what, MAX_ROLE_CHARS)
+    if "[" in role or "]" in role:
+        raise InvalidArguments(f"{what} must not contain '[' or ']' (a recall line shows it "
+                               "as [date role])")
+    return role
+
+
+@lru_cache(maxsize=1024)
+def shown_role(value: str) -> str:
+    """A role read back from a store as a recall line shows it: one a store kept from before
+    ``check_role`` (or an import's file written elsewhere) with each character that rule
+    refuses replaced by U+FFFD, cut to ``MAX_ROLE_CHARS``."""
+    return _NOT_IN_ROLES.sub("\ufffd", value[:MAX_ROLE_CHARS])
 
 
 def ascii_int(text: str | None, *, max_digits: int = 18) -> int | None:

@@ -31,13 +31,15 @@ from semmem.errors import InvalidArguments, InvalidInput
 from semmem.items import (
     RECORD_FIELDS,
     Item,
+    check_ms,
     clean_attrs,
     clean_text,
     dedupe_key,
     now_ms,
-    parse_iso,
+    parse_time,
 )
 from semmem.keyed.address import KEYED, keyed_fields
+from semmem.protocol.jsonio import jsonl_lines
 from semmem.store.rows import NEW, ItemRow, Mutation
 from semmem.store.views import WriteView
 from semmem.stored.fields import STORE, clean_store, store_position
@@ -168,14 +170,13 @@ def _batches(records: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict
         yield batch
 
 
-def _ms(value: Any, default: int | None = None) -> int:
+def _ms(value: Any, default: int | None = None, what: str = "ts") -> int:
+    """A record's time (epoch ms or ISO 8601; none: ``default``, else now), by the one rule
+    of times (``items.parse_time``)."""
     if isinstance(value, int) and not isinstance(value, bool):
-        return value
+        return check_ms(value, what)
     if isinstance(value, str) and value:
-        try:
-            return parse_iso(value)
-        except ValueError as exc:
-            raise InvalidArguments(f"not an ISO 8601 timestamp: {value!r}") from exc
+        return parse_time(value, what)
     return default if default is not None else now_ms()
 
 
@@ -206,6 +207,8 @@ def _check(record: dict[str, Any], where: str) -> dict[str, Any]:
     try:
         clean_text(record.get("text"))
         record_fields(record)
+        _ms(record.get("ts"), 0)
+        _ms(record.get("updated"), 0, "updated")
     except InvalidArguments as exc:
         raise InvalidInput(f"{where}: {exc.message}") from exc
     return record
@@ -272,11 +275,7 @@ def read_records(
         return records_from_map(whole, display_field=display_field, note_field=note_field,
                                 source=str(source))
     records: list[dict[str, Any]] = []
-    # "\n" only: str.splitlines would also split at a U+2028 or NEL inside a record's text
-    # (exports escape them, but a file written elsewhere may hold them raw).
-    for lineno, line in enumerate(raw.split("\n"), 1):
-        if not line.strip():
-            continue
+    for lineno, line in jsonl_lines(raw):
         try:
             record = json.loads(line)
         except ValueError as exc:

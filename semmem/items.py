@@ -6,7 +6,7 @@ import math
 import re
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -47,22 +47,67 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+# The times semmem takes and stores: years 1 to 9999 in UTC, what ISO 8601's four-digit
+# years hold (and what ``iso`` renders and ``parse_iso`` reads back exactly).
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MS = timedelta(milliseconds=1)
+MIN_MS = (datetime(1, 1, 1, tzinfo=UTC) - _EPOCH) // _MS
+MAX_MS = (datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=UTC) - _EPOCH) // _MS
+TIME_RULE = ("an ISO 8601 date-time from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z, such as "
+             "2026-09-10T15:04:15Z")
+
+
 def iso(ms: int) -> str:
-    """Epoch milliseconds as ISO 8601 UTC with a ``Z`` suffix and millisecond precision."""
-    dt = datetime.fromtimestamp(ms / 1000, tz=UTC)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+    """Epoch milliseconds as ISO 8601 UTC with a ``Z`` suffix and millisecond precision (four
+    digits of year). A computed time past the range (a far date plus a retention) renders as
+    the range's end, never raises."""
+    dt = _EPOCH + min(max(ms, MIN_MS), MAX_MS) * _MS
+    return (f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T{dt.hour:02d}:{dt.minute:02d}:"
+            f"{dt.second:02d}.{dt.microsecond // 1000:03d}Z")
 
 
 def parse_iso(value: str) -> int:
-    """ISO 8601 (``Z`` or offset; naive means UTC) to epoch milliseconds.
+    """ISO 8601 (``Z`` or offset; naive means UTC) to epoch milliseconds, exactly (a part of
+    a millisecond dropped): the one rule for every time a caller gives (``parse_time``) and
+    every one stored.
 
     Raises:
-        ValueError: not an ISO 8601 timestamp.
+        ValueError: not an ISO 8601 date-time, or outside years 1 to 9999 in UTC (so
+            "0001-01-01T00:00:00+01:00", in year 0 in UTC, is refused here, not in a write).
     """
     dt = datetime.fromisoformat(value.strip().replace("Z", "+00:00").replace("z", "+00:00"))
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
-    return int(dt.timestamp() * 1000)
+    ms = (dt - _EPOCH) // _MS
+    if not MIN_MS <= ms <= MAX_MS:
+        raise ValueError(f"{value[:40]!r} is outside years 1 to 9999 in UTC")
+    return ms
+
+
+def parse_time(value: object, what: str) -> int:
+    """A time a caller gives (``what`` names it in the refusal), as epoch milliseconds.
+
+    Raises:
+        InvalidArguments: not a string holding ``TIME_RULE``.
+    """
+    try:
+        if isinstance(value, str):
+            return parse_iso(value)
+    except (ValueError, OverflowError):
+        pass
+    raise InvalidArguments(f"{what} must be {TIME_RULE}")
+
+
+def check_ms(ms: int, what: str) -> int:
+    """A time a caller gives as epoch milliseconds (an import's), within ``parse_iso``'s range.
+
+    Raises:
+        InvalidArguments: outside years 1 to 9999 in UTC.
+    """
+    if not MIN_MS <= ms <= MAX_MS:
+        raise InvalidArguments(f"{what} must be epoch milliseconds from {MIN_MS} to {MAX_MS} "
+                               "(years 1 to 9999 in UTC)")
+    return ms
 
 
 def trim(text: str) -> str:
@@ -133,11 +178,7 @@ def clean_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
 
 def _expiry(value: Any) -> str:
     """An ``expiresAt`` as stored: ISO 8601 UTC with milliseconds."""
-    try:
-        return iso(parse_iso(value))
-    except (TypeError, ValueError, AttributeError, OverflowError, OSError) as exc:
-        raise InvalidArguments(f"{EXPIRES} must be an ISO 8601 timestamp, such as "
-                               "2026-09-10T15:04:15Z") from exc
+    return iso(parse_time(value, EXPIRES))
 
 
 def future_expiry(attrs: dict[str, Any]) -> None:

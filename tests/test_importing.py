@@ -49,6 +49,18 @@ def test_read_records_rejects_bad_jsonl_line_before_importing(tmp_path: Path) ->
         read_records(source)
 
 
+def test_a_time_outside_years_1_to_9999_is_refused_at_its_line(tmp_path: Path) -> None:
+    source = tmp_path / "a.jsonl"
+    for bad in ('"ts": 10000000000000000000', '"updated": -62135596800001',
+                '"ts": "0001-01-01T00:00:00+01:00"', '"expiresAt": "9999-12-31T23:59:59-01:00"',
+                '"keyed": {"space": "session", "key": "s"}, "piece": {"role": "user", '
+                '"at": "9999-12-31T23:59:59-01:00", "message": 0, "part": 0}'):
+        source.write_text('{"text": "fine", "ts": -62135596800000}\n'
+                          f'{{"text": "fine", {bad}}}\n')
+        with pytest.raises(InvalidInput, match=r"a.jsonl:2: .* must be .*9999"):
+            read_records(source)
+
+
 def test_import_of_a_deeply_nested_line_is_one_clear_error(tmp_path: Path) -> None:
     """`semmem import` of a line nested 100,000 deep prints one error line, no traceback."""
     source = tmp_path / "deep.jsonl"

@@ -27,13 +27,12 @@ def read_messages(source: Path) -> list[tuple[str, list[Any]]]:
     """
     from semmem.conversations.messages import message
     from semmem.items import now_ms
+    from semmem.protocol.jsonio import jsonl_lines
 
     raw = sys.stdin.read() if str(source) == "-" else source.read_text(encoding="utf-8")
     now = now_ms()
     sessions: dict[str, list[Any]] = {}
-    for lineno, line in enumerate(raw.splitlines(), 1):
-        if not line.strip():
-            continue
+    for lineno, line in jsonl_lines(raw):
         try:
             record = json.loads(line)
         except (ValueError, RecursionError):

@@ -15,15 +15,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from semmem.contract import MAX_ID_BYTES, check_partition
+from semmem.contract import MAX_ID_BYTES, check_partition, check_role
+from semmem.contract import MAX_ROLE_CHARS as MAX_ROLE_CHARS  # the schema's (web/openapi.py)
 from semmem.conversations.pieces import SESSION
 from semmem.errors import InvalidArguments, InvalidInput
-from semmem.items import iso, now_ms, parse_iso, trim
+from semmem.items import iso, now_ms, parse_time, trim
 from semmem.keyed.address import Address
 
 VERSION = 1
 MAX_MESSAGES = 10_000  # per request
-MAX_ROLE_CHARS = 64
 
 
 @dataclass(frozen=True)
@@ -78,9 +78,11 @@ def message(raw: Any, index: int, now: int) -> Message:
     """One message of a request.
 
     Raises:
-        InvalidArguments: not ``{"role", "content", "at"?}``; a blank role, a role over 64
-            characters or with control characters, a content missing or neither text nor null,
-            an ``at`` not ISO 8601. (A blank or null content is a message with nothing to
+        InvalidArguments: not ``{"role", "content", "at"?}``; a role that breaks
+            ``contract.check_role`` (1-64 characters, no control, line-separator or
+            bidirectional formatting character, no bracket), a content missing or neither text
+            nor null, an ``at`` not ISO 8601 or outside years 1 to 9999
+            (``items.parse_time``). (A blank or null content is a message with nothing to
             store.)
     """
     where = {"message": index}
@@ -91,9 +93,10 @@ def message(raw: Any, index: int, now: int) -> Message:
         raise InvalidArguments(f"messages[{index}] has an unknown field {str(unknown[0])[:40]!r};"
                                " known: role, content, at", where)
     role = trim(_text(raw.get("role"), f"messages[{index}].role", index))
-    if not role or len(role) > MAX_ROLE_CHARS or any(ord(c) < 0x20 for c in role):
-        raise InvalidArguments(f"messages[{index}].role must be 1-{MAX_ROLE_CHARS} characters "
-                               "without control characters", where)
+    try:
+        check_role(role, f"messages[{index}].role")
+    except InvalidArguments as exc:
+        raise InvalidArguments(exc.message, where) from None
     # A message with no text (an assistant turn that only called a tool: blank, or null as
     # chat exports write it) is taken and stores nothing: a conversation that holds one
     # is not refused for it.
@@ -106,10 +109,9 @@ def message(raw: Any, index: int, now: int) -> Message:
     if at is None:
         return Message(role, content, now)
     try:
-        return Message(role, content, parse_iso(_text(at, f"messages[{index}].at", index)))
-    except (ValueError, OverflowError, OSError):
-        raise InvalidArguments(f"messages[{index}].at must be an ISO 8601 date-time, such as "
-                               "2023-05-20T10:00:00Z", where) from None
+        return Message(role, content, parse_time(at, f"messages[{index}].at"))
+    except InvalidArguments as exc:
+        raise InvalidArguments(exc.message, where) from None
 
 
 def parse_request(body: Any) -> IngestRequest:
@@ -142,9 +144,9 @@ def parse_request(body: Any) -> IngestRequest:
     deadline_ms = None
     if deadline is not None:
         try:
-            deadline_ms = parse_iso(_text(deadline, "deadlineAt"))
-        except (ValueError, OverflowError, OSError, InvalidArguments):
-            raise InvalidInput("deadlineAt must be an ISO 8601 date-time") from None
+            deadline_ms = parse_time(deadline, "deadlineAt")
+        except InvalidArguments as exc:
+            raise InvalidInput(exc.message) from None
     raw = body.get("messages")
     if not isinstance(raw, list) or not raw:
         raise InvalidInput("messages must be a non-empty array")

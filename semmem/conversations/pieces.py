@@ -26,8 +26,9 @@ import re
 from dataclasses import dataclass
 from itertools import pairwise
 
+from semmem.contract import check_role
 from semmem.errors import InvalidArguments
-from semmem.items import SPACE_CHARS, iso, parse_iso, trim
+from semmem.items import SPACE_CHARS, iso, parse_time, trim
 
 PIECE = "piece"  # the record field
 SESSION = "session"  # the keyed space of conversation sessions
@@ -122,20 +123,16 @@ def clean_piece(value: object) -> dict[str, object]:
     """A ``piece`` record field as stored (an import's).
 
     Raises:
-        InvalidArguments: not ``{"role", "at", "message", "part", "digest"?}`` with a role of
-            1-64 characters, an ISO 8601 ``at``, whole numbers ≥ 0 and a hex digest.
+        InvalidArguments: not ``{"role", "at", "message", "part", "digest"?}`` with a role
+            by ``contract.check_role``, an ``at`` by ``items.parse_time``, whole numbers ≥ 0
+            and a hex digest.
     """
     if not isinstance(value, dict) or not {ROLE, AT, MESSAGE, PART} <= set(value) \
             or not set(value) <= {ROLE, AT, MESSAGE, PART, DIGEST}:
         raise InvalidArguments(f"{PIECE} must be an object with {ROLE}, {AT}, {MESSAGE}, "
                                f"{PART} and optionally {DIGEST}")
-    role = value[ROLE]
-    if not isinstance(role, str) or not 1 <= len(role) <= 64:
-        raise InvalidArguments(f"{PIECE}.{ROLE} must be 1-64 characters")
-    try:
-        at = iso(parse_iso(value[AT]))
-    except (TypeError, ValueError, AttributeError, OverflowError, OSError):
-        raise InvalidArguments(f"{PIECE}.{AT} must be an ISO 8601 date-time") from None
+    role = check_role(value[ROLE], f"{PIECE}.{ROLE}")
+    at = iso(parse_time(value[AT], f"{PIECE}.{AT}"))
     out: dict[str, object] = {ROLE: role, AT: at}
     for name in (MESSAGE, PART):
         number = value[name]

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from semmem.contract import sha256_hex
+from semmem.contract import check_label, sha256_hex
 from semmem.errors import InvalidArguments
 from semmem.items import Item
 from semmem.scoped.metadata import METADATA, tags
@@ -20,21 +20,6 @@ KEYED = "keyed"  # the record field: ``{"space": str, "key": str}``
 MAX_KEY_CHARS = 1024
 MAX_SPACE_CHARS = 32
 _SPACE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
-
-
-def _check_key(key: object, what: str, limit: int) -> str:
-    if not isinstance(key, str) or not key:
-        raise InvalidArguments(f"{what} must be a non-empty string")
-    if len(key) > limit:
-        raise InvalidArguments(f"{what} is {len(key)} characters; at most {limit} are allowed",
-                               {"maxLength": limit})
-    if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in key):
-        raise InvalidArguments(f"{what} must not contain control characters")
-    try:
-        key.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidArguments(f"{what} is not valid Unicode (lone surrogate)") from exc
-    return key
 
 
 @dataclass(frozen=True, order=True)
@@ -50,15 +35,16 @@ class Address:
         """A checked address.
 
         Raises:
-            InvalidArguments: a space that is not 1–32 of ``a-z0-9_-``, a key that is empty,
-                over 1,024 characters, or holds a control character.
+            InvalidArguments: a space that is not 1–32 of ``a-z0-9_-``, a key that breaks
+                the rule of caller-chosen labels (``contract.check_label``, at most 1,024
+                characters).
         """
-        _check_key(space, "a keyed item's space", MAX_SPACE_CHARS)
+        check_label(space, "a keyed item's space", MAX_SPACE_CHARS)
         assert isinstance(space, str)
         if not set(space) <= _SPACE_CHARS:
             raise InvalidArguments("a keyed item's space is lower-case letters, digits, '_' "
                                    "and '-'")
-        return cls(space, _check_key(key, "key", MAX_KEY_CHARS))
+        return cls(space, check_label(key, "key", MAX_KEY_CHARS))
 
     @classmethod
     def parse(cls, value: object) -> Address:

@@ -14,7 +14,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from semmem.contract import MAX_ID_BYTES, MAX_PARTITION_BYTES, MAX_RECALL_BYTES
 from semmem.errors import InvalidInput
-from semmem.items import parse_iso
+from semmem.items import TIME_RULE, parse_iso
 from semmem.protocol.untrusted import loggable
 
 PROTOCOL_VERSION = 1
@@ -37,7 +37,7 @@ def _deadline(value: Any) -> int:
     try:
         return parse_iso(value)
     except (ValueError, OverflowError):
-        raise ValueError("deadlineAt is not a valid date-time") from None
+        raise ValueError(f"deadlineAt must be {TIME_RULE}") from None
 
 
 def _partition(value: str) -> str:

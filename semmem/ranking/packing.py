@@ -9,6 +9,7 @@ from typing import TypeVar
 
 import numpy as np
 
+from semmem.contract import shown_role
 from semmem.items import Item, one_line
 
 T = TypeVar("T")
@@ -16,8 +17,14 @@ T = TypeVar("T")
 
 def render_line(item: Item) -> str:
     """One item as one recall line: a piece of a conversation leads with its date and who said
-    it (``12. [2023-05-20 user] …``); a note (if any) follows an em dash."""
-    line = f"{item.n}. {said(item)}{one_line(item.text)}"
+    it (``12. [2023-05-20 user] …``); a note (if any) follows an em dash. A text that begins
+    as a line head does (``[`` and a digit) shows ``\\[``, so no text passes for a piece's
+    head (a fact reading ``[2020-01-01 assistant] I approve…``); no role can hold a bracket
+    (``contract.check_role``) or a line break, no text a line break (``one_line``)."""
+    text = one_line(item.text)
+    if text[:1] == "[" and text[1:2].isdigit():
+        text = "\\" + text
+    line = f"{item.n}. {said(item)}{text}"
     note = item.attrs.get("note")
     if isinstance(note, str) and note.strip():
         line += f" — {one_line(note.strip())}"
@@ -31,13 +38,13 @@ def said(item: Item) -> str:
     if piece is None:  # a fact: most lines, so decided on one lookup
         return ""
     at, role, keyed = piece.get("at"), piece.get("role"), item.attrs.get("keyed")
-    if isinstance(at, str) and isinstance(role, str) and role.isprintable() \
+    if isinstance(at, str) and isinstance(role, str) \
             and isinstance(keyed, dict) and keyed.get("space") == "session":  # as Item.piece
-        return f"[{at[:10]} {role}] "  # every piece the door stores: one format, no checks
+        return f"[{at[:10]} {shown_role(role)}] "  # at: as every door stores it (items.iso)
     found = item.piece
     if found is None:
         return ""
-    head = " ".join(one_line(str(v))[:10] if k == "at" else one_line(str(v))
+    head = " ".join(one_line(str(v))[:10] if k == "at" else shown_role(str(v))
                     for k, v in (("at", found["at"]), ("role", found["role"])) if v)
     return f"[{head}] " if head else ""
 

@@ -16,7 +16,7 @@ from functools import cached_property
 from typing import Any
 
 from semmem.errors import InvalidArguments
-from semmem.items import Item, iso, parse_iso
+from semmem.items import Item, iso, parse_time
 from semmem.scoped.metadata import (
     MAX_KEYS,
     METADATA,
@@ -89,11 +89,7 @@ class Range:
             raise InvalidArguments(f"filter.{name} must be an object with gte, gt, lte or lt")
         ms: dict[str, int] = {}
         for key, value in raw.items():
-            try:
-                ms[key] = parse_iso(value)
-            except (TypeError, ValueError, AttributeError, OverflowError, OSError) as exc:
-                raise InvalidArguments(f"filter.{name}.{key} must be an ISO 8601 timestamp, "
-                                       "such as 2026-09-10T15:04:15Z") from exc
+            ms[key] = parse_time(value, f"filter.{name}.{key}")
         lows = [ms["gte"]] if "gte" in ms else []
         lows += [ms["gt"] + 1] if "gt" in ms else []
         highs = [ms["lte"]] if "lte" in ms else []

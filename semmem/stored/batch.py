@@ -1,5 +1,9 @@
-"""One ``POST /store`` batch run in order: each operation's result, then one refresh write per
-partition for the items read with ``refreshTtl``."""
+"""One ``POST /store`` batch, as LangGraph's stores run one: every read (get, search, list)
+answered against the store as the batch found it, in order; then one refresh write per
+partition for the items read with ``refreshTtl``; then the writes, the last put or delete of
+each key winning (LangGraph's ``InMemoryStore`` collects a batch's puts by key and applies them
+after answering its reads; its Postgres and SQLite stores also answer reads first). So
+``[put k, get k]`` answers the value ``k`` had before the batch."""
 
 from __future__ import annotations
 
@@ -13,8 +17,10 @@ from semmem.stored.requests import StoreOp
 
 async def run(items: StoreItems, ops: list[StoreOp], *, only: str | None = None
               ) -> list[Any]:
-    """The results of ``ops``, in order. ``only``: the one partition a bound token may reach
-    (a get or put elsewhere is refused; searches and listings see nothing else).
+    """The results of ``ops``, in order: a read's answer; a put's or delete's what the batch
+    did to its key (the key's last put: ``{"items": [n…]}``, its last delete:
+    ``{"forgotten": [n…]}``). ``only``: the one partition a bound token may reach (a get or
+    put elsewhere is refused; searches and listings see nothing else).
 
     Raises:
         Forbidden: an operation outside ``only``. Whatever the store raises.
@@ -25,46 +31,53 @@ async def run(items: StoreItems, ops: list[StoreOp], *, only: str | None = None
                 raise Forbidden("this token is bound to another partition")
     results: list[Any] = [None] * len(ops)
     refresh: list[Record] = []
-    i = 0
-    while i < len(ops):
-        end = i
-        while end < len(ops) and ops[end].op == "put" and ops[end].value is not None:
-            end += 1
-        if end > i:  # a run of puts: one write per namespace (nothing reads in between)
-            await _puts(items, ops, range(i, end), results)
-            i = end
-            continue
-        op = ops[i]
-        results[i] = await _one(items, op, refresh, only)
-        i += 1
+    for i, op in enumerate(ops):
+        if not op.writes:
+            results[i] = await _read(items, op, refresh, only)
     if refresh:
         await items.refresh(refresh)
+    await _writes(items, ops, results)
     return results
 
 
-async def _puts(items: StoreItems, ops: list[StoreOp], run: range, results: list[Any]
-                ) -> None:
+async def _writes(items: StoreItems, ops: list[StoreOp], results: list[Any]) -> None:
+    """The batch's puts and deletes, the last of each key winning: one write for a
+    namespace's puts, one forget per deleted key; each write op's result its key's."""
+    last: dict[tuple[tuple[str, ...], str], int] = {}
+    for i, op in enumerate(ops):
+        if op.writes:
+            last[(op.namespace, op.key)] = i
     by_namespace: dict[tuple[str, ...], list[int]] = {}
-    for i in run:
+    for i in last.values():
         by_namespace.setdefault(ops[i].namespace, []).append(i)
+    done: dict[tuple[tuple[str, ...], str], Any] = {}
     for namespace, at in by_namespace.items():
-        written = await items.put_many(namespace, [
-            Put(ops[i].key, ops[i].value or {}, ops[i].index, ops[i].ttl) for i in at])
-        for i, result in zip(at, written, strict=True):
-            results[i] = {"items": result["items"]}
+        puts = [i for i in at if ops[i].value is not None]
+        if puts:
+            written = await items.put_many(namespace, [
+                Put(ops[i].key, ops[i].value or {}, ops[i].index, ops[i].ttl) for i in puts])
+            for i, result in zip(puts, written, strict=True):
+                done[(namespace, ops[i].key)] = {"items": result["items"]}
+        for i in at:
+            if ops[i].value is None:
+                done[(namespace, ops[i].key)] = {
+                    "forgotten": await items.delete(namespace, ops[i].key)}
+    for i, op in enumerate(ops):
+        if op.writes:
+            results[i] = done[(op.namespace, op.key)]
 
 
-async def _one(items: StoreItems, op: StoreOp, refresh: list[Record], only: str | None
-               ) -> Any:
-    """One operation other than a put of a value."""
+async def _read(items: StoreItems, op: StoreOp, refresh: list[Record], only: str | None
+                ) -> Any:
+    """One get, search or listing (``refresh``: the items it read to refresh)."""
     if op.op == "get":
         record = await items.get(op.namespace, op.key)
         if record is not None and op.refresh:
             refresh.append(record)
         return None if record is None else record.public()
-    if op.op == "put":  # a delete
-        return {"forgotten": await items.delete(op.namespace, op.key)}
     if op.op == "search":
+        if op.limit == 0:  # LangGraph's answer: nothing, and nothing read or refreshed
+            return []
         found = await items.search(op.namespace, op.query, op.filter, op.limit, op.offset,
                                    only=only)
         if op.refresh:
@@ -76,6 +89,8 @@ async def _one(items: StoreItems, op: StoreOp, refresh: list[Record], only: str 
 async def namespaces(items: StoreItems, op: StoreOp, only: str | None) -> list[list[str]]:
     """The namespaces holding live items that match ``op``'s conditions, cut to its depth,
     sorted and paged (from the registry: no partition listing)."""
+    if op.limit == 0:
+        return []
     prefix: tuple[str, ...] = ()
     for c in op.conditions:  # a literal leading prefix narrows the registry walk
         if c.kind == "prefix":

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from semmem.contract import MAX_PARTITION_BYTES
+from semmem.contract import MAX_PARTITION_BYTES, check_label
 from semmem.errors import InvalidArguments
 from semmem.items import now_ms
 
@@ -29,16 +29,18 @@ MAX_LABELS = 32
 
 def check_namespace(value: object, what: str = "namespace", *, empty: bool = False
                     ) -> tuple[str, ...]:
-    """A namespace as given: a list of non-empty labels without control characters.
+    """A namespace as given: a list of labels by the rule of caller-chosen labels
+    (``contract.check_label``: no control, line-separator or bidirectional formatting
+    character; LangGraph itself refuses only an empty label, NUL and ``.``).
 
     Raises:
-        InvalidArguments: not a list of labels, or one that maps to no partition.
+        InvalidArguments: not a list of labels, a label that breaks the rule, or a namespace
+            that maps to no partition.
     """
     if not isinstance(value, list) or (not value and not empty) or len(value) > MAX_LABELS:
         raise InvalidArguments(f"{what} must be a list of 1-{MAX_LABELS} labels")
-    for label in value:
-        if not isinstance(label, str) or not label:
-            raise InvalidArguments(f"{what}'s labels must be non-empty strings")
+    for label in value:  # the rule of caller-chosen labels, as a session id's
+        check_label(label, f"a {what} label", MAX_PARTITION_BYTES)
     namespace = tuple(value)
     if namespace:
         partition_of(namespace)

@@ -9,7 +9,9 @@
       {"op": "list", "conditions": [{"type": "prefix" | "suffix", "path": [...]}],
        "maxDepth": null, "limit": 100, "offset": 0}]}
 
-A put whose value is ``null`` deletes the item. ``index`` is the texts to embed (one piece
+A put whose value is ``null`` deletes the item. As in LangGraph's stores, a ``limit`` of 0
+answers ``[]`` and a ``maxDepth`` of 0 cuts every namespace to ``[]`` (so ``[[]]`` when any
+matches). ``index`` is the texts to embed (one piece
 each, long ones cut), chosen by the caller (LangGraph: the indexed fields' texts); none or
 ``[]``: the item is stored unindexed (a query does not score it).
 """
@@ -125,7 +127,7 @@ def parse_op(body: Any) -> StoreOp:
         return StoreOp("search", check_namespace(body.get("prefix", []), "prefix", empty=True),
                        query=query if query and query.strip() else None,
                        filter=check_filter(body.get("filter")),
-                       limit=_whole(body, "limit", 10, 1, MAX_PAGE),
+                       limit=_whole(body, "limit", 10, 0, MAX_PAGE),
                        offset=_whole(body, "offset", 0, 0, 10**9),
                        refresh=_flag(body, "refreshTtl"))
     if kind == "list":
@@ -140,8 +142,8 @@ def parse_op(body: Any) -> StoreOp:
             conditions.append(Condition(c["type"], check_namespace(c.get("path"), "path")))
         depth = body.get("maxDepth")
         return StoreOp("list", conditions=tuple(conditions),
-                       max_depth=None if depth is None else _whole(body, "maxDepth", 1, 1, 64),
-                       limit=_whole(body, "limit", 100, 1, MAX_PAGE),
+                       max_depth=None if depth is None else _whole(body, "maxDepth", 0, 0, 64),
+                       limit=_whole(body, "limit", 100, 0, MAX_PAGE),
                        offset=_whole(body, "offset", 0, 0, 10**9))
     raise InvalidArguments("op must be one of get, put, search, list", {"op": str(kind)[:40]})
 

@@ -74,3 +74,28 @@ def test_ingest_a_jsonl_then_list_show_export_import_check_and_forget(tmp_path: 
     bad.write_text('{"sessionId": "s", "role": "user", "content": "hi", "at": "soon"}\n')
     done = cli(data, "ingest", "-p", "alice", str(bad), ok=False)
     assert done.returncode == 1 and "bad.jsonl:1" in done.stderr and done.stdout == ""
+
+
+def test_ingest_reads_a_raw_u2028_as_text_and_refuses_a_time_out_of_range(
+        tmp_path: Path) -> None:
+    """A raw U+2028 inside a string is valid JSON (``semmem import`` reads it; ``ingest`` split
+    its lines with ``str.splitlines``); a time in year 0 in UTC is refused at its line by the
+    one rule of times, before anything is written (it failed in the write: "year 0 is out of
+    range")."""
+    data = tmp_path / "db"
+    source = tmp_path / "messages.jsonl"
+    said = {"sessionId": "s1", "role": "user", "content": "One line\u2028and the next.",
+            "at": "2023-05-20T10:00:00Z"}
+    line = json.dumps(said, ensure_ascii=False)
+    assert "\u2028" in line  # raw, as a file written elsewhere may hold it
+    source.write_text(line + "\n", encoding="utf-8")
+    assert cli(data, "ingest", "-p", "alice", str(source))["messages"] == 1
+    shown = cli(data, "sessions", "show", "s1", "-p", "alice")
+    assert shown["messages"][0]["items"][0]["text"] == "One line\u2028and the next."
+    for at in ("0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"):
+        source.write_text(json.dumps({**said, "content": "later", "at": at}) + "\n")
+        done = cli(data, "ingest", "-p", "alice", str(source), ok=False)
+        assert done.returncode != 0, done.stdout
+        assert (f"{source}:1: message.at must be an ISO 8601 date-time from "
+                "0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z") in done.stderr, done.stderr
+    assert cli(data, "sessions", "list", "-p", "alice")[0]["messages"] == 1

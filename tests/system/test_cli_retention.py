@@ -52,7 +52,7 @@ def test_cli_retention_round_trip(tmp_path: Path) -> None:
     code, _, err = _run(tmp_path, "retention", "set", "5 weeks", "-p", "a")
     assert code == 1 and err.startswith("error: a retention is a duration")
     code, _, err = _run(tmp_path, "remember", "x", "-p", "a", "--expires", "Friday")
-    assert code == 1 and "expiresAt must be an ISO 8601 timestamp" in err
+    assert code == 1 and "expiresAt must be an ISO 8601 date-time" in err
     code, out, err = _run(tmp_path, "remember", "x", "-p", "a", "--expires", iso_in(-60))
     assert code == 1 and out == "" and "has passed" in err and err.startswith("error: ")
 

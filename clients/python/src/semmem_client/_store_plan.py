@@ -93,10 +93,11 @@ def check_filter(filter: dict[str, Any] | None) -> None:
 
 
 def _finite(value: Any) -> Any:
-    """A filter's operand as JSON carries it: a non-finite number as its name (the server's
-    comparisons read ``"inf"``, ``"-inf"``, ``"nan"`` as numbers, as Python's ``float`` does)."""
+    """A filter's operand as JSON carries it: a non-finite number as ``{"$float": "inf" |
+    "-inf" | "nan"}``, which the server reads back as that float (it then equals no stored
+    value and never a string: the string ``"inf"`` stays a string, as in LangGraph)."""
     if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
+        return {"$float": str(value)}
     if isinstance(value, dict):
         return {k: _finite(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
