@@ -140,3 +140,17 @@ class ModelError(Unavailable):
 
 class ModelMismatch(Unavailable):
     """The store was embedded with another model; `semmem reindex` migrates it."""
+
+    @classmethod
+    def between(cls, where: str, stored: object, model: str) -> ModelMismatch:
+        """The refusal of ``where`` (a store, a partition), embedded with ``stored`` where
+        ``model`` is configured: both ways out in one line, every surface the same words."""
+        name = str(stored).partition("@")[0]  # a model id is <folder name>@<files' hash>
+        return cls(
+            f"{where} was embedded with model {stored!r}, not {model!r} (the model configured "
+            f"here); either serve it with its own model (set SEMMEM_MODEL to that model's "
+            f"folder, e.g. SEMMEM_MODEL=models/{name}), or move it to this model with "
+            f"`semmem reindex` (servers on it stopped first; it re-embeds every stored text, "
+            f"about as long as importing them again)",
+            {"store_model": stored, "model": model},
+        )
