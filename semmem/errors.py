@@ -6,6 +6,7 @@ maps each class to a status in one table, the CLI prints the message.
     SemmemError
     ├── InvalidInput          code invalid_request
     │   ├── InvalidArguments  code invalid_arguments
+    │   ├── UnknownTool       (no tool of that name)
     │   └── DeadlineExceeded  code deadline_exceeded
     ├── Unauthorized          code unauthorized
     ├── Forbidden             code forbidden
@@ -43,6 +44,10 @@ class InvalidInput(SemmemError):
     """The request or an argument is malformed."""
 
     code = "invalid_request"
+
+
+class UnknownTool(InvalidInput):
+    """No tool of the name called; the message lists the tools."""
 
 
 class InvalidArguments(InvalidInput):
