@@ -384,3 +384,14 @@ def test_docs_commands_name_files_and_flags_that_exist() -> None:
                                    capture_output=True, text=True, check=True,
                                    env={**os.environ, "PYTHONPATH": str(REPO)}).stdout
             assert all(flag in usage for flag in flags), (path, flags)
+
+
+def test_http_errors_table_lists_every_status_the_server_answers() -> None:
+    """docs/http.md's table has a row for every status an error can answer: the status
+    table's and Starlette's own (404 unknown route, 405 wrong method, e.g. `GET /memory`)."""
+    from semmem.protocol.status import STATUS
+
+    table = (REPO / "docs" / "http.md").read_text(encoding="utf-8").split("## Errors")[1]
+    rows = {int(m) for m in re.findall(r"^\| (\d{3}) \|", table, re.M)}
+    assert 422 in rows  # the scan sees the table (positive control)
+    assert {*STATUS.values(), 404, 405, 500} <= rows
