@@ -395,3 +395,35 @@ def test_http_errors_table_lists_every_status_the_server_answers() -> None:
     rows = {int(m) for m in re.findall(r"^\| (\d{3}) \|", table, re.M)}
     assert 422 in rows  # the scan sees the table (positive control)
     assert {*STATUS.values(), 404, 405, 500} <= rows
+
+
+# A folder of one machine: its home folders, a root's, this project's work trees and scratch.
+# Spelled with classes so that this file does not hold what it looks for.
+MACHINE_PATH = re.compile(r"(?<![\w.~$-])/(?:[w]ork|[f]arm|[r]oot|tmp/[w]|[h]ome/(?!semmem\b)"
+                          r"[\w.-]+|[U]sers/[\w.-]+)(?=/|\b)")
+
+
+def machine_paths(text: str) -> list[str]:
+    """The absolute paths of one machine that ``text`` holds (the image's own user,
+    /home/semmem in the Dockerfile, is the image's, not a machine's)."""
+    return MACHINE_PATH.findall(text)
+
+
+def test_no_tracked_file_names_a_folder_of_one_machine() -> None:
+    """Every command in the repository runs from a clone: no tracked file names a folder that
+    exists on one machine only (data sets are arguments or variables, scratch under $TMPDIR)."""
+    planted = "--dataset " + "/" + "work/shared/data/x, " + "/" + "home/alice/y and /" + "root/z"
+    assert len(machine_paths(planted)) == 3  # the scan sees them (positive control)
+    assert machine_paths("/usr/bin/chromium /etc/hosts /home/semmem /var/lib/semmem "
+                         "${TMPDIR:-/tmp}/semmem-bench ../h29-base /path/to/semmem") == []
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True,
+                             check=True).stdout.decode().split("\0")
+    found = {}
+    for name in filter(None, tracked):
+        path = REPO / name
+        if not path.is_file() or path.suffix in (".png", ".bin", ".onnx"):
+            continue
+        hits = machine_paths(path.read_text(encoding="utf-8", errors="replace"))
+        if hits:
+            found[name] = sorted(set(hits))
+    assert len(tracked) > 100 and found == {}
