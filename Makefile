@@ -15,12 +15,14 @@ E5     := models/multilingual-e5-small
 RUN_MODEL ?= all-MiniLM-L6-v2
 STAMP  := $(VENV)/.semmem-installed
 DEV    := $(VENV)/.semmem-dev-installed
+LINT   := $(VENV)/.semmem-lint-installed
+NOTEBOOKS := $(VENV)/.semmem-notebooks-installed
 PIP    := $(BIN)/pip install --quiet --disable-pip-version-check -c requirements.lock
 CLIENT := clients/python
 CVENV  := .venv-client
 CSTAMP := $(CVENV)/.semmem-client-installed
 
-.PHONY: setup setup-dev model model-e5 run test lint pytest client-test client-wheel browser bench docker-smoke clean
+.PHONY: setup setup-dev model model-e5 run notebooks test lint pytest client-test client-wheel browser bench docker-smoke clean
 
 # What serving needs: no torch (the model runs on ONNX Runtime; set-up builds its file).
 setup: $(STAMP) $(MODEL)/.verified
@@ -32,6 +34,16 @@ setup-dev: setup $(DEV) $(E5)/.verified
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP) -e .
+	touch $@
+
+# Lint's set-up: the tools and the packages mypy reads (the tests' support, otel), no torch.
+$(LINT): $(STAMP)
+	$(PIP) -e '.[lint,otel]'
+	touch $@
+
+# The notebooks' set-up: jupyter's headless runner and matplotlib, no torch (README, "Tuning").
+$(NOTEBOOKS): $(STAMP)
+	$(PIP) -e '.[notebooks]'
 	touch $@
 
 $(DEV): $(STAMP)
@@ -51,10 +63,17 @@ model: $(MODEL)/.verified
 
 model-e5: $(E5)/.verified
 
+# Each notebook run headless into notebooks/out/ on the committed small set (NOTEBOOK=name to
+# run one; SEMMEM_TUNE_DATASET, SEMMEM_DATA and friends as the notebooks' first cells say).
+NOTEBOOK ?= tune_ranking explore_memory tune_similar
+notebooks: setup $(NOTEBOOKS)
+	for nb in $(NOTEBOOK); do $(BIN)/jupyter nbconvert --execute --to notebook \
+		--output-dir notebooks/out notebooks/$$nb.ipynb || exit 1; done
+
 run: setup models/$(RUN_MODEL)/.verified
 	SEMMEM_MODEL=$(abspath models/$(RUN_MODEL)) $(BIN)/semmem serve $(ARGS)
 
-lint: $(DEV)
+lint: $(LINT)
 	$(BIN)/ruff check semmem tests benchmarks $(CLIENT)
 	$(BIN)/mypy
 
