@@ -1,6 +1,7 @@
 # semmem: two commands on a fresh machine with only Python 3.11 —
 #   make run    set up what serving needs (venv, pinned deps without torch, the verified model
 #               and its ONNX file) and serve on 127.0.0.1
+#   make notebooks  set up likewise plus what the notebooks need (no torch; README, "Tuning")
 #   make test   set up likewise plus the dev tools and the torch reference encoder, then lint,
 #               type-check and run the whole test suite; then the Python client's own venv
 #               (.venv-client: the client, its framework extras, no server packages), its
@@ -63,12 +64,9 @@ model: $(MODEL)/.verified
 
 model-e5: $(E5)/.verified
 
-# Each notebook run headless into notebooks/out/ on the committed small set (NOTEBOOK=name to
-# run one; SEMMEM_TUNE_DATASET, SEMMEM_DATA and friends as the notebooks' first cells say).
-NOTEBOOK ?= tune_ranking explore_memory tune_similar
-notebooks: setup $(NOTEBOOKS)
-	for nb in $(NOTEBOOK); do $(BIN)/jupyter nbconvert --execute --to notebook \
-		--output-dir notebooks/out notebooks/$$nb.ipynb || exit 1; done
+# What the notebooks need beside serving's set-up and the model: .venv/bin/jupyter nbconvert
+# runs them headless (README, "Tuning ranking"); no torch.
+notebooks: setup $(MODEL)/.verified $(NOTEBOOKS)
 
 run: setup models/$(RUN_MODEL)/.verified
 	SEMMEM_MODEL=$(abspath models/$(RUN_MODEL)) $(BIN)/semmem serve $(ARGS)
