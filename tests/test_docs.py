@@ -493,3 +493,13 @@ def test_readme_tuning_lines_go_from_a_store_to_a_served_ranking(tmp_path: Path)
             assert c.get(url + "/readyz").json()["status"] == "ready"
     finally:
         stop(proc)
+
+
+def test_readme_hint_example_says_which_model_it_holds_for() -> None:
+    """The `similar` example's score and listing are the default model's: the README says so
+    (under the multilingual model the same write scores otherwise)."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = block_with(REPO / "README.md", "text", "memory call-8")
+    before = readme[:readme.index(block)].rsplit("```", 2)[-2]
+    assert '"score":0.4763' in block  # the example it is about
+    assert "all-MiniLM-L6-v2" in before and "multilingual" in before
