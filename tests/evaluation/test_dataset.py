@@ -80,7 +80,7 @@ def test_an_export_with_queries_appended_is_a_labelled_set(tmp_path: Path) -> No
     assert part.facts[0].ts == 1_714_557_600_000
     assert [q.relevant for q in part.queries] == [frozenset({"1"}), frozenset()]
     bad = write_jsonl(tmp_path / "bad.jsonl", [{"n": 0, "text": "x"}])
-    with pytest.raises(InvalidInput, match="bad.jsonl:1: 'n' must be a positive integer"):
+    with pytest.raises(InvalidInput, match=r"bad.jsonl:1: 'n' must be a positive integer"):
         load_jsonl(bad)
 
 
