@@ -5,11 +5,14 @@ model-mismatch message, the server's and the CLI's, names both ways out."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import httpx
 
 from semmem.embedding.fakes import HashingEmbedder
 from semmem.embedding.files import default_model_dir, load_spec
@@ -81,3 +84,36 @@ def test_cli_on_a_store_of_another_model_names_both_ways_out(tmp_path: Path) -> 
                       SEMMEM_MODEL=str(default_model_dir()))
     assert done.returncode == 1, done.stderr
     _both_ways_out(done.stderr.strip().splitlines()[-1])
+
+
+def test_serve_waits_for_a_remote_store_that_does_not_answer(tmp_path: Path) -> None:
+    """A remote store refusing every request at start may come back by itself: the server
+    stays up (/healthz 200, /readyz 503), tries again with backoff, and is ready once it
+    answers — where it used to fail once and stay unready for ever."""
+    from tests.support.moto import moto_s3, options
+    from tests.support.s3proxy import Fault, S3Proxy
+    from tests.support.server import ServerProcess
+
+    with moto_s3("semmem-start") as endpoint:
+        proxy = S3Proxy(endpoint).start()
+        proxy.faults(Fault("status", times=10**9, status=403, code="AccessDenied"))
+        server = ServerProcess(tmp_path / "db", env={
+            "SEMMEM_DATA": "s3://semmem-start/store",
+            "SEMMEM_STORAGE_OPTIONS": json.dumps({**options(endpoint),
+                                                  "aws_endpoint": proxy.endpoint}),
+            "SEMMEM_LOG_LEVEL": "info"}).start()
+        try:
+            with httpx.Client(base_url=server.url, timeout=10) as http:
+                deadline = time.monotonic() + 60
+                while "store not reachable (try 2)" not in server.output():
+                    assert server.proc is not None and server.proc.poll() is None, \
+                        server.output()[-2000:]
+                    assert time.monotonic() < deadline, server.output()[-2000:]
+                    time.sleep(0.05)
+                assert http.get("/healthz").status_code == 200
+                assert http.get("/readyz").status_code == 503
+                proxy.faults()  # the store answers again
+                server.wait_ready(timeout=60)
+        finally:
+            server.stop()
+            proxy.stop()
