@@ -147,9 +147,8 @@ class Runtime:
         """Loading failed for good: remembered (``/readyz`` says so), logged, and handed to
         ``on_fatal`` (``semmem serve`` then ends the process with the message)."""
         self.failure = exc
-        if self.on_fatal is None:
-            log.error("cannot start: %s", exc.message)
-        else:
+        log.error("cannot start: %s", exc.message)  # a log collector's copy (JSON logs too)
+        if self.on_fatal is not None:
             self.on_fatal(exc)
 
     @property
