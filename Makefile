@@ -1,6 +1,7 @@
 # semmem: two commands on a fresh machine with only Python 3.11 —
 #   make run    set up what serving needs (venv, pinned deps without torch, the verified model
 #               and its ONNX file) and serve on 127.0.0.1
+#   make notebooks  set up likewise plus what the notebooks need (no torch; README, "Tuning")
 #   make test   set up likewise plus the dev tools and the torch reference encoder, then lint,
 #               type-check and run the whole test suite; then the Python client's own venv
 #               (.venv-client: the client, its framework extras, no server packages), its
@@ -16,13 +17,15 @@ E5     := models/multilingual-e5-small
 RUN_MODEL ?= all-MiniLM-L6-v2
 STAMP  := $(VENV)/.semmem-installed
 DEV    := $(VENV)/.semmem-dev-installed
+LINT   := $(VENV)/.semmem-lint-installed
+NOTEBOOKS := $(VENV)/.semmem-notebooks-installed
 PIP    := $(BIN)/pip install --quiet --disable-pip-version-check -c requirements.lock
 CLIENT := clients/python
 CVENV  := .venv-client
 CSTAMP := $(CVENV)/.semmem-client-installed
 TS     := clients/typescript
 
-.PHONY: setup setup-dev model model-e5 run test lint pytest client-test ts-test client-wheel browser bench docker-smoke clean
+.PHONY: setup setup-dev model model-e5 run notebooks test lint pytest client-test ts-test client-wheel browser bench docker-smoke clean
 
 # What serving needs: no torch (the model runs on ONNX Runtime; set-up builds its file).
 setup: $(STAMP) $(MODEL)/.verified
@@ -34,6 +37,16 @@ setup-dev: setup $(DEV) $(E5)/.verified
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP) -e .
+	touch $@
+
+# Lint's set-up: the tools and the packages mypy reads (the tests' support, otel), no torch.
+$(LINT): $(STAMP)
+	$(PIP) -e '.[lint,otel]'
+	touch $@
+
+# The notebooks' set-up: jupyter's headless runner and matplotlib, no torch (README, "Tuning").
+$(NOTEBOOKS): $(STAMP)
+	$(PIP) -e '.[notebooks]'
 	touch $@
 
 $(DEV): $(STAMP)
@@ -53,10 +66,14 @@ model: $(MODEL)/.verified
 
 model-e5: $(E5)/.verified
 
+# What the notebooks need beside serving's set-up and the model: .venv/bin/jupyter nbconvert
+# runs them headless (README, "Tuning ranking"); no torch.
+notebooks: setup $(MODEL)/.verified $(NOTEBOOKS)
+
 run: setup models/$(RUN_MODEL)/.verified
 	SEMMEM_MODEL=$(abspath models/$(RUN_MODEL)) $(BIN)/semmem serve $(ARGS)
 
-lint: $(DEV)
+lint: $(LINT)
 	$(BIN)/ruff check semmem tests benchmarks $(CLIENT)
 	$(BIN)/mypy
 

@@ -1,6 +1,6 @@
 """What reading an index search's candidates costs, by Lance file format and columns read.
 
-    .venv/bin/python benchmarks/candidate_reads.py --rows 1000000 --dir /tmp/w/bench31/reads
+    .venv/bin/python benchmarks/candidate_reads.py --rows 1000000 --dir DIR
 
 A recall past the index threshold reads each candidate's columns at random rows of the
 partition table (the search returns row addresses; every selected column is then read at each

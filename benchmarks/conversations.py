@@ -1,11 +1,12 @@
 """Conversations in, the relevant turn out (issue 47): recall of evidence turns within a budget.
 
     .venv/bin/python benchmarks/conversations.py [--dataset longmemeval|locomo|both]
-        [--limit N] [--budgets 1024,2048,4096] [--data DIR] [--in-process [--asked-at]]
-        [--model NAME]
+        [--longmemeval DIR] [--locomo DIR] [--limit N] [--budgets 1024,2048,4096]
+        [--data DIR] [--in-process [--asked-at]] [--model NAME]
 
-For each LongMemEval-S dev question (``/work/shared/data/longmemeval-dev``: its own ~490-turn
-haystack) and each LoCoMo dev conversation (``locomo-dev``: raw dialogs, category 5 skipped), the
+For each LongMemEval-S dev question (``--longmemeval DIR`` or ``$SEMMEM_LONGMEMEVAL``: its own
+~490-turn haystack) and each LoCoMo dev conversation (``--locomo DIR`` or ``$SEMMEM_LOCOMO``: raw
+dialogs, category 5 skipped; benchmarks/datasets.py says where both are published), the
 sessions are ingested in date order into a partition of their own through ``POST /ingest`` on a
 real ``semmem serve`` with the bundled model (one call per session, ``at`` = the session's date);
 each question is then recalled over HTTP at every budget and searched (top 5). Over the same
@@ -55,6 +56,7 @@ from benchmarks.conversation_sets import (
     load_longmemeval,
     report,
 )
+from benchmarks.datasets import LOCOMO, LONGMEMEVAL
 from semmem.conversations.pieces import cut
 from semmem.evaluation.embeddings import DiskCachedEmbedder, model_embedder
 from semmem.items import Item, Vectors, parse_iso
@@ -67,7 +69,6 @@ from semmem.ranking.turns import piece_fields
 from semmem.results import relevant
 from semmem.store.views import ItemSet
 
-DATA = Path("/work/shared/data")
 MODEL = Path(__file__).resolve().parent.parent / "models" / "all-MiniLM-L6-v2"
 BUDGETS = (1024, 2048, 4096)
 
@@ -256,6 +257,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dataset", choices=("longmemeval", "locomo", "both"),
                         default="both")
+    parser.add_argument("--longmemeval", type=Path, default=None,
+                        help="the LongMemEval-S questions' folder (or $SEMMEM_LONGMEMEVAL)")
+    parser.add_argument("--locomo", type=Path, default=None,
+                        help="the LoCoMo conversations' folder (or $SEMMEM_LOCOMO)")
     parser.add_argument("--limit", type=int, default=None, help="questions per dataset")
     parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)))
     parser.add_argument("--data", type=Path, default=None,
@@ -274,9 +279,9 @@ def main() -> None:
     budgets = [int(b) for b in args.budgets.split(",")]
     datasets = []
     if args.dataset in ("longmemeval", "both"):
-        datasets.append(load_longmemeval(DATA / "longmemeval-dev", args.limit))
+        datasets.append(load_longmemeval(LONGMEMEVAL.path(args.longmemeval), args.limit))
     if args.dataset in ("locomo", "both"):
-        datasets.append(load_locomo(DATA / "locomo-dev", args.limit))
+        datasets.append(load_locomo(LOCOMO.path(args.locomo), args.limit))
     if args.ingested_only and args.data is not None:
         marker = args.data / "ingested.json"
         held = set(json.loads(marker.read_text())) if marker.exists() else set()

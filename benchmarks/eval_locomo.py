@@ -1,6 +1,6 @@
 """Ranking study on a labelled set: the figures behind docs/ranking.md.
 
-    .venv/bin/python benchmarks/eval_locomo.py --dataset /work/shared/data/locomo-dev
+    .venv/bin/python benchmarks/eval_locomo.py --dataset LOCOMO_DIR  # or $SEMMEM_LOCOMO
 
 Prints, for the default ranking: the comparison against plain cosine and number order, an
 ablation (each component switched off), the relevance-floor trade-off (gold recall against
@@ -11,14 +11,16 @@ knob choice. Runs in memory (the ``semmem eval`` command checks the store path a
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.datasets import LOCOMO
 from semmem.evaluation import Evaluation, Outcome, Summary, summarise
 from semmem.evaluation.tuning import grid, leave_one_out, objective, pooled
 from semmem.ranking.ranker import RankingConfig
-
-DEFAULT_DATASET = Path("/work/shared/data/locomo-dev")
 
 
 def _gold(s: Summary, budgets: tuple[int, ...]) -> str:
@@ -36,19 +38,20 @@ def _offtopic(s: Summary, budgets: tuple[int, ...]) -> str:
 def main() -> None:
     """Run every study and print it."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", type=Path, default=DEFAULT_DATASET)
+    parser.add_argument("--dataset", type=Path, default=None)
     parser.add_argument("--model", type=Path, default=None)
     parser.add_argument("--no-loo", action="store_true", help="skip leave-one-out")
     args = parser.parse_args()
 
     started = time.monotonic()
-    ev = Evaluation.load(args.dataset, args.model)
+    dataset = LOCOMO.path(args.dataset)
+    ev = Evaluation.load(dataset, args.model)
     budgets = ev.budgets
     head = " ".join(f"{b:>6}" for b in budgets)
     default = RankingConfig()
     cosine = RankingConfig.plain_cosine()
 
-    print(f"## {args.dataset.name}: gold recall (%) | bytes on non-relevant facts | "
+    print(f"## {dataset.name}: gold recall (%) | bytes on non-relevant facts | "
           "off-topic bytes, per budget")
     print(f"{'setting':34} {head} | {head} | {head}")
 

@@ -1,6 +1,6 @@
 """Lance's vector index kinds on the same vectors: build time, size, query latency, recall@10.
 
-    .venv/bin/python benchmarks/index_kinds.py --sizes 100000,1000000 --dir /tmp/w/bench31/kinds
+    .venv/bin/python benchmarks/index_kinds.py --sizes 100000,1000000 --dir DIR
 
 Per size, one table of ``n`` (int64), ``text`` and a 384-dim ``vector`` column, written once
 (``--dir`` keeps it between runs), with the benchmark's vectors (``benchmarks/vectors.py``: the
@@ -222,7 +222,7 @@ async def main() -> None:
     limit_blas_threads()
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="100000,1000000")
-    parser.add_argument("--dir", default="/tmp/w/bench31/kinds")
+    parser.add_argument("--dir", required=True, help="a scratch folder for the stores")
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--kinds", default="", help="index types to run, comma-separated")
     parser.add_argument("--tails", default="", help="unindexed rows to measure, e.g. 1000,5000")

@@ -1,6 +1,6 @@
 """What reading through the vector index costs in recall quality, on a labelled set.
 
-    .venv/bin/python benchmarks/indexed_quality.py --dataset /work/shared/data/locomo-dev
+    .venv/bin/python benchmarks/indexed_quality.py --dataset LOCOMO_DIR  # or $SEMMEM_LOCOMO
 
 Every partition of the set goes into two stores through the store layer (the set's own cached
 real embeddings): one read in memory (the default below the index threshold), one forced past
@@ -20,6 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.datasets import LOCOMO
 from semmem.evaluation import Evaluation
 from semmem.evaluation.harness import BUDGETS, Outcome
 from semmem.evaluation.metrics import summarise
@@ -58,10 +59,10 @@ async def outcomes(ev: Evaluation, root: Path, indexed: bool, candidates: int
 async def main() -> None:
     limit_blas_threads()  # as the server does (semmem.wiring.open_memory)
     parser = argparse.ArgumentParser()
-    parser.add_argument("--dataset", type=Path, default=Path("/work/shared/data/locomo-dev"))
+    parser.add_argument("--dataset", type=Path, default=None)
     parser.add_argument("--candidates", type=int, default=100)
     args = parser.parse_args()
-    ev = Evaluation.load(args.dataset)
+    ev = Evaluation.load(LOCOMO.path(args.dataset))
     with tempfile.TemporaryDirectory() as tmp:
         memory_side = await outcomes(ev, Path(tmp) / "memory", False, args.candidates)
         index_side = await outcomes(ev, Path(tmp) / "index", True, args.candidates)

@@ -28,6 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.datasets import LONGMEMEVAL
 from semmem.conversations.ingest import Conversations
 from semmem.conversations.messages import Message
 from semmem.conversations.pieces import SESSION, cut
@@ -37,14 +38,11 @@ from semmem.settings import Settings
 from semmem.store import Store
 from semmem.wiring import limit_blas_threads, load_embedder
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "longmemeval-dev"
 
-
-def haystack_messages(count: int) -> list[dict[str, Any]]:
+def haystack_messages(count: int, data: Path) -> list[dict[str, Any]]:
     """``count`` turns of the dev questions' haystacks, in order, with their session's date."""
     out: list[dict[str, Any]] = []
-    files = sorted(glob.glob(str(DATA / "*.json"))) or sorted(
-        glob.glob("/work/shared/data/longmemeval-dev/*.json"))
+    files = sorted(glob.glob(str(data / "*.json")))
     for name in files:
         q = json.loads(Path(name).read_text())
         for date, session in zip(q["haystack_dates"], q["haystack_sessions"], strict=True):
@@ -66,7 +64,7 @@ async def run(args: argparse.Namespace) -> None:
         embedder: Any = HashingEmbedder()
     else:
         embedder = load_embedder(Settings())
-    raw = haystack_messages(args.messages)
+    raw = haystack_messages(args.messages, LONGMEMEVAL.path(args.longmemeval))
     messages = [Message(m["role"], m["content"].strip(), int(datetime.fromisoformat(
         m["at"]).timestamp() * 1000)) for m in raw]
     pieces = [p for m in messages for p in cut(m.content)]
@@ -119,6 +117,8 @@ async def run(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--messages", type=int, default=500)
+    parser.add_argument("--longmemeval", type=Path, default=None,
+                        help="the LongMemEval-S questions' folder (or $SEMMEM_LONGMEMEVAL)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--http", action="store_true")
     parser.add_argument("--fake", action="store_true",

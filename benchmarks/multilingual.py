@@ -33,6 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.datasets import LOCOMO, MEMSIM
 from semmem.embedding.files import default_model_dir
 from semmem.evaluation import Evaluation, Summary
 from semmem.evaluation.dataset import Fact, LabelledSet, Partition, Query, load_dataset
@@ -40,9 +41,7 @@ from semmem.evaluation.embeddings import model_embedder
 from semmem.ranking.calibration import calibrated, load_calibration
 from semmem.ranking.ranker import RankingConfig
 
-MEMSIM = Path("/work/.mirror/nuster1128+MemSim/repo")
 FOLDER = "data_generation/final_dataset/messages_and_QAs"
-LOCOMO = Path("/work/shared/data/locomo-dev")
 BUDGETS = (512, 1024, 2048)
 MODELS = ("all-MiniLM-L6-v2", "multilingual-e5-small")
 _TIME = re.compile(r"(\d{4})年(\d{2})月(\d{2})日\D*(\d{2}):(\d{2})")
@@ -125,18 +124,19 @@ def report(name: str, labelled: LabelledSet, folders: list[Path]) -> None:
 def main() -> None:
     """Print the comparison."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--memsim", type=Path, default=MEMSIM)
+    parser.add_argument("--memsim", type=Path, default=None)
     parser.add_argument("--split", choices=("dev", "held-out", "all"), default="dev")
-    parser.add_argument("--locomo", type=Path, default=LOCOMO)
+    parser.add_argument("--locomo", type=Path, default=None)
     parser.add_argument("--no-locomo", action="store_true")
     parser.add_argument("--no-memsim", action="store_true")
     parser.add_argument("--models", nargs="*", default=list(MODELS))
     args = parser.parse_args()
     folders = [default_model_dir().parent / m for m in args.models]
     if not args.no_memsim:
-        report(f"MemSim {args.split}", memsim(args.memsim, args.split), folders)
+        report(f"MemSim {args.split}", memsim(MEMSIM.path(args.memsim), args.split), folders)
     if not args.no_locomo:
-        report(f"LoCoMo {args.locomo.name}", load_dataset(args.locomo), folders)
+        locomo = LOCOMO.path(args.locomo)
+        report(f"LoCoMo {locomo.name}", load_dataset(locomo), folders)
 
 
 if __name__ == "__main__":

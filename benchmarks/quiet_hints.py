@@ -18,6 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.datasets import LOCOMO
 from semmem.embedding.files import default_model_dir
 from semmem.evaluation.dataset import load_locomo
 from semmem.evaluation.embeddings import model_embedder
@@ -38,8 +39,8 @@ def person(pair: Pair) -> str:
 def main() -> None:
     """Sweep every candidate, choose on tune, print the tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--locomo", type=Path, default=Path("/work/shared/data/locomo-dev"))
-    args = parser.parse_args()
+    parser.add_argument("--locomo", type=Path, default=None)
+    locomo = LOCOMO.path(parser.parse_args().locomo)  # before the model loads
     limit_blas_threads()
     embedder = model_embedder(default_model_dir())
     pair_sets = {
@@ -48,7 +49,7 @@ def main() -> None:
                          person),
     }
     conversations = {}
-    for path in sorted(args.locomo.glob("*.json")):
+    for path in sorted(locomo.glob("*.json")):
         texts = [fact.text for fact in load_locomo(path).facts]
         conversations[path.stem] = (texts, embedder.embed_batch(texts))
     names = list(conversations)

@@ -6,6 +6,7 @@ maps each class to a status in one table, the CLI prints the message.
     SemmemError
     ├── InvalidInput          code invalid_request
     │   ├── InvalidArguments  code invalid_arguments
+    │   ├── UnknownTool       (no tool of that name)
     │   └── DeadlineExceeded  code deadline_exceeded
     ├── Unauthorized          code unauthorized
     ├── Forbidden             code forbidden
@@ -43,6 +44,10 @@ class InvalidInput(SemmemError):
     """The request or an argument is malformed."""
 
     code = "invalid_request"
+
+
+class UnknownTool(InvalidInput):
+    """No tool of the name called; the message lists the tools."""
 
 
 class InvalidArguments(InvalidInput):
@@ -140,3 +145,17 @@ class ModelError(Unavailable):
 
 class ModelMismatch(Unavailable):
     """The store was embedded with another model; `semmem reindex` migrates it."""
+
+    @classmethod
+    def between(cls, where: str, stored: object, model: str) -> ModelMismatch:
+        """The refusal of ``where`` (a store, a partition), embedded with ``stored`` where
+        ``model`` is configured: both ways out in one line, every surface the same words."""
+        name = str(stored).partition("@")[0]  # a model id is <folder name>@<files' hash>
+        return cls(
+            f"{where} was embedded with model {stored!r}, not {model!r} (the model configured "
+            f"here); either serve it with its own model (set SEMMEM_MODEL to that model's "
+            f"folder, e.g. SEMMEM_MODEL=models/{name}), or move it to this model with "
+            f"`semmem reindex` (servers on it stopped first; it re-embeds every stored text, "
+            f"about as long as importing them again)",
+            {"store_model": stored, "model": model},
+        )

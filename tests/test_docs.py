@@ -114,7 +114,8 @@ class Walk:
 
 def _run_cli_lines(lines: list[list[str]], where: Path) -> list[tuple[list[str], str]]:
     """Run ``semmem`` lines in order in ``where`` (its ``semmem-data``), each exiting 0; a
-    backup's ``ID`` is the one ``backup create`` printed. Returns each line and its output."""
+    backup's ``ID`` (``"$ID"``) is the one ``backup create`` printed. Returns each line and its
+    output."""
     from typer.testing import CliRunner
 
     from semmem.cli.commands import app
@@ -126,7 +127,7 @@ def _run_cli_lines(lines: list[list[str]], where: Path) -> list[tuple[list[str],
     os.chdir(where)
     try:
         for args in lines:
-            args = [backup if a == "ID" else a for a in args]
+            args = [backup if a in ("ID", "$ID") else a for a in args]
             result = runner.invoke(app, args, env=env)
             assert result.exit_code == 0, (args, result.stdout, result.stderr)
             if args[:2] == ["backup", "create"]:
@@ -134,7 +135,7 @@ def _run_cli_lines(lines: list[list[str]], where: Path) -> list[tuple[list[str],
             ran.append((args, result.stdout))
     finally:
         os.chdir(before)
-    assert backup != "ID"
+    assert backup != "ID" or not any(args[:2] == ["backup", "create"] for args in lines)
     return ran
 
 
@@ -384,3 +385,121 @@ def test_docs_commands_name_files_and_flags_that_exist() -> None:
                                    capture_output=True, text=True, check=True,
                                    env={**os.environ, "PYTHONPATH": str(REPO)}).stdout
             assert all(flag in usage for flag in flags), (path, flags)
+
+
+def test_http_errors_table_lists_every_status_the_server_answers() -> None:
+    """docs/http.md's table has a row for every status an error can answer: the status
+    table's and Starlette's own (404 unknown route, 405 wrong method, e.g. `GET /memory`)."""
+    from semmem.protocol.status import STATUS
+
+    table = (REPO / "docs" / "http.md").read_text(encoding="utf-8").split("## Errors")[1]
+    rows = {int(m) for m in re.findall(r"^\| (\d{3}) \|", table, re.M)}
+    assert 422 in rows  # the scan sees the table (positive control)
+    assert {*STATUS.values(), 404, 405, 500} <= rows
+
+
+# A folder of one machine: its home folders, a root's, this project's work trees and scratch.
+# Spelled with classes so that this file does not hold what it looks for.
+MACHINE_PATH = re.compile(r"(?<![\w.~$-])/(?:[w]ork|[f]arm|[r]oot|tmp/[w]|[h]ome/(?!semmem\b)"
+                          r"[\w.-]+|[U]sers/[\w.-]+)(?=/|\b)")
+
+
+def machine_paths(text: str) -> list[str]:
+    """The absolute paths of one machine that ``text`` holds (the image's own user,
+    /home/semmem in the Dockerfile, is the image's, not a machine's)."""
+    return MACHINE_PATH.findall(text)
+
+
+def test_no_tracked_file_names_a_folder_of_one_machine() -> None:
+    """Every command in the repository runs from a clone: no tracked file names a folder that
+    exists on one machine only (data sets are arguments or variables, scratch under $TMPDIR)."""
+    planted = "--dataset " + "/" + "work/shared/data/x, " + "/" + "home/alice/y and /" + "root/z"
+    assert len(machine_paths(planted)) == 3  # the scan sees them (positive control)
+    assert machine_paths("/usr/bin/chromium /etc/hosts /home/semmem /var/lib/semmem "
+                         "${TMPDIR:-/tmp}/semmem-bench ../h29-base /path/to/semmem") == []
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True,
+                             check=True).stdout.decode().split("\0")
+    found = {}
+    for name in filter(None, tracked):
+        path = REPO / name
+        if not path.is_file() or path.suffix in (".png", ".bin", ".onnx"):
+            continue
+        hits = machine_paths(path.read_text(encoding="utf-8", errors="replace"))
+        if hits:
+            found[name] = sorted(set(hits))
+    assert len(tracked) > 100 and found == {}
+
+
+def test_readme_serve_line_says_to_stop_make_run_and_which_token_it_sets() -> None:
+    """The walk-through's server wants make run's port, and its token is not the one make run
+    generated: the README says both before the line."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    line = block_with(REPO / "README.md", "sh", "semmem serve      #").strip()
+    before = readme[:readme.index(line)].rsplit("```", 2)[-2]  # the prose since the last block
+    assert "SEMMEM_TOKENS=local-dev-token-0001" in line  # the line it is about
+    assert "Stop `make run` first" in before and "8080" in before
+    assert "`local-dev-token-0001`" in before and "generated-token" in before
+
+
+@pytest.mark.model
+def test_readme_backup_id_line_gives_the_newest_backup(served: Walk) -> None:
+    """The backups block's ``ID=$(…)`` runs in a shell as written and names the backup its
+    ``backup create`` made (the ``ID`` placeholder was taken literally: "no backup 'ID'")."""
+    block = block_with(REPO / "README.md", "sh", "backup verify")
+    [line] = [x for x in block.splitlines() if x.startswith("ID=$(")]
+    [created] = [json.loads(out.strip().splitlines()[-1])["id"] for args, out in served.ran
+                 if args[:2] == ["backup", "create"]]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEMMEM_")}
+    env.update({"PYTHONPATH": str(REPO), "SEMMEM_DATA": str(served.where / "semmem-data")})
+    out = subprocess.run(["bash", "-c", line.replace(".venv/bin/", f"{BIN}/") + '\necho "$ID"'],
+                         cwd=served.where, env=env, capture_output=True, text=True, check=True,
+                         timeout=120).stdout
+    assert out.strip() == created
+    assert all('"$ID"' in x for x in block.splitlines() if "verify" in x or "restore" in x)
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_readme_tuning_lines_go_from_a_store_to_a_served_ranking(tmp_path: Path) -> None:
+    """The README's "Tuning ranking" runs as written in a clone whose store holds the command
+    line walk-through's facts: carol's export and two labelled questions, the tuning notebook
+    headless (on the test venv's nbconvert: `make notebooks` is that set-up, checked by
+    tests/test_packaging.py), then `semmem serve --ranking` on the file it wrote."""
+    from semmem.ranking.ranker import RankingConfig
+
+    clone = tmp_path / "clone"
+    (clone / "notebooks").mkdir(parents=True)
+    for name in ("semmem", "pyproject.toml", "models"):  # what the notebook knows a clone by
+        (clone / name).symlink_to(REPO / name)
+    shutil.copy(REPO / "notebooks" / "tune_ranking.ipynb", clone / "notebooks")
+    commands = block_with(REPO / "README.md", "sh", "tune_ranking.ipynb")
+    _run_cli_lines(_cli_lines(REPO / "README.md", ".venv/bin/semmem ")[:6], clone)
+    lines = [line for line in commands.splitlines() if line.strip()]
+    assert len(lines) == 5 and lines[0].startswith("make notebooks")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEMMEM_")}
+    env.update({"PYTHONPATH": str(REPO), "SEMMEM_DATA": str(clone / "semmem-data"),
+                "SEMMEM_EVAL_CACHE": str(tmp_path / "cache"), "PATH": f"{BIN}:{env['PATH']}"})
+    script = "set -e\n" + "\n".join(lines[1:4]).replace(".venv/bin/", f"{BIN}/")
+    done = subprocess.run(["bash", "-c", script], cwd=clone, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    chosen = RankingConfig.from_file(clone / "notebooks" / "out" / "ranking.json")
+    assert chosen.relevance_model != RankingConfig().relevance_model  # fitted on the questions
+    assert (clone / "notebooks" / "out" / "tune_ranking.ipynb").is_file()
+    assert "serve --ranking notebooks/out/ranking.json" in lines[4]
+    proc, url = start(lines[4], clone, tmp_path / "serve.log")
+    try:
+        with httpx.Client(timeout=30) as c:
+            assert c.get(url + "/readyz").json()["status"] == "ready"
+    finally:
+        stop(proc)
+
+
+def test_readme_hint_example_says_which_model_it_holds_for() -> None:
+    """The `similar` example's score and listing are the default model's: the README says so
+    (under the multilingual model the same write scores otherwise)."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = block_with(REPO / "README.md", "text", "memory call-8")
+    before = readme[:readme.index(block)].rsplit("```", 2)[-2]
+    assert '"score":0.4763' in block  # the example it is about
+    assert "all-MiniLM-L6-v2" in before and "multilingual" in before

@@ -88,3 +88,45 @@ def test_the_image_leaves_its_models_readable_to_the_user_that_serves() -> None:
     runs = [line for line in build.splitlines() if line.startswith("RUN ")]
     last = max(i for i, line in enumerate(runs) if "semmem model" in line)
     assert runs[last].rstrip().endswith("chmod -R a+rX /opt/semmem/models"), runs[last]
+
+
+def _make_extras(target: str) -> set[str]:
+    """The extras the Makefile installs for ``target``: its prerequisites' stamps followed to
+    their recipes' ``-e '.[…]'`` (and a ``semmem[…]`` extra's own, followed too)."""
+    make = (ROOT / "Makefile").read_text()
+    names = dict(re.findall(r"^(\w+)\s*:=\s*(\S+)$", make, re.M))
+
+    def expand(text: str) -> str:
+        while (done := re.sub(r"\$\((\w+)\)", lambda m: names.get(m[1], m[1]), text)) != text:
+            text = done
+        return text
+
+    rules = {expand(name): (expand(prereqs), recipe) for name, prereqs, recipe in
+             re.findall(r"^(\S+?):([^=\n]*)\n((?:\t.*\n)*)", make, re.M)}
+    extras = _project()["optional-dependencies"]
+    assert isinstance(extras, dict)
+    found: set[str] = set()
+    todo = [target]
+    while todo:
+        prereqs, recipe = rules.get(todo.pop(), ("", ""))
+        for extra in re.findall(r"-e '\.\[([\w,-]+)\]'", recipe):
+            found |= set(extra.split(","))
+        todo += prereqs.split()
+    for extra in list(found):
+        for req in extras[extra]:
+            if req.startswith("semmem["):
+                found |= set(req[len("semmem["):-1].split(","))
+    return found
+
+
+def test_lint_and_notebooks_set_ups_bring_no_torch() -> None:
+    """`make lint` ran ruff and mypy after installing torch (2.6 GB); the notebooks needed the
+    same set-up. Each now has its own, without the reference extra; make test's has it."""
+    assert "reference" in _make_extras("setup-dev")  # the walk sees the torch set-up
+    extras = _project()["optional-dependencies"]
+    assert isinstance(extras, dict)
+    for target, wanted in (("lint", {"lint"}), ("notebooks", {"notebooks"})):
+        chosen = _make_extras(target)
+        assert wanted <= chosen and "reference" not in chosen, (target, chosen)
+        names = {_name(r) for extra in chosen for r in extras[extra]}
+        assert names & TORCH_STACK == set(), (target, names & TORCH_STACK)

@@ -8,7 +8,14 @@ Two sources:
     {"type": "query", "partition": "p", "id": "q1", "text": "…", "relevant": ["f1"]}
 
   Facts are remembered in file order within their partition (``ts`` is optional). A query
-  with an empty ``relevant`` list is an off-topic probe: anything recalled for it is noise;
+  with an empty ``relevant`` list is an off-topic probe: anything recalled for it is noise.
+  A record without ``partition`` is in the file's own (named after it), and a line of
+  ``semmem export`` (no ``type``: ``n``, ``text``, ``ts``…) is a fact whose id is its number,
+  so an export with queries appended is a labelled set::
+
+    {"n": 1, "text": "Prefers SI units", "ts": "…", "updated": "…", "revision": 2}
+    {"type": "query", "text": "which units do I use?", "relevant": ["1"]}
+
 - a LoCoMo folder (or one LoCoMo ``.json``): each conversation is a partition, every
   ``session_K_observation`` fact is remembered in session order, and ``qa[].evidence`` dialog
   ids label the facts that carry them. Category 5 (adversarial) questions are skipped, and so
@@ -120,12 +127,12 @@ def load_jsonl(path: Path) -> LabelledSet:
             raise InvalidInput(f"{where}: not JSON ({exc.args[0]})") from exc
         if not isinstance(rec, dict):
             raise InvalidInput(f"{where}: expected a JSON object")
-        name = _string(rec, "partition", where)
+        name = _string(rec, "partition", where) if "partition" in rec else path.stem
         part = parts.setdefault(name, Partition(name))
         known = fact_ids.setdefault(name, set())
-        kind = rec.get("type")
+        kind = rec.get("type", "fact" if "n" in rec else None)  # no type: an export's line
         if kind == "fact":
-            fid = _string(rec, "id", where)
+            fid = _string(rec, "id", where) if "type" in rec else _number(rec, where)
             if fid in known:
                 raise InvalidInput(f"{where}: fact id {fid!r} repeats in partition {name!r}")
             known.add(fid)
@@ -244,6 +251,14 @@ def _string(rec: dict[str, Any], key: str, where: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput(f"{where}: {key!r} must be a non-empty string")
     return value
+
+
+def _number(rec: dict[str, Any], where: str) -> str:
+    """An exported item's number, as the id its queries name."""
+    n = rec.get("n")
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise InvalidInput(f"{where}: 'n' must be a positive integer (a line of semmem export)")
+    return str(n)
 
 
 def _natural(path: Path) -> tuple[int, str]:

@@ -21,6 +21,7 @@ from semmem.errors import (
     QuotaExceeded,
     SemmemError,
     TooLarge,
+    UnknownTool,
 )
 from semmem.protocol.status import PUBLIC_5XX, status_of
 from semmem.protocol.untrusted import loggable
@@ -29,7 +30,8 @@ log = logging.getLogger("semmem.mcp")
 
 # Nearest class wins; Conflict, Overloaded and Unavailable already say "recall again" / "retry".
 NEXT_STEP: dict[type[SemmemError], str] = {
-    InvalidInput: "Fix the arguments and call the tool again.",
+    InvalidInput: "Fix the call and try again.",
+    UnknownTool: "Call one of the tools listed.",
     InvalidArguments: "Fix the arguments and call the tool again.",
     NotFound: "Search memory to find the fact's current number.",
     Forbidden: "Do not retry: this memory can only be read here.",

@@ -342,12 +342,18 @@ class ProviderAuth:
 
         Raises:
             Unauthorized: missing or wrong token (and not running insecure).
+            Forbidden: a token bound to a partition (an MCP token).
         """
         identity = self.tokens.identify(header)
         if identity is not None and identity.binding is None:
             return None if identity.scope.empty else identity.scope
         if self.insecure:
             return None
+        if identity is not None and identity.binding is not None:
+            # A valid token, for another door: say which (its partition, never the token).
+            raise Forbidden(f"this token is bound to partition {identity.binding.partition!r} "
+                            f"for MCP (/mcp) only; the provider endpoint takes a token without "
+                            f"a binding")
         if bearer_of(header) is None:
             raise Unauthorized("missing bearer token: send 'Authorization: Bearer <token>'")
         raise Unauthorized("wrong bearer token")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from semmem.contract import MAX_BODY
-from semmem.errors import Forbidden, InvalidInput, TooLarge
+from semmem.errors import Forbidden, TooLarge, UnknownTool
 from semmem.protocol.fitting import fit_recall, fit_search
 from semmem.protocol.jsonio import dumps
 from semmem.protocol.tools import ToolSpec
@@ -126,13 +126,13 @@ class Dispatcher:
         """The tool called ``name``.
 
         Raises:
-            InvalidInput: no such tool (the name is not echoed: messages are logged, and it
+            UnknownTool: no such tool (the name is not echoed: messages are logged, and it
                 is the caller's string).
         """
         spec = self.specs.get(name)
         if spec is None:
-            raise InvalidInput("unknown tool; the tools are " + ", ".join(self.specs),
-                               {"tools": list(self.specs)})
+            raise UnknownTool("unknown tool; the tools are " + ", ".join(self.specs),
+                              {"tools": list(self.specs)})
         return spec
 
     async def call(self, memory: Memory, call: ToolCall) -> dict[str, Any]:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from semmem.embedding.embedder import Embedder
@@ -23,8 +24,18 @@ from semmem.serving.dispatch import Dispatcher
 from semmem.serving.metrics import Metrics
 from semmem.serving.rates import RateLimiter
 from semmem.settings import Settings
+from semmem.store.modes import local_path
 
 log = logging.getLogger("semmem.web")
+MAX_RETRY_S = 30.0  # the longest wait between two tries of a remote store that does not answer
+
+
+def transient(exc: SemmemError, data: str) -> bool:
+    """Whether a start-up failure may pass by itself, so the server waits and tries again:
+    a remote store (S3 and the like) that does not answer. Everything else — the model's files,
+    a store embedded with another model, a local store that cannot be opened, a bad tokens or
+    ranking file — needs the operator, so the server stops (docs/operating.md, "Start-up")."""
+    return type(exc) is Unavailable and local_path(data) is None
 
 
 class Limiter:
@@ -82,6 +93,8 @@ class Runtime:
         self._owned = memory is None  # the store is closed at stop only if we opened it
         self._loading: asyncio.Task[None] | None = None
         self.ready = asyncio.Event()
+        # Called once when loading failed in a way no retry fixes (``semmem serve`` stops).
+        self.on_fatal: Callable[[SemmemError], None] | None = None
 
     @property
     def accepted(self) -> bool:
@@ -96,25 +109,47 @@ class Runtime:
 
     async def _load(self) -> None:
         try:
-            memory = self._given
-            if memory is None:
-                from semmem.wiring import load_embedder, open_memory
-
-                embedder = self._embedder
-                if embedder is None:
-                    embedder = await asyncio.to_thread(load_embedder, self.settings)
-                memory = await open_memory(self.settings, embedder, maintain=True)
-                await memory.start()
+            memory = self._given or await self._open()
             self.memory = memory
             log.info("ready: model %s, store %s", memory.embedder.model_id, memory.uri)
         except SemmemError as exc:
-            self.failure = exc
-            log.error("cannot start: %s", exc.message)
-        except Exception as exc:  # any engine error: report it as unavailable, keep serving
-            self.failure = Unavailable(f"cannot start: {type(exc).__name__}: {exc}")
+            self._fail(exc)
+        except Exception as exc:  # any engine error: report it as unavailable
             log.exception("cannot start")
+            self._fail(Unavailable(f"cannot start: {type(exc).__name__}: {exc}"))
         finally:
             self.ready.set()
+
+    async def _open(self) -> Memory:
+        """The model loaded once, then the store opened: again, with backoff, while it is a
+        remote store that does not answer (``transient``); any other failure is raised."""
+        from semmem.wiring import load_embedder, open_memory
+
+        embedder = self._embedder
+        if embedder is None:
+            embedder = await asyncio.to_thread(load_embedder, self.settings)
+        for attempt in itertools.count(1):
+            try:
+                memory = await open_memory(self.settings, embedder, maintain=True)
+            except Unavailable as exc:
+                if not transient(exc, self.settings.data):
+                    raise
+                wait = min(2.0 ** (attempt - 1), MAX_RETRY_S)
+                log.warning("store not reachable (try %d), trying again in %.0f s: %s",
+                            attempt, wait, exc.message)
+                await asyncio.sleep(wait)
+                continue
+            await memory.start()
+            return memory
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _fail(self, exc: SemmemError) -> None:
+        """Loading failed for good: remembered (``/readyz`` says so), logged, and handed to
+        ``on_fatal`` (``semmem serve`` then ends the process with the message)."""
+        self.failure = exc
+        log.error("cannot start: %s", exc.message)  # a log collector's copy (JSON logs too)
+        if self.on_fatal is not None:
+            self.on_fatal(exc)
 
     @property
     def maintainer(self) -> Maintenance | None:

@@ -44,10 +44,26 @@ def check_default_dir(uri: str) -> None:
             f"directory you mean")
 
 
+def _private_dir(path: Path) -> None:
+    """The rule for a store directory that was already there: private to its owner. An empty
+    one of this user (made by hand for the store: `mkdir`, 0755) is made 0700, as semmem makes
+    its own; one holding files others may read is left as its owner set it, said in one line
+    with the fix."""
+    st = path.stat()
+    mode = stat.S_IMODE(st.st_mode)
+    if not mode & 0o077:
+        return
+    if st.st_uid == os.geteuid() and stat.S_ISDIR(st.st_mode) and not any(path.iterdir()):
+        path.chmod(0o700)
+        return
+    log.warning("the store directory %s is open to other users (mode %o): `chmod 700 %s` "
+                "(new files in it are private anyway)", path, mode, path)
+
+
 @contextlib.contextmanager
 def owner_only(uri: str, *, default_dir: bool = False) -> Iterator[None]:
-    """Within: umask 077, and a local store directory that exists, made 0700 if new (one
-    already there that others may read is logged, left as its owner set it).
+    """Within: umask 077, and a local store directory that exists, made 0700 if new or empty
+    (one already holding files that others may read is logged, left as its owner set it).
 
     Raises:
         InvalidInput: ``default_dir`` and the directory is a symbolic link.
@@ -61,10 +77,7 @@ def owner_only(uri: str, *, default_dir: bool = False) -> Iterator[None]:
             try:  # no look first: another replica starting beside this one may make it now
                 path.mkdir(parents=True, mode=0o700)
             except FileExistsError:
-                if stat.S_IMODE(path.stat().st_mode) & 0o077:
-                    log.warning("the store directory %s is open to other users (mode %o); "
-                                "new files in it are private (0600), older ones keep their "
-                                "modes", path, stat.S_IMODE(path.stat().st_mode))
+                _private_dir(path)
         yield
     finally:
         os.umask(before)

@@ -143,7 +143,8 @@ class Store(Registered, IndexedReads, SystemRecords):
         """Connect, create the registry if needed and check the store's model.
 
         Raises:
-            ModelMismatch: the store was embedded with another model (run ``semmem reindex``).
+            ModelMismatch: the store was embedded with another model (its message says both
+                ways out: its own model, or ``semmem reindex``).
             Unavailable: the store cannot be reached.
         """
         try:
@@ -159,11 +160,7 @@ class Store(Registered, IndexedReads, SystemRecords):
             await self.set_meta({"schema": SCHEMA_VERSION, "model": self.model_id, "dim": self.dim,
                                  formats.KEY: formats.FORMAT})
         elif check_model and meta.get("model") != self.model_id:
-            raise ModelMismatch(
-                f"store {self.uri} was embedded with model {meta.get('model')!r}, "
-                f"not {self.model_id!r}; run `semmem reindex` to re-embed it with this model",
-                {"store_model": meta.get("model"), "model": self.model_id},
-            )
+            raise ModelMismatch.between(f"store {self.uri}", meta.get("model"), self.model_id)
 
     async def close(self) -> None:
         """Drop cached handles."""

@@ -152,7 +152,9 @@ async def _on_http_error(request: Request, exc: Exception) -> Response:
     if exc.status_code == 404:
         detail = f"no such endpoint: {request.method} {request.url.path}"
     elif exc.status_code == 405:
-        detail = f"method {request.method} is not allowed on {request.url.path}"
+        takes = (exc.headers or {}).get("Allow", "")
+        detail = f"method {request.method} is not allowed on {request.url.path}" + (
+            f"; it takes {takes}" if takes else "")
     return http_error_response(exc.status_code, detail, dict(exc.headers or {}))
 
 

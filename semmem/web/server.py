@@ -8,10 +8,10 @@ import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from semmem.embedding.embedder import Embedder
-from semmem.errors import InvalidInput
+from semmem.errors import InvalidInput, SemmemError
 from semmem.protocol.declaration import check_path
 from semmem.serving.auth import MIN_TOKEN_BYTES, check_lengths, generate_token, load_tokens
 from semmem.settings import Settings
@@ -20,7 +20,11 @@ from semmem.store.modes import check_default_dir, local_path, owner_only
 from semmem.store.upkeep.scratch import private_temp
 from semmem.web.net import is_loopback
 
+if TYPE_CHECKING:
+    from semmem.serving.runtime import Runtime
+
 GENERATED_TOKEN_FILE = "generated-token"  # in the store directory, or the working directory
+STARTUP_FAILURE = 3  # uvicorn's exit status when it could not start (a port taken)
 
 
 def prepare(settings: Settings, out: TextIO) -> Settings:
@@ -141,8 +145,9 @@ def serve(settings: Settings, *, embedder: Embedder | None = None,
         # fail now, not after the port opened, if the model is broken
         check_model(settings.model, settings.encoder)
     tracer = otel.setup()  # None unless OTEL_* configure tracing
+    api = create_app(settings, embedder=embedder)
     # Request ids outermost: the access line carries the request's id and trace.
-    app = RequestIds(AccessLog(create_app(settings, embedder=embedder)))
+    app = RequestIds(AccessLog(api))
     # access_log=False: uvicorn's line shows the query string (admin partitions); ours doesn't.
     # Heads: at most 16 KiB, within SEMMEM_HEAD_TIMEOUT_S (web/heads.py); a body has
     # SEMMEM_BODY_TIMEOUT_S (web/bodies.py), read before a concurrency slot is taken.
@@ -150,12 +155,27 @@ def serve(settings: Settings, *, embedder: Embedder | None = None,
         with owner_only(settings.data, default_dir=settings.default_data), \
                 private_temp(settings.data):  # the engine's spill files: removed if left by a kill
             # log_config=None: uvicorn's own lines go through the root handler (logs.OneLine)
-            uvicorn.run(
+            server = uvicorn.Server(uvicorn.Config(
                 app, host=settings.host, port=settings.port,
                 log_level=settings.log_level.lower(), log_config=None,
                 server_header=False, proxy_headers=False, timeout_graceful_shutdown=5,
                 access_log=False, http=heads.protocol(settings.head_timeout_s),
-            )
+            ))
+            runtime: Runtime = api.state.runtime
+            fatal: list[SemmemError] = []
+
+            def stop(exc: SemmemError) -> None:
+                # A server that can never serve must not stay up saying it is alive: a
+                # supervisor sees the exit, the operator the one line with the fix.
+                fatal.append(exc)
+                server.should_exit = True
+
+            runtime.on_fatal = stop
+            server.run()
+            if fatal:
+                raise fatal[0]
+            if not server.started:
+                sys.exit(STARTUP_FAILURE)  # as uvicorn.run: the port was taken, say
     finally:
         if tracer is not None:
             tracer.shutdown()

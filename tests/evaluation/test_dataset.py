@@ -62,6 +62,28 @@ def test_load_jsonl_reads_partitions_facts_and_queries(tmp_path: Path) -> None:
     assert part.queries[1].id == "q2" and part.queries[1].relevant == frozenset()
 
 
+def test_an_export_with_queries_appended_is_a_labelled_set(tmp_path: Path) -> None:
+    """`semmem export` lines are facts numbered as the store numbers them, in the file's own
+    partition, as are queries that name none (the README's tuning lines)."""
+    path = write_jsonl(tmp_path / "tuning.jsonl", [
+        {"n": 1, "text": "Prefers SI units", "ts": "2024-05-01T10:00:00Z",
+         "updated": "2024-05-02T10:00:00Z", "revision": 2},
+        {"n": 3, "text": "Flies from Lyon", "ts": "2024-05-01T11:00:00Z",
+         "updated": "2024-05-01T11:00:00Z", "revision": 1, "note": "an owner's record field"},
+        {"type": "query", "text": "which units do I use?", "relevant": ["1"]},
+        {"type": "query", "text": "capital of Peru?", "relevant": []},
+    ])
+    [part] = load_jsonl(path).partitions
+    assert part.name == "tuning"
+    assert [(f.id, f.text) for f in part.facts] == [("1", "Prefers SI units"),
+                                                     ("3", "Flies from Lyon")]
+    assert part.facts[0].ts == 1_714_557_600_000
+    assert [q.relevant for q in part.queries] == [frozenset({"1"}), frozenset()]
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{"n": 0, "text": "x"}])
+    with pytest.raises(InvalidInput, match=r"bad.jsonl:1: 'n' must be a positive integer"):
+        load_jsonl(bad)
+
+
 @pytest.mark.parametrize(
     ("record", "message"),
     [

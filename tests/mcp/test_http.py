@@ -124,11 +124,14 @@ def test_auth_refusals(server: ServerProcess) -> None:
             assert r.headers["www-authenticate"] == 'Bearer realm="semmem"'
         unbound = http.post("/mcp", json=body, headers={**headers, **AUTH})
         assert "not bound to a partition" in assert_error(unbound, 403, "forbidden")["message"]
-        # A bound token is an MCP token: the provider endpoint does not accept it.
+        # A bound token is an MCP token: the provider endpoint does not accept it, and says
+        # why (it is valid, bound to alice), never echoing the token.
         provider = send(http, recall("x", partition="alice"),
                         {"Authorization": "Bearer alice-token-000000",
                          "Content-Type": "application/json"})
-        assert_error(provider, 401, "unauthorized")
+        said = assert_error(provider, 403, "forbidden")["message"]
+        assert said == ("this token is bound to partition 'alice' for MCP (/mcp) only; the "
+                        "provider endpoint takes a token without a binding")
 
 
 def test_session_serves_only_the_token_that_opened_it(server: ServerProcess) -> None:

@@ -44,7 +44,7 @@ def test_binding_lookup_and_who_may_use_what() -> None:
     auth = ProviderAuth(Tokens(inline="plain,mcp-tok partition=alice access=read"), Tokens())
     assert auth.check_mcp("Bearer mcp-tok") == Binding("alice", False)
     auth.check("Bearer plain")
-    with pytest.raises(Unauthorized):
+    with pytest.raises(Forbidden, match="bound to partition 'alice' for MCP"):
         auth.check("Bearer mcp-tok")
     with pytest.raises(Forbidden, match="not bound to a partition"):
         auth.check_mcp("Bearer plain")

@@ -44,6 +44,9 @@ async def test_tool_errors_tell_the_model_what_to_do(tmp_path: Path) -> None:
                           "fact's current number."
         unknown = error(await client.call_tool("drop_everything", {}), "invalid_request")
         assert "the tools are recall, search, remember, update, forget" in unknown
+        # the arguments were not the trouble: the step names what is
+        assert "Fix the arguments" not in unknown and unknown.endswith(
+            "Call one of the tools listed.")
 
         ok(await client.call_tool("remember", {"text": "Dana works at Acme."}))
         ok(await client.call_tool("recall", {"text": "Dana"}))

@@ -372,8 +372,9 @@ def test_error_envelope_on_unknown_route_and_method(host: Client) -> None:
     """Starlette's own 404 and 405 use the contract's envelope too."""
     assert_error(host.get("/nowhere"), 404, "not_found")
     r = host.get("/memory", headers=AUTH)
-    assert_error(r, 405, "invalid_request")
+    said = assert_error(r, 405, "invalid_request")["message"]
     assert r.headers["allow"] == "POST"
+    assert said == "method GET is not allowed on /memory; it takes POST"
 
 
 def test_envelope_reports_every_field_problem(host: Client) -> None:

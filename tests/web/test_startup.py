@@ -4,6 +4,7 @@ token goes, the tokens file's mode, a symlinked default data directory, private 
 from __future__ import annotations
 
 import io
+import logging
 import os
 import pty
 import stat
@@ -11,7 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from semmem.settings import Settings
+from semmem.store.modes import owner_only
 from semmem.web.server import GENERATED_TOKEN_FILE, prepare
 from tests.support.server import REPO, TOKEN, ServerProcess
 from tests.support.web import remember
@@ -146,3 +150,26 @@ def test_store_files_are_private_and_a_shared_tokens_file_is_warned(tmp_path: Pa
     shared = [(str(p), oct(stat.S_IMODE(p.lstat().st_mode))) for p in [tmp_path / "db", *paths]
               if stat.S_IMODE(p.lstat().st_mode) & 0o077]
     assert shared == []
+
+
+def test_a_store_folder_made_with_mkdir_is_made_private_once(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The README's MCP example path is usually made with plain `mkdir` (0755): it warned at
+    every start. An empty folder is made 0700 as semmem makes its own, silently; one already
+    holding files others may read is warned in one line that says the fix."""
+    made = tmp_path / "made-by-hand"
+    made.mkdir(mode=0o755)
+    made.chmod(0o755)
+    with caplog.at_level(logging.WARNING, "semmem.store"), owner_only(str(made)):
+        pass
+    assert stat.S_IMODE(made.stat().st_mode) == 0o700
+    assert "open to other users" not in caplog.text
+    held = tmp_path / "held"
+    held.mkdir()
+    (held / "a-file").write_text("x")
+    held.chmod(0o755)
+    with caplog.at_level(logging.WARNING, "semmem.store"), owner_only(str(held)):
+        pass
+    assert stat.S_IMODE(held.stat().st_mode) == 0o755  # its owner's choice, not undone
+    [line] = [r.getMessage() for r in caplog.records if "open to other users" in r.getMessage()]
+    assert line.endswith(f"`chmod 700 {held}` (new files in it are private anyway)")

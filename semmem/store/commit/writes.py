@@ -241,8 +241,7 @@ class Writer:
                 await backoff(attempt)
                 continue
             if view.model is not None and view.model != self.model_id:
-                raise ModelMismatch(
-                    f"partition was embedded with {view.model!r}; run `semmem reindex`")
+                raise ModelMismatch.between("partition", view.model, self.model_id)
             outcomes, mutations, decided = self._decide(group, view)
             if not mutations:
                 if not fresh and await self.latest(partition, tbl) != version:
