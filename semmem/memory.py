@@ -30,7 +30,6 @@ from semmem.keyed.items import Keyed
 from semmem.lifecycle.owners import Owners
 from semmem.lifecycle.retention import Retention
 from semmem.lifecycle.stats import PartitionStats
-from semmem.parts import Parts
 from semmem.ranking.ranker import Ranker, Scored
 from semmem.ranking.similar import (
     MAX_SIMILAR,
@@ -57,7 +56,7 @@ __all__ = ["ImportReport", "Memory", "Operation", "PartitionStats", "QuietObserv
            "WriteObserver", "recall_candidates"]
 
 
-class Memory(Writes, Owners, Filtered, Parts):
+class Memory(Writes, Owners, Filtered):
     """Remember, update, forget, search and recall numbered facts."""
 
     def __init__(

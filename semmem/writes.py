@@ -1,5 +1,6 @@
 """``Memory``'s write path (``Writes``, this part of ``Memory``): a plan committed through the
-store, and what it dropped reported for purging.
+store, and what it dropped reported for purging; and what the capabilities' narrow
+collaborators (``keyed.ports``, ``stored.ports``, ``conversations.host``) ask of it.
 
 A write drops a value when it replaces a live item's row without keeping one of its values:
 a forget's text, an update's old text, a replaced metadata object (and so its tags), a cleared
@@ -17,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 from semmem import rules
 from semmem.conversations import forgotten
 from semmem.store.rows import ItemRow, Lookup, Mutation, Plan
-from semmem.store.views import WriteView
+from semmem.store.views import IndexedView, ReadView, WriteView
 
 if TYPE_CHECKING:
     from semmem.embedding.queue import ModelQueue
     from semmem.items import Item, Vectors
     from semmem.lifecycle.retention import Retention
-    from semmem.rules import Operation
+    from semmem.rules import Alive, Operation
     from semmem.scheduling.observing import WriteObserver
     from semmem.store.tables import Store
 
@@ -64,12 +65,33 @@ class Writes:
         """Vectors of stored texts, in one call on the model thread."""
         return await self.model.embed(texts)
 
-    async def write(self, partition: str, plan: Plan, op: Operation | None, *,
-                    numbers: Iterable[Any] = (), records: Iterable[str] = ()
-                    ) -> dict[str, Any]:
-        """Commit ``plan`` through the write path (``_write``): what a capability's narrow
-        collaborator (``semmem.conversations.host.Host``) is handed."""
-        return await self._write(partition, plan, op, numbers=numbers, records=records)
+    async def commit(self, partition: str, plan: Plan, op: Operation | None,
+                     dropped: bool = False, *, numbers: Iterable[Any] = (),
+                     records: Iterable[str] = ()) -> dict[str, Any]:
+        """Commit ``plan`` through the write path (``_write``): what the capabilities' narrow
+        collaborators (``keyed.ports.Partitions``, ``conversations.host.Host``) are handed."""
+        return await self._write(partition, plan, op, dropped, numbers=numbers,
+                                 records=records)
+
+    async def latest_view(self, partition: str) -> ReadView:
+        """The partition's read view now, the expired still in (policies refreshed first):
+        what a capability looks up before it writes."""
+        await self.retention.refresh()
+        return await self.store.read_view(partition)
+
+    async def numbers_where(self, view: IndexedView, where: str) -> list[int]:
+        """The numbers of the live rows ``where`` selects in an indexed view, ascending."""
+        from semmem.store.reads.filtered import numbers_where  # the engine: loaded here
+
+        return await numbers_where(self.store, view, where)
+
+    async def liveness(self, partition: str) -> Alive:
+        """The partition's test of "not expired now"."""
+        return self.retention.alive(await self.retention.max_age(partition))
+
+    async def listings(self) -> dict[str, dict[str, Any]]:
+        """The store's listing records (``semmem.store.system``), by table."""
+        return await self.store.records()
 
     async def _write(
         self, partition: str, plan: Plan, op: Operation | None,

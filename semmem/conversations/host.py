@@ -43,8 +43,8 @@ class Host(Protocol):
         """Vectors of stored texts, on the model thread (one call)."""
         ...
 
-    async def write(self, partition: str, plan: Plan, op: Operation | None, *,
-                    numbers: Iterable[Any] = (), records: Iterable[str] = ()
-                    ) -> dict[str, Any]:
+    async def commit(self, partition: str, plan: Plan, op: Operation | None,
+                     dropped: bool = False, *, numbers: Iterable[Any] = (),
+                     records: Iterable[str] = ()) -> dict[str, Any]:
         """Commit ``plan`` (one compare-and-swap write, its rows and records looked up)."""
         ...

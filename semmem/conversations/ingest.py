@@ -221,7 +221,7 @@ class Conversations:
         def plan(view: WriteView) -> Decision:
             return rules.replay(view, op) or {}
 
-        found = await self.host.write(partition, plan, op)
+        found = await self.host.commit(partition, plan, op)
         if not found:
             return None
         alive = self.host.retention.alive(await self.host.retention.max_age(partition))

@@ -1,6 +1,6 @@
 """What keyed items need of the memory core, and nothing more: a partition's latest view and
 its rows by number or by filter, the partition's test of "not expired now", and a write
-committed through the write path. ``Memory`` is one (``semmem.parts``); so is anything else
+committed through the write path. ``Memory`` is one (``semmem.writes``); so is anything else
 that offers these (a test's, a tool's)."""
 
 from __future__ import annotations

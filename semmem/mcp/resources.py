@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import mcp_types as types
 
-from semmem import browsing
 from semmem.audience import Caller
 from semmem.errors import InvalidInput, NotFound
 from semmem.items import Item, one_line
+from semmem.mcp import browsing
 from semmem.memory import Memory
 from semmem.protocol.untrusted import ascii_int
 from semmem.scoped.filters import Filter

@@ -1,7 +1,7 @@
 """What store items need of the memory core: keyed items' collaborators
 (``semmem.keyed.ports.Partitions``), the model to embed index texts and queries, and the
 store's listing records (which partitions hold store items: ``semmem.store.system``).
-``Memory`` is one (``semmem.parts``)."""
+``Memory`` is one (``semmem.writes``)."""
 
 from __future__ import annotations
 

@@ -7,11 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from semmem import browsing
 from semmem.audience import Caller
 from semmem.embedding.fakes import HashingEmbedder
 from semmem.errors import NotFound
-from semmem.mcp import resources
+from semmem.mcp import browsing, resources
 from semmem.memory import Memory
 from semmem.store import Store
 
