@@ -1,13 +1,15 @@
 """``Memory``'s side of the capabilities' narrow collaborators (``Parts``, this part of
-``Memory``): what ``semmem.keyed.ports.Partitions`` and ``semmem.stored.ports.Core`` ask of the
-core, answered here, so a capability never reaches into ``memory.store``."""
+``Memory``): what ``semmem.keyed.ports.Partitions``, ``semmem.stored.ports.Core`` and
+``semmem.stored.ports.Holdings`` ask of the core, answered here, so a capability never reaches
+into ``memory.store``."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from semmem.items import Item
     from semmem.lifecycle.retention import Retention
     from semmem.rules import Alive, Operation
     from semmem.store.rows import Plan
@@ -46,3 +48,12 @@ class Parts:
     async def listings(self) -> dict[str, dict[str, Any]]:
         """The store's listing records (``semmem.store.system``), by table."""
         return await self.store.records()
+
+    async def every_item(self, partition: str) -> Sequence[Item]:
+        """Every row of ``partition`` that is not forgotten, the expired still in."""
+        return (await self.store.snapshot(partition)).items
+
+    async def relist(self, partition: str) -> bool:
+        """Derive ``partition``'s listing record from its data again and write it; whether
+        it was not as derived (``semmem.store.system``)."""
+        return await self.store.relist(partition)
