@@ -22,6 +22,9 @@ Vectors = npt.NDArray[np.float32]
 MAX_NOTE_CHARS = 500
 RECORD_FIELDS = ("note", "status", "surfacing", "mergedInto", "slug", "expiresAt", METADATA)
 # Keyed spaces whose pieces are the application's alone (``semmem.stored``): never surfaced.
+# ``store-ns``: the namespace listing of releases up to 62c1cbc (partition ``%store-namespaces``,
+# deleted by the upgrade to store format 3, ``stored/upgrade.py``); a replica of such a release
+# left running may write it again, and its keys are namespaces (often user ids).
 APPLICATION_SPACES = frozenset({"store", "store-ns"})
 EXPIRES = "expiresAt"  # a fact's own end (ISO 8601): see semmem/lifecycle/retention.py
 _SPACE = re.compile(r"\s+")
