@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 KEYED = "keyed"  # the record field naming a keyed item's address (``semmem.keyed``)
 # Keyed spaces whose pieces are not the model's: the application's, and system records'.
 APPLICATION_SPACES = frozenset({"store"})
+# ``store-ns``: the namespace listing of releases up to 62c1cbc (partition ``%store-namespaces``,
+# deleted by the upgrade to store format 3, ``stored/upgrade.py``); a replica of such a release
+# left running may write it again, and its keys are namespaces (often user ids).
 SYSTEM_SPACES = frozenset({"store-ns"})
 
 

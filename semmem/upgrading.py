@@ -1,8 +1,9 @@
 """The format gate: a store is read in this release's format (``store/formats.py``) by every
 door (the server, the CLI, ``Memory.open``), brought to it on first open.
 
-Each step from an older format works in place on the partitions through the write path
-(compare-and-swap commits, as every write): run again — after a crash, or by another process
+Each step from an older format works in place on the partitions through the core's doors
+(``semmem.stored.ports.Holdings``: the write path's compare-and-swap commits, the delete path,
+the listing records derived from the data): run again — after a crash, or by another process
 opening the old store at the same time — it finds done what is done and does the rest, so
 the store is never half in one format for a reader and no item is made twice. The new format
 is recorded (one registry entry) only once every step is done. A store of a format newer
@@ -18,15 +19,17 @@ from typing import TYPE_CHECKING
 
 from semmem.errors import Unavailable
 from semmem.store.formats import FORMAT, KEY, format_of
-from semmem.stored.upgrade import Hook, items_from_facts
+from semmem.stored.upgrade import Hook, items_from_facts, listings_from_partition
 
 if TYPE_CHECKING:
     from semmem.memory import Memory
+    from semmem.stored.ports import Holdings
 
 log = logging.getLogger("semmem.upgrade")
 
-# Each format's step to the next.
-STEPS: dict[int, Callable[[Memory, Hook | None], Awaitable[int]]] = {1: items_from_facts}
+# Each format's step to the next (each given the core's doors it needs: ``Memory`` is them).
+STEPS: dict[int, Callable[[Holdings, Hook | None], Awaitable[int]]] = {
+    1: items_from_facts, 2: listings_from_partition}
 
 
 async def upgrade(memory: Memory, *, hook: Hook | None = None) -> int:
@@ -45,7 +48,7 @@ async def upgrade(memory: Memory, *, hook: Hook | None = None) -> int:
         return found  # opened with another model (reindex, check): the steps embed
     while found < FORMAT:
         changed = await STEPS[found](memory, hook)
-        log.info("store %s upgraded from format %d to %d (%d items)", memory.uri, found,
+        log.info("store %s upgraded from format %d to %d (%d changed)", memory.uri, found,
                  found + 1, changed)
         found += 1
         meta = await memory.store.meta() or {}  # as it is now (only this member changes)

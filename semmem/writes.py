@@ -12,7 +12,7 @@ needs none.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from semmem import rules
@@ -92,6 +92,15 @@ class Writes:
     async def listings(self) -> dict[str, dict[str, Any]]:
         """The store's listing records (``semmem.store.system``), by table."""
         return await self.store.records()
+
+    async def every_item(self, partition: str) -> Sequence[Item]:
+        """Every row of ``partition`` that is not forgotten, the expired still in."""
+        return (await self.store.snapshot(partition)).items
+
+    async def relist(self, partition: str) -> bool:
+        """Derive ``partition``'s listing record from its data again and write it; whether
+        it was not as derived (``semmem.store.system``)."""
+        return await self.store.relist(partition)
 
     async def _write(
         self, partition: str, plan: Plan, op: Operation | None,

@@ -1,11 +1,15 @@
 """The store's format: how the data of a store is laid out for the doors that read it,
 recorded in the store's metadata (the registry's ``meta`` entry, ``format``).
 
-- 1: the releases up to ``e601069`` (their metadata records no format). The application's
-  LangGraph store items were facts of their namespace's partition, whose text is the item's
-  JSON (the Python client's ``SemmemStore`` of then).
+- 1: the releases up to ``62c1cbc`` (their metadata records no format). Up to ``e601069`` the
+  application's LangGraph store items were facts of their namespace's partition, whose text
+  is the item's JSON (the Python client's ``SemmemStore`` of then); from wave 6 they are keyed
+  items already (the step to 2 leaves them).
 - 2: store items are keyed items of the application (``semmem/stored``), out of the model's
-  reach; tables of partition ``SCHEMA_VERSION`` 3.
+  reach; tables of partition ``SCHEMA_VERSION`` 3. The namespaces holding store items may be
+  listed in the partition ``%store-namespaces`` (up to ``62c1cbc``).
+- 3: the namespaces are listed by the store's listing records (system records,
+  ``store/system.py``), kept by the write path; no partition ``%store-namespaces``.
 
 A new store is made at ``FORMAT``. A store of an older format is brought to it by the format
 gate (``semmem/upgrading.py``) when a door opens it, each step in place and safe to run again,
@@ -18,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-FORMAT = 2
+FORMAT = 3
 FIRST = 1  # what a store whose metadata records no format was written in
 KEY = "format"  # the metadata's member
 

@@ -1,15 +1,21 @@
 """What store items need of the memory core: keyed items' collaborators
 (``semmem.keyed.ports.Partitions``), the model to embed index texts and queries, and the
-store's listing records (which partitions hold store items: ``semmem.store.system``).
-``Memory`` is one (``semmem.writes``)."""
+store's listing records (which partitions hold store items: ``semmem.store.system``); and
+what the format gate's steps of store items (``semmem.stored.upgrade``) need besides: every
+partition, every row of one, a listing record derived again, a partition deleted.
+``Memory`` is both (``semmem.writes``)."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from semmem.keyed.ports import Partitions
+
+if TYPE_CHECKING:
+    from semmem.items import Item
 
 
 class Model(Protocol):
@@ -30,4 +36,26 @@ class Core(Partitions, Protocol):
 
     async def listings(self) -> dict[str, dict[str, Any]]:
         """Every listing record (``{"partition", "until"}``), by table."""
+        ...
+
+
+class Holdings(Core, Protocol):
+    """What an upgrade step reads and changes across the store, through the core's doors."""
+
+    async def partitions(self) -> list[str]:
+        """Names of every partition, sorted."""
+        ...
+
+    async def every_item(self, partition: str) -> Sequence[Item]:
+        """Every row of ``partition`` that is not forgotten, the expired still in."""
+        ...
+
+    async def relist(self, partition: str) -> bool:
+        """Derive ``partition``'s listing record from its data again (and write it);
+        whether it was not as derived."""
+        ...
+
+    async def delete_partition(self, partition: str) -> bool:
+        """Delete ``partition`` through the delete path (from every file within the forget
+        window); whether it existed."""
         ...

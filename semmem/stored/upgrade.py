@@ -1,5 +1,8 @@
-"""The application's store items an earlier release kept as facts, made store items again
-(the format gate's step from format 1, ``semmem/store/formats.py``).
+"""The format gate's steps of the application's store items (``semmem/store/formats.py``):
+from format 1, the store items an earlier release kept as facts made store items again
+(``items_from_facts``); from format 2, the listing of namespaces an earlier release kept as a
+partition made the store's listing records (``listings_from_partition``). Both work through the
+core's doors (``semmem.stored.ports.Holdings``), never ``Memory`` or its store.
 
 Up to ``e601069`` the Python client's ``SemmemStore`` kept a LangGraph item as a fact of its
 namespace's partition (the mapping of today, ``namespaces.partition_of``): its text the
@@ -13,6 +16,14 @@ sees it, the application finds it again. A fact is taken only when its text is e
 that adapter wrote; of two facts of one key (two puts at once) the later is the item, the
 other is forgotten with it. Every write decides on the partition as it commits, so the step
 runs again where a crash or another process left it, and a fact forgotten meanwhile stays so.
+
+Releases up to ``62c1cbc`` listed the namespaces holding store items in the partition
+``FORMER_LISTING`` (a keyed item of space ``store-ns`` per namespace, its key the namespace:
+often a user's id), where today the write path keeps a listing record per partition (system
+records, ``semmem.store.system``). The step derives every partition's record from its data
+(``relist``: any partition may hold store items), then deletes that partition through the
+delete path (its names leave every file within the forget window, as any deleted partition's).
+Run again, it derives nothing new and finds the partition gone.
 """
 
 from __future__ import annotations
@@ -21,20 +32,20 @@ import json
 import math
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from semmem.errors import InvalidArguments
 from semmem.items import Item
 from semmem.keyed.address import Address
 from semmem.stored.items import Put, StoreItems
 from semmem.stored.namespaces import namespace_of, partition_of
+from semmem.stored.ports import Holdings
 
-if TYPE_CHECKING:
-    from semmem.memory import Memory
-
-# Called after each step of a partition's upgrade (``"listed"``: its namespace recorded;
-# ``"written"``: its items written): tests interrupt the upgrade there.
+# Called after each step of a partition's upgrade (from format 1, ``"listed"``: its facts read;
+# ``"written"``: its items written; from format 2, ``"relisted"``: every listing record
+# derived; ``"deleted"``: the former listing deleted): tests interrupt the upgrade there.
 Hook = Callable[[str, str], Awaitable[None]]
+FORMER_LISTING = "%store-namespaces"  # no namespace maps here: a label's ``%`` is ``%25``
 FIELDS = frozenset({"key", "value", "ttl", "index"})
 CHUNK = 256  # items per write
 
@@ -71,20 +82,20 @@ def former_put(item: Item) -> Put | None:
     return Put(key, value, texts, None if ttl is None else float(ttl), former=(item,))
 
 
-async def items_from_facts(memory: Memory, hook: Hook | None = None) -> int:
-    """Make every earlier release's store item of ``memory`` a store item; how many."""
-    items = StoreItems(memory)
+async def items_from_facts(core: Holdings, hook: Hook | None = None) -> int:
+    """Make every earlier release's store item of ``core`` a store item; how many."""
+    items = StoreItems(core)
     done = 0
-    for partition in await memory.store.partitions():
+    for partition in await core.partitions():
         try:
             namespace = namespace_of(partition)
             if partition_of(namespace) != partition:
                 continue  # no namespace maps here (the namespace registry's, say)
         except InvalidArguments:
             continue
-        snap = await memory.store.snapshot(partition)  # expired ones too: they stay expired
         latest: dict[str, Put] = {}
-        for item in snap.items:  # number order: the later of one key's facts wins
+        # expired ones too (they stay expired), in number order: of one key's facts the later wins
+        for item in await core.every_item(partition):
             put = former_put(item)
             if put is not None:
                 earlier = latest[put.key].former if put.key in latest else ()
@@ -100,3 +111,18 @@ async def items_from_facts(memory: Memory, hook: Hook | None = None) -> int:
         if hook is not None:
             await hook("written", partition)
     return done
+
+
+async def listings_from_partition(core: Holdings, hook: Hook | None = None) -> int:
+    """Derive every partition's listing record, then delete ``FORMER_LISTING``; how many
+    records were derived anew."""
+    derived = 0
+    for partition in await core.partitions():
+        if partition != FORMER_LISTING and await core.relist(partition):
+            derived += 1
+    if hook is not None:
+        await hook("relisted", FORMER_LISTING)
+    await core.delete_partition(FORMER_LISTING)  # False: gone already (a rerun, a replica)
+    if hook is not None:
+        await hook("deleted", FORMER_LISTING)
+    return derived

@@ -1,14 +1,18 @@
 """Stores written by earlier releases (``tests/data/stores/<release>``, each made by that
 release's own code) opened by today's: ``semmem check`` clean, the facts, numbers, update,
-forget, expiries, retention override and backup as they were, and the application's LangGraph
-items back as store items (``POST /store`` on a real server), out of the model's reach (issue
-54, item 7). Every folder there is opened: a fixture added later is covered as it lands."""
+forget, expiries, retention override and backup as they were, the application's LangGraph
+items back as store items (``POST /store`` on a real server), out of the model's reach, their
+namespaces listed by listing records (the partition a release listed them in deleted, out of
+every file), and its ingested sessions kept: listed, a re-send storing nothing new and
+bringing back no forgotten piece (issue 54, item 7). Every folder there is opened: a fixture
+added later is covered as it lands."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import shutil
+import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -21,12 +25,17 @@ from semmem.cli.commands import app
 from semmem.embedding.fakes import HashingEmbedder
 from semmem.memory import Memory
 from semmem.store.formats import FORMAT, format_of
+from semmem.store.rows import table_name
+from semmem.stored.upgrade import FORMER_LISTING
 from tests.support.files import decoded_with
-from tests.support.server import ADMIN, AUTH, JSON, REPO, served
+from tests.support.server import ADMIN, AUTH, JSON, REPO, ServerProcess, served
 from tests.support.web import recall, result_of, send, tool
 
 STORES = REPO / "tests" / "data" / "stores"
 FIXTURES = sorted(p for p in STORES.iterdir() if (p / "expected.json").is_file())
+TALKED = [p for p in FIXTURES if "conversation" in json.loads((p / "expected.json").read_text())]
+RETENTION, DELAY = 1.0, 0.2
+WINDOW = 5.0 + DELAY + RETENTION + 5.0 + DELAY  # the forget window with the fence's 5 s floor
 runner = CliRunner()
 
 
@@ -56,14 +65,23 @@ def test_the_previous_releases_store_reads_as_it_was_written(
     base, want = old
     part = want["partition"]
     secret = want["forgotten"]["text"]
-    # the positive controls: the release left the forgotten text and its items as facts
+    # the positive controls: the release left the forgotten text, and its items as facts or
+    # its namespaces listed in a partition of their own
     assert decoded_with(base / "db", secret)
-    former = '{"key":"profile"' if "store" in want else secret  # (a release without them)
-    assert decoded_with(base / "db", former)
-    with served(base / "db", {"SEMMEM_TOOL_METADATA": "true"}) as server, \
+    listing = base / "db" / f"{table_name(FORMER_LISTING)}.lance"
+    if "namespaces" in want:
+        former, where = "/".join(want["namespaces"][0]), listing
+    else:  # (a release without store items: the secret again)
+        former, where = ('{"key":"profile"' if "store" in want else secret), base / "db"
+    assert decoded_with(where, former)
+    with served(base / "db", {"SEMMEM_TOOL_METADATA": "true",
+                              "SEMMEM_VERSION_RETENTION_S": str(RETENTION)}) as server, \
             server.client() as c:
         if "store" in want:
             _items_back(c, want["store"])
+        if "namespaces" in want:
+            _listed_back(c, want)
+            _purged(server, where, former)  # the former listing's names: out of every file
         _read_back(c, part, want)
 
     # check clean, the format recorded, the forgotten text and the release's item facts off
@@ -73,7 +91,7 @@ def test_the_previous_releases_store_reads_as_it_was_written(
     assert all(r["ok"] for r in json.loads(checked.stdout))
     asyncio.run(_maintained(base / "db", [part, want["other"]]))
     assert decoded_with(base / "db", secret) == []
-    assert decoded_with(base / "db", former) == []
+    assert decoded_with(where, former) == []
 
 
 def _items_back(c: httpx.Client, stored: dict[str, Any]) -> None:
@@ -91,6 +109,34 @@ def _items_back(c: httpx.Client, stored: dict[str, Any]) -> None:
     scored = {f["key"] for f in searched if f["score"] is not None}
     assert scored == {k for k, item in items.items() if item["indexed"]}
     assert got[len(items) + 1] == [ns]
+
+
+def _listed_back(c: httpx.Client, want: dict[str, Any]) -> None:
+    """Every namespace listed (the listing records derived), the item with a TTL as it was,
+    out of the model's reach; the release's listing partition is no partition any more."""
+    ttl = want["store_ttl"]
+    got = store_ops(c, {"op": "list"},
+                    {"op": "get", "namespace": ttl["namespace"], "key": ttl["key"],
+                     "refreshTtl": False},
+                    {"op": "search", "prefix": ttl["namespace"][:1], "query": "glaze"})
+    assert got[0] == want["namespaces"]
+    assert (got[1]["value"], got[1]["expiresAt"]) == (ttl["value"], ttl["expiresAt"])
+    assert [f["key"] for f in got[2]] == [ttl["key"]]
+    part = "/".join(ttl["namespace"])
+    hits = call(c, part, "search", {"query": "glaze firing Thursday", "limit": 50})["items"]
+    assert hits == []
+    names = c.get("/admin/partitions", params={"limit": 1000}, headers=ADMIN).json()
+    assert part in names["partitions"]  # the positive control: the listing is read whole
+    assert FORMER_LISTING not in names["partitions"]
+
+
+def _purged(server: ServerProcess, where: Path, former: str) -> None:
+    """Wait, within the forget window, until no file of ``where`` holds ``former``."""
+    deadline = time.monotonic() + WINDOW + 30
+    while decoded_with(where, former):
+        assert server.proc is not None and server.proc.poll() is None, server.output()
+        assert time.monotonic() < deadline, "the former listing's names are still on disk"
+        time.sleep(0.5)
 
 
 def _read_back(c: httpx.Client, part: str, want: dict[str, Any]) -> None:
@@ -129,7 +175,8 @@ def _read_back(c: httpx.Client, part: str, want: dict[str, Any]) -> None:
 
     # a new fact takes the next number: none the release handed out
     stored = call(c, part, "remember", {"text": "Alice now lives in Nantes"})
-    pieces = len(want.get("store", {}).get("items", {}))  # one each: the upgrade's numbers
+    # one each of the release's item facts, none for its keyed items: the upgrade's numbers
+    pieces = want.get("upgrade_numbers", len(want.get("store", {}).get("items", {})))
     assert stored["n"] == want["hwm"] + pieces + 1
     assert call(c, part, "remember", {"text": "Alice has a cello"})["n"] == stored["n"] + 1
 
@@ -172,6 +219,69 @@ async def _restored(path: Path, want: dict[str, Any]) -> None:
             record = await items.get(ns, key)
             assert record is not None and record.value == item["value"], key
         assert await items.registry.partitions(ns[:1]) == ([part] if stored["items"] else [])
+        assert FORMER_LISTING not in await memory.partitions()
+        if "namespaces" in want:
+            assert await items.registry.partitions() == ["/".join(ns)
+                                                         for ns in want["namespaces"]]
     finally:
         await memory.close()
 
+
+
+def ingest(c: httpx.Client, partition: str, session: str, messages: list[dict[str, Any]],
+           op: str) -> list[list[int]]:
+    r = send(c, {"version": 1, "operationId": op, "partition": partition, "sessionId": session,
+                 "messages": messages}, {**AUTH, **JSON}, path="/ingest")
+    assert r.status_code == 200, r.text
+    numbers: list[list[int]] = r.json()["items"]
+    return numbers
+
+
+def highest(c: httpx.Client, partition: str) -> int:
+    found: int = c.get("/admin/stats", params={"partition": partition},
+                       headers=ADMIN).json()["highest"]
+    return found
+
+
+@pytest.mark.parametrize("folder", TALKED, ids=lambda p: p.name)
+def test_the_previous_releases_sessions_are_kept_and_a_resend_stores_nothing_new(
+        folder: Path, tmp_path: Path) -> None:
+    want = json.loads((folder / "expected.json").read_text())["conversation"]
+    part, kept = want["partition"], "pottery-class"
+    shutil.copytree(folder / "store", tmp_path / "db")
+    with served(tmp_path / "db", {}) as server, server.client() as c:
+        listed = c.get("/admin/sessions", params={"partition": part}, headers=ADMIN).json()
+        assert sorted(s["sessionId"] for s in listed["sessions"]) == want["listed"]
+        gone = c.get("/admin/session", params={"partition": part,
+                                               "session": want["deleted"]["session"]},
+                     headers=ADMIN)
+        assert gone.status_code == 404, gone.text
+        assert highest(c, part) == want["hwm"]
+        again = ingest(c, part, kept, want["sessions"][kept], "upgraded:resend")
+        assert again == want["numbers"][kept]  # the same numbers: nothing stored again
+        assert highest(c, part) == want["hwm"]
+
+
+@pytest.mark.parametrize("folder", TALKED, ids=lambda p: p.name)
+def test_a_piece_forgotten_under_the_previous_release_stays_forgotten_on_a_resend(
+        folder: Path, tmp_path: Path) -> None:
+    want = json.loads((folder / "expected.json").read_text())["conversation"]
+    part, forgotten = want["partition"], want["forgotten"]
+    session, message = forgotten["session"], forgotten["message"]
+    shutil.copytree(folder / "store", tmp_path / "db")
+    with served(tmp_path / "db", {}) as server, server.client() as c:
+        opened = c.get("/admin/session", params={"partition": part, "session": session},
+                       headers=ADMIN).json()["session"]
+        texts = [i["text"] for m in opened["messages"] for i in m["items"]]
+        assert texts and not any(forgotten["text"] in t for t in texts)
+        again = ingest(c, part, session, want["sessions"][session], "upgraded:resend")
+        for i, numbers in enumerate(again):  # the others answer as before, this one nothing
+            assert numbers == ([] if i == message else want["numbers"][session][i]), again
+        assert highest(c, part) == want["hwm"]
+        item = c.get("/admin/item", params={"partition": part, "n": forgotten["n"]},
+                     headers=ADMIN)
+        assert item.status_code == 404, item.text
+        opened = c.get("/admin/session", params={"partition": part, "session": session},
+                       headers=ADMIN).json()["session"]
+        assert not any(forgotten["text"] in i["text"]
+                       for m in opened["messages"] for i in m["items"])

@@ -1,8 +1,10 @@
-"""The format gate's step from format 1 (``semmem/stored/upgrade.py``) on the store e601069
+"""The format gate's steps (``semmem/stored/upgrade.py``): from format 1 on the store e601069
 wrote (``tests/data/stores/e601069``): interrupted at each of its steps it completes on the
 next open; two processes upgrading at once make each item once; a fact forgotten while it runs
 stays forgotten; a fact that only looks like an item stays a fact; a store of a later format is
-refused (issue 54, item 7)."""
+refused. From format 2 on the store 62c1cbc wrote (its namespaces listed in a partition):
+interrupted at each step it completes on the next open; two processes at once both end with
+every namespace listed and the partition gone (issue 54, item 7)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from semmem.errors import Unavailable
 from semmem.memory import Memory
 from semmem.store.formats import FIRST, FORMAT, KEY, format_of
 from semmem.stored.items import StoreItems
+from semmem.stored.upgrade import FORMER_LISTING
 from semmem.upgrading import upgrade
 from tests.support.memory import open_memory
 from tests.support.server import REPO
@@ -159,3 +162,81 @@ async def test_a_new_store_is_made_in_this_format(tmp_path: Path) -> None:
         assert (await memory.store.meta() or {}).get(KEY) == FORMAT
     finally:
         await memory.close()
+
+
+# The step from format 2 on the store 62c1cbc wrote: its namespaces listed in the partition
+# ``%store-namespaces``, no listing records.
+LISTED = REPO / "tests" / "data" / "stores" / "62c1cbc"
+LISTED_WANT: dict[str, Any] = json.loads((LISTED / "expected.json").read_text())
+LISTED_PARTS = ["/".join(ns) for ns in LISTED_WANT["namespaces"]]
+
+
+@pytest.fixture
+def listed_db(tmp_path: Path) -> Path:
+    shutil.copytree(LISTED / "store", tmp_path / "db")
+    return tmp_path / "db"
+
+
+async def assert_relisted(memory: Memory) -> None:
+    """Every namespace listed by its record, the former listing partition gone, the format
+    recorded."""
+    assert format_of(await memory.store.meta()) == FORMAT
+    assert FORMER_LISTING not in await memory.partitions()
+    assert await StoreItems(memory).registry.partitions() == LISTED_PARTS
+    assert sorted(r["partition"] for r in (await memory.store.records()).values()) \
+        == sorted(LISTED_PARTS)
+
+
+@pytest.mark.parametrize("step", ["relisted", "deleted"])
+async def test_a_relisting_stopped_at_a_step_completes_on_the_next_open(listed_db: Path,
+                                                                         step: str) -> None:
+    memory = await opened_as_before(listed_db)
+    assert FORMER_LISTING in await memory.partitions()  # the positive control
+    seen: list[str] = []
+
+    async def crash(at: str, partition: str) -> None:
+        seen.append(at)
+        if at == step:
+            raise Stop
+
+    with pytest.raises(Stop):
+        await upgrade(memory, hook=crash)
+    assert seen == ["relisted", "deleted"][:seen.index(step) + 1]
+    assert format_of(await memory.store.meta()) == FORMAT - 1  # only the steps before
+    assert (FORMER_LISTING in await memory.partitions()) == (step == "relisted")
+    await memory.close()
+
+    reopened = await Memory.open(str(listed_db), HashingEmbedder())  # the gate finishes it
+    try:
+        await assert_relisted(reopened)
+    finally:
+        await reopened.close()
+
+
+async def test_two_processes_relisting_at_once_both_end_relisted(listed_db: Path) -> None:
+    first, second = await opened_as_before(listed_db), await opened_as_before(listed_db)
+    held, go = asyncio.Event(), asyncio.Event()
+
+    async def hold(at: str, partition: str) -> None:
+        if at == "relisted":  # every record derived, the former listing about to go
+            held.set()
+            await go.wait()
+
+    slow = asyncio.create_task(upgrade(first, hook=hold))
+    await held.wait()
+    assert await upgrade(second) == FORMAT  # the other process does it all meanwhile
+    # the upgraded one's writes go on: a new namespace listed, one namespace's last item gone
+    items = StoreItems(second)
+    await items.put(("users", "zoe"), "profile", {"v": 1}, [], None)
+    assert await items.delete(tuple(LISTED_WANT["store_ttl"]["namespace"]),
+                              LISTED_WANT["store_ttl"]["key"])
+    go.set()
+    assert await slow == FORMAT  # and this one finds the partition gone
+    try:
+        want = sorted(["users/zoe", *LISTED_PARTS[1:]])
+        for memory in (first, second):
+            assert FORMER_LISTING not in await memory.partitions()
+            assert await StoreItems(memory).registry.partitions() == want
+    finally:
+        await first.close()
+        await second.close()

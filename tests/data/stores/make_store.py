@@ -34,6 +34,9 @@ TOKEN = "fixture-token-provider"
 ADMIN_TOKEN = "fixture-token-admin"
 USER = "users/alice"  # the partition of LangGraph's namespace ("users", "alice")
 OTHER = "bob"
+TALKS = "carol"  # the partition of the ingested conversations
+TTL_NAMESPACE = ("teams", "kiln")  # a second namespace, its item put with a TTL
+TTL_MINUTES = 50 * 365 * 24 * 60  # far enough ahead for the fixture to outlive CI
 
 
 def _serve(old: Path, out: Path, python: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -76,6 +79,10 @@ def write(old: Path, out: Path, python: str) -> dict[str, Any]:
     metadata = (old / "semmem" / "metadata.py").exists() \
         or (old / "semmem" / "scoped" / "metadata.py").exists()
     langgraph = (old / "clients" / "python" / "src" / "semmem_client" / "langgraph.py").exists()
+    # Store items as keyed items (POST /store) and the listing partition %store-namespaces
+    # (wave 6, up to 62c1cbc); conversations through POST /ingest.
+    keyed = (old / "semmem" / "stored").is_dir()
+    ingest = (old / "semmem" / "conversations").is_dir()
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     log = out.parent / f"{out.name}.log"
@@ -106,8 +113,15 @@ def write(old: Path, out: Path, python: str) -> dict[str, Any]:
             bees = client.remember(OTHER, "Bob keeps two hives of bees")["n"]
             http.put("/admin/retention", params={"partition": OTHER, "policy": "3650d"},
                      headers=admin).raise_for_status()
-            if langgraph:
+            if langgraph and keyed:
+                written.update(_keyed_items(Client(url, TOKEN, admin_token=ADMIN_TOKEN), http))
+            elif langgraph:
                 written["store"] = _store_items(Client(url, TOKEN, admin_token=ADMIN_TOKEN))
+            if ingest:
+                written["conversation"] = _conversations(
+                    Client(url, TOKEN, admin_token=ADMIN_TOKEN), http)
+            highest = http.get("/admin/stats", params={"partition": USER},
+                               headers=admin).json()["highest"]
 
             while time.time() < soon:  # the permit expired before the backup
                 time.sleep(0.1)
@@ -136,7 +150,7 @@ def write(old: Path, out: Path, python: str) -> dict[str, Any]:
         "other_facts": {str(bees): "Bob keeps two hives of bees"},
         "retention": {"partition": OTHER, "maxAgeMs": 3650 * 86_400_000},
         "backup": backup,
-        "hwm": max([permit, *written.get("store", {}).get("numbers", [])]),
+        "hwm": highest,
         **written,
     }
     (out / "expected.json").write_text(json.dumps(expected, indent=1, sort_keys=True) + "\n")
@@ -163,6 +177,75 @@ def _store_items(client: Any) -> dict[str, Any]:
             "items": {"profile": {"value": profile, "indexed": True},
                       "notes": {"value": notes, "indexed": False}},
             "numbers": sorted(facts)}
+
+
+def _keyed_items(client: Any, http: Any) -> dict[str, Any]:
+    """LangGraph items put through the release's ``SemmemStore`` as its store items (keyed
+    items, listed in its partition ``%store-namespaces``): two in one namespace (one put twice,
+    one not indexed), one with a TTL in another; what the upgrade test checks of them."""
+    from semmem_client.langgraph import SemmemStore
+
+    store = SemmemStore(client)
+    namespace = ("users", "alice")
+    store.put(namespace, "profile", {"name": "Alice", "diet": "omnivore"})
+    profile = {"name": "Alice", "diet": "vegetarian", "city": "Paris"}
+    store.put(namespace, "profile", profile)
+    notes = {"text": "call back on Tuesday about the kiln"}
+    store.put(namespace, "notes", notes, index=False)
+    schedule = {"text": "glaze firing every second Thursday"}
+    store.put(TTL_NAMESPACE, "schedule", schedule, ttl=TTL_MINUTES)
+    got = http.post("/store", json={"ops": [
+        {"op": "get", "namespace": list(TTL_NAMESPACE), "key": "schedule",
+         "refreshTtl": False}]}, headers={"Authorization": f"Bearer {TOKEN}"})
+    got.raise_for_status()
+    held = got.json()["results"][0]
+    assert held is not None and held["value"] == schedule and held["expiresAt"], held
+    assert [tuple(ns) for ns in store.list_namespaces()] == [TTL_NAMESPACE, namespace]
+    return {"store": {"namespace": list(namespace),
+                      "items": {"profile": {"value": profile, "indexed": True},
+                                "notes": {"value": notes, "indexed": False}}},
+            "store_ttl": {"namespace": list(TTL_NAMESPACE), "key": "schedule",
+                          "value": schedule, "expiresAt": held["expiresAt"]},
+            "namespaces": [list(TTL_NAMESPACE), list(namespace)],
+            "upgrade_numbers": 0}  # the release's items are items already
+
+
+def _conversations(client: Any, http: Any) -> dict[str, Any]:
+    """Three sessions ingested through ``POST /ingest`` into ``TALKS``: one piece of the first
+    forgotten, the third deleted whole (``DELETE /admin/session``); what the test checks."""
+    sessions = {
+        "trip-kyoto": [
+            {"role": "user", "content": "I am planning a trip to Kyoto in April.",
+             "at": "2026-11-01T10:00:00Z"},
+            {"role": "assistant", "content": "Cherry blossoms usually peak in early April.",
+             "at": "2026-11-01T10:00:05Z"},
+            {"role": "user", "content": "My passport number is XK-5518-PASS.",
+             "at": "2026-11-01T10:01:00Z"}],
+        "pottery-class": [
+            {"role": "user", "content": "I signed up for a wheel-throwing class on Mondays.",
+             "at": "2026-11-02T18:00:00Z"},
+            {"role": "assistant", "content": "Wedge the clay well before you centre it.",
+             "at": "2026-11-02T18:00:04Z"}],
+        "old-bank": [
+            {"role": "user", "content": "My old bank PIN was 8812-ZEBRA.",
+             "at": "2026-11-03T09:00:00Z"}],
+    }
+    numbers = {sid: client.ingest(TALKS, sid, messages, operation_id=f"fixture:{sid}")["items"]
+               for sid, messages in sessions.items()}
+    passport = numbers["trip-kyoto"][2]
+    assert len(passport) == 1, numbers
+    client.forget(TALKS, passport[0])
+    client.forget_session(TALKS, "old-bank")
+    listed = [s["sessionId"] for s in client.sessions(TALKS)]
+    assert sorted(listed) == ["pottery-class", "trip-kyoto"], listed
+    highest = http.get("/admin/stats", params={"partition": TALKS},
+                       headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}).json()["highest"]
+    return {"partition": TALKS, "sessions": sessions, "numbers": numbers,
+            "listed": ["pottery-class", "trip-kyoto"], "hwm": highest,
+            "forgotten": {"session": "trip-kyoto", "message": 2, "n": passport[0],
+                          "text": "XK-5518-PASS"},
+            "deleted": {"session": "old-bank", "numbers": numbers["old-bank"][0],
+                        "text": "8812-ZEBRA"}}
 
 
 def main() -> None:
