@@ -83,8 +83,8 @@ class Memory(Writes, Owners, Filtered):
     async def open(cls, uri: str, embedder: Embedder, ranker: Ranker | None = None,
                    **store_options: Any) -> Memory:
         """A memory over the store at ``uri`` (opened here; ``close`` it when done)."""
+        from semmem.lifecycle.upgrading import upgrade
         from semmem.store.tables import Store
-        from semmem.upgrading import upgrade
 
         store = Store(uri, dim=embedder.dim, model_id=embedder.model_id, **store_options)
         await store.open()

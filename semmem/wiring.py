@@ -11,12 +11,12 @@ from semmem.embedding.choice import open_model
 from semmem.embedding.embedder import CachedEmbedder, Embedder
 from semmem.lifecycle.retention import Retention
 from semmem.lifecycle.sweep import sweep
+from semmem.lifecycle.upgrading import upgrade
 from semmem.memory import Memory
 from semmem.ranking.calibration import calibrated, load_calibration
 from semmem.ranking.ranker import Ranker, RankingConfig
 from semmem.scheduling.schedule import Maintenance
 from semmem.settings import Settings
-from semmem.upgrading import upgrade
 
 if TYPE_CHECKING:
     from semmem.store.tables import Store

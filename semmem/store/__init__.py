@@ -8,7 +8,7 @@
                    (numpy only)
     schema.py      the partition table's Arrow layout, a commit's rows, migrations
     formats.py     the store's format, recorded in its metadata (the format gate's steps:
-                   ``semmem/upgrading.py``)
+                   ``semmem/lifecycle/upgrading.py``)
     views.py       the frozen views the store hands out (numpy only)
     files.py       a table's files on its filesystem, and opening its dataset
     modes.py       files for their owner only; the default data directory's link check

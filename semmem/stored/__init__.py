@@ -10,7 +10,7 @@ a namespace and a key, its index texts embedded in pieces, its expiry, in one wr
 - ``filters``: LangGraph's filter semantics (containment, ``$eq $ne $gt $gte $lt $lte``).
 - ``requests`` / ``batch``: a ``POST /store`` body checked whole, then run in order
   (``semmem.web.stored`` serves it).
-- ``upgrade``: the format gate's steps (``semmem.upgrading``): from format 1, the items an
+- ``upgrade``: the format gate's steps (``semmem.lifecycle.upgrading``): from format 1, the items an
   earlier release kept as facts made store items again; from format 2, the namespaces an
   earlier release listed in the partition ``%store-namespaces`` listed by listing records,
   that partition deleted.

@@ -18,11 +18,11 @@ import pytest
 
 from semmem.embedding.fakes import HashingEmbedder
 from semmem.errors import Unavailable
+from semmem.lifecycle.upgrading import upgrade
 from semmem.memory import Memory
 from semmem.store.formats import FIRST, FORMAT, KEY, format_of
 from semmem.stored.items import StoreItems
 from semmem.stored.upgrade import FORMER_LISTING
-from semmem.upgrading import upgrade
 from tests.support.memory import open_memory
 from tests.support.server import REPO
 

@@ -15,24 +15,45 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from semmem.errors import Unavailable
 from semmem.store.formats import FORMAT, KEY, format_of
 from semmem.stored.upgrade import Hook, items_from_facts, listings_from_partition
 
 if TYPE_CHECKING:
-    from semmem.memory import Memory
-    from semmem.stored.ports import Holdings
+    from semmem.embedding.embedder import Embedder
+    from semmem.store.tables import Store
+
+from semmem.stored.ports import Holdings
 
 log = logging.getLogger("semmem.upgrade")
+
+class Opened(Holdings, Protocol):
+    """A store opened with its model, and the core's doors the steps need (``Memory`` is one)."""
+
+    @property
+    def store(self) -> Store:
+        """The store whose format is read and recorded."""
+        ...
+
+    @property
+    def embedder(self) -> Embedder:
+        """The model the store is opened with (a store of another model is left alone)."""
+        ...
+
+    @property
+    def uri(self) -> str:
+        """Where the store is (for the log)."""
+        ...
+
 
 # Each format's step to the next (each given the core's doors it needs: ``Memory`` is them).
 STEPS: dict[int, Callable[[Holdings, Hook | None], Awaitable[int]]] = {
     1: items_from_facts, 2: listings_from_partition}
 
 
-async def upgrade(memory: Memory, *, hook: Hook | None = None) -> int:
+async def upgrade(memory: Opened, *, hook: Hook | None = None) -> int:
     """Bring ``memory``'s store to ``FORMAT`` (nothing when it is); the format it is in.
     ``hook``: called after each step of each partition (tests interrupt it there).
 
