@@ -25,10 +25,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
-if TYPE_CHECKING:
-    from semmem.items import Item
+
+class Recorded(Protocol):
+    """An item as the rule reads it: its record fields (``semmem.items.Item`` is one)."""
+
+    @property
+    def attrs(self) -> Mapping[str, Any]:
+        """The item's record fields."""
+        ...
+
+
+R = TypeVar("R", bound=Recorded)
 
 KEYED = "keyed"  # the record field naming a keyed item's address (``semmem.keyed``)
 # Keyed spaces whose pieces are not the model's: the application's, and system records'.
@@ -82,12 +91,12 @@ def audience_of(attrs: Mapping[str, Any]) -> Audience:
     return Audience.MODEL
 
 
-def may_see(caller: Caller, item: Item) -> bool:
+def may_see(caller: Caller, item: Recorded) -> bool:
     """Whether ``caller`` may see ``item`` (or learn that it exists)."""
     return audience_of(item.attrs) in SEES[caller]
 
 
-def visible(caller: Caller, items: Iterable[Item]) -> list[Item]:
+def visible(caller: Caller, items: Iterable[R]) -> list[R]:
     """Those of ``items`` ``caller`` may see (``may_see`` over many, in order)."""
     seen = SEES[caller]
     return [it for it in items if audience_of(it.attrs) in seen]

@@ -14,8 +14,8 @@ recorded in the store's metadata (the registry's ``meta`` entry, ``format``).
 A new store is made at ``FORMAT``. A store of an older format is brought to it by the format
 gate (``semmem/lifecycle/upgrading.py``) when a door opens it, each step in place and safe to
 run again, the new format recorded once every step is done; a store of a newer format is
-refused (a release never reads what a later one wrote). The tables' own columns are migrated apart, by the
-first write to an older table (``store/connection.py``).
+refused (a release never reads what a later one wrote). The tables' own columns are migrated
+apart, by the first write to an older table (``store/connection.py``).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ filter on metadata selects nothing there, and the table is not read.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -21,7 +21,23 @@ from semmem.store.schema import LIVE_ITEMS
 from semmem.store.views import Candidates, IndexedView
 
 if TYPE_CHECKING:
-    from semmem.store.tables import Store
+    from semmem.store.connection import Connection
+    from semmem.store.reads.snapshots import Snapshots
+
+
+class Store(Protocol):
+    """What a filtered read uses of the store (``semmem.store.tables.Store`` is one): declared
+    here, so the store's own parts (``store/system.py``) can read through it without a loop."""
+
+    dim: int
+    storage_options: dict[str, str]
+    snapshots: Snapshots
+    conn: Connection
+
+    async def nearest(self, view: IndexedView, query: np.ndarray, k: int,
+                      columns: list[str], where: str | None = None) -> Candidates:
+        """The ``k`` live items nearest to ``query`` at ``view`` (``reads/indexed.py``)."""
+        ...
 
 
 def _none(store: Store, view: IndexedView) -> Candidates:
