@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from semmem.embedding.fakes import HashingEmbedder
 from semmem.items import Item, iso
+from semmem.items.filters import Filter
 from semmem.memory import Memory
-from semmem.scoped.filters import Filter
 from semmem.store import Store
 from semmem.store.copies.dump import Dump, write_partition
 from semmem.store.upkeep.indexes import INDEX_THRESHOLD

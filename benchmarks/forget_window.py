@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import httpx
 
 from semmem.embedding.fakes import HashingEmbedder
+from semmem.items.metadata import tag
 from semmem.memory import Memory
-from semmem.scoped.metadata import tag
 from tests.support.files import decoded_hits, decoded_with
 from tests.support.server import ADMIN, ServerProcess
 from tests.support.web import remember, send, tool

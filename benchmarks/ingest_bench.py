@@ -32,7 +32,7 @@ from benchmarks.datasets import LONGMEMEVAL
 from semmem.conversations.ingest import Conversations
 from semmem.conversations.messages import Message
 from semmem.conversations.pieces import SESSION, cut
-from semmem.keyed.address import Address
+from semmem.items.address import Address
 from semmem.memory import Memory
 from semmem.settings import Settings
 from semmem.store import Store

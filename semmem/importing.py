@@ -38,7 +38,7 @@ from semmem.items import (
     now_ms,
     parse_time,
 )
-from semmem.keyed.address import KEYED, keyed_fields
+from semmem.items.address import KEYED, keyed_fields
 from semmem.protocol.jsonio import jsonl_lines
 from semmem.store.rows import NEW, ItemRow, Mutation
 from semmem.store.views import WriteView

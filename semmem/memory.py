@@ -26,6 +26,8 @@ from semmem.embedding.queue import ModelQueue
 from semmem.errors import InvalidArguments, InvalidInput
 from semmem.importing import ImportReport
 from semmem.items import EXPIRES, Item, clean_attrs, clean_text, future_expiry, trim
+from semmem.items.filters import Filter
+from semmem.items.metadata import METADATA
 from semmem.keyed.items import Keyed
 from semmem.lifecycle.owners import Owners
 from semmem.lifecycle.retention import Retention
@@ -43,8 +45,6 @@ from semmem.rules import Operation
 from semmem.scheduling.observing import QuietObserver, WriteObserver
 from semmem.scoped import filtered
 from semmem.scoped.filtered import Filtered
-from semmem.scoped.filters import Filter
-from semmem.scoped.metadata import METADATA
 from semmem.store.rows import HINT_COLUMNS, RECALL_COLUMNS
 from semmem.store.views import IndexedView, PartitionSnapshot, ReadView
 from semmem.writes import Writes
@@ -136,7 +136,7 @@ class Memory(Writes, Owners, Filtered):
         attrs: dict[str, Any] | None = None, expires_at: str | None = None,
         metadata: dict[str, Any] | None = None, scope: Filter | None = None,
     ) -> dict[str, Any]:
-        """Store a new fact (with ``metadata``, ``semmem.scoped.metadata``), or point at the
+        """Store a new fact (with ``metadata``, ``semmem.items.metadata``), or point at the
         existing one with the same text (its metadata left as it is); ``scope``: a binding's,
         stamped on the fact, duplicates and similar facts found only within it.
 

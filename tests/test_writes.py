@@ -13,9 +13,9 @@ import pytest
 
 from semmem.embedding.fakes import HashingEmbedder
 from semmem.items import Item
+from semmem.items.metadata import tag
 from semmem.memory import Memory
 from semmem.scheduling.schedule import Maintenance
-from semmem.scoped.metadata import tag
 from semmem.store import Store
 from semmem.store.commit.fence import Fence
 from semmem.store.rows import ItemRow

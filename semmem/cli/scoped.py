@@ -8,8 +8,8 @@ from typing import Annotated, Any
 import typer
 
 from semmem.cli.options import DataOpt, ModelOpt, PartitionOpt, errors, run, show
-from semmem.scoped import filters
-from semmem.scoped.filters import Filter
+from semmem.items import filters
+from semmem.items.filters import Filter
 
 MetaOpt = Annotated[list[str] | None, typer.Option(
     "--meta", help="key=value (repeat for more); a value that reads as a JSON number or "

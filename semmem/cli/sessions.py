@@ -61,7 +61,7 @@ def ingest(
     session already holds is not stored again)."""
     from semmem.conversations.ingest import Conversations
     from semmem.conversations.pieces import SESSION
-    from semmem.keyed.address import Address
+    from semmem.items.address import Address
 
     with errors():
         found = read_messages(source)

@@ -22,7 +22,7 @@ from collections.abc import Collection
 from dataclasses import replace
 
 from semmem.conversations.pieces import DIGEST, PIECE, SESSION
-from semmem.keyed.address import Address, address_of
+from semmem.items.address import Address, address_of
 from semmem.rules import MissingRecords
 from semmem.store.rows import Mutation, op_key
 from semmem.store.views import OpRecord, WriteView

@@ -10,9 +10,25 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from semmem.items import Vectors
     from semmem.keyed.items import Keyed
-    from semmem.lifecycle.retention import Retention
-    from semmem.rules import Operation
+    from semmem.rules import Alive, Operation
     from semmem.store.rows import Plan
+
+
+class Expiry(Protocol):
+    """What has expired, as much as sessions ask (``lifecycle.retention.Retention`` is one)."""
+
+    async def max_age(self, partition: str) -> int | None:
+        """``partition``'s effective max age in ms (``None``: forever)."""
+        ...
+
+    def alive(self, max_age_ms: int | None) -> Alive:
+        """A test of "not expired now" under ``max_age_ms``."""
+        ...
+
+    async def counted(self, partition: str, result: dict[str, Any], *,
+                      sets_expiry: bool = False) -> dict[str, Any]:
+        """A write's result with ``count`` leaving out the facts expired now."""
+        ...
 
 
 class Host(Protocol):
@@ -24,7 +40,7 @@ class Host(Protocol):
         ...
 
     @property
-    def retention(self) -> Retention:
+    def retention(self) -> Expiry:
         """What has expired (a write's rules and a result's count leave it out)."""
         ...
 

@@ -33,12 +33,12 @@ from semmem.conversations.messages import Message
 from semmem.conversations.pieces import AT, DIGEST, MESSAGE, PART, PIECE, ROLE, cut
 from semmem.errors import Conflict, DeadlineExceeded, Unavailable
 from semmem.items import Item, now_ms
-from semmem.keyed.address import KEYED, Address
+from semmem.items.address import KEYED, Address
+from semmem.items.filters import Filter
+from semmem.items.metadata import METADATA
 from semmem.keyed.items import ATTEMPTS, Held, Moved
 from semmem.offload import off_loop
 from semmem.rules import Decision, Operation
-from semmem.scoped.filters import Filter
-from semmem.scoped.metadata import METADATA
 from semmem.store.rows import NEW, ItemRow
 from semmem.store.views import WriteView
 

@@ -20,7 +20,7 @@ from semmem.contract import MAX_ROLE_CHARS as MAX_ROLE_CHARS  # the schema's (we
 from semmem.conversations.pieces import SESSION
 from semmem.errors import InvalidArguments, InvalidInput
 from semmem.items import iso, now_ms, parse_time, trim
-from semmem.keyed.address import Address
+from semmem.items.address import Address
 
 VERSION = 1
 MAX_MESSAGES = 10_000  # per request

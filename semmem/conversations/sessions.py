@@ -10,7 +10,7 @@ from semmem.conversations.host import Host
 from semmem.conversations.pieces import AT, MESSAGE, PART, PIECE, ROLE, SESSION
 from semmem.errors import InvalidArguments, InvalidInput, NotFound
 from semmem.items import Item
-from semmem.keyed.address import Address
+from semmem.items.address import Address
 
 
 def _place(item: Item) -> tuple[int, int]:

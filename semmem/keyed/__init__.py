@@ -8,8 +8,8 @@ The model
 - A keyed item *is* its pieces: ordinary numbered items (recall, search, ``forget`` by number,
   retention, export/import, backups and ``semmem check`` treat them like any fact) whose
   ``keyed`` record field holds the address (``{"space", "key"}``). Each piece row's ``tags``
-  carry a hash of the address and one of its space (``address.row_tags``, derived where rows
-  are built), so no caller string reaches a filter expression.
+  carry a hash of the address and one of its space (``semmem.items.address.row_tags``,
+  derived where rows are built), so no caller string reaches a filter expression.
 - Lookups go through an index at any partition size: below the index threshold a per-snapshot
   dictionary (``index.Addresses``, carried forward by each commit, never rebuilt), above it the
   ``LABEL_LIST`` index on ``tags``.
@@ -37,24 +37,15 @@ asks of the memory core, which ``Memory`` answers)
   ``keyed`` are the caller's (e.g. a hiding flag or the value of a store item).
 - ``await forget(partition, address, keep=…) -> [n, …]``: every live piece forgotten through
   the forget path (durably gone within the forget window), pieces added meanwhile included.
-- ``address.address_of(item)``: the address a piece belongs to, or ``None`` for a fact.
+- ``semmem.items.address.address_of(item)``: the address a piece belongs to, or ``None`` for
+  a fact.
 
 Visibility: conversation pieces are the model's to see (recall, search, ``forget`` by number).
 Items the model's tools must neither see nor overwrite (LangGraph store items) need a record
 field the reads and the tools' writes honour; that is not built here (issue 48).
 """
 
-from typing import Any
-
-from semmem.keyed.address import KEYED, Address, address_of
+from semmem.items.address import KEYED, Address, address_of
+from semmem.keyed.items import Held, Keyed, Moved
 
 __all__ = ["KEYED", "Address", "Held", "Keyed", "Moved", "address_of"]
-
-
-def __getattr__(name: str) -> Any:
-    # The core's half loads on first use: the store imports ``address`` from here.
-    if name in ("Held", "Keyed", "Moved"):
-        from semmem.keyed import items
-
-        return getattr(items, name)
-    raise AttributeError(name)

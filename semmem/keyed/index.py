@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from semmem.keyed.address import Address, address_of
+from semmem.items.address import Address, address_of
 from semmem.store.reads.persistent import Layered
 from semmem.store.views import ItemSet
 

@@ -19,7 +19,7 @@ import numpy as np
 from semmem import rules
 from semmem.errors import Unavailable
 from semmem.items import Item, now_ms
-from semmem.keyed.address import KEYED, Address, address_of, space_tag
+from semmem.items.address import KEYED, Address, address_of, space_tag
 from semmem.keyed.index import addresses
 from semmem.rules import Decision, Operation
 from semmem.store.rows import NEW, ItemRow

@@ -53,25 +53,25 @@ STEPS: dict[int, Callable[[Holdings, Hook | None], Awaitable[int]]] = {
     1: items_from_facts, 2: listings_from_partition}
 
 
-async def upgrade(memory: Opened, *, hook: Hook | None = None) -> int:
-    """Bring ``memory``'s store to ``FORMAT`` (nothing when it is); the format it is in.
+async def upgrade(opened: Opened, *, hook: Hook | None = None) -> int:
+    """Bring ``opened``'s store to ``FORMAT`` (nothing when it is); the format it is in.
     ``hook``: called after each step of each partition (tests interrupt it there).
 
     Raises:
         Unavailable: the store was written by a later release (a newer format).
     """
-    meta = await memory.store.meta()
+    meta = await opened.store.meta()
     found = format_of(meta)
     if found > FORMAT:
-        raise Unavailable(f"store {memory.uri} is of format {found}, written by a later "
+        raise Unavailable(f"store {opened.uri} is of format {found}, written by a later "
                           f"release; this one reads format {FORMAT} and earlier")
-    if meta is not None and meta.get("model") != memory.embedder.model_id:
+    if meta is not None and meta.get("model") != opened.embedder.model_id:
         return found  # opened with another model (reindex, check): the steps embed
     while found < FORMAT:
-        changed = await STEPS[found](memory, hook)
-        log.info("store %s upgraded from format %d to %d (%d changed)", memory.uri, found,
+        changed = await STEPS[found](opened, hook)
+        log.info("store %s upgraded from format %d to %d (%d changed)", opened.uri, found,
                  found + 1, changed)
         found += 1
-        meta = await memory.store.meta() or {}  # as it is now (only this member changes)
-        await memory.store.set_meta({**meta, KEY: found})
+        meta = await opened.store.meta() or {}  # as it is now (only this member changes)
+        await opened.store.set_meta({**meta, KEY: found})
     return found

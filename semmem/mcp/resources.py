@@ -14,10 +14,10 @@ import mcp_types as types
 from semmem.audience import Caller
 from semmem.errors import InvalidInput, NotFound
 from semmem.items import Item, one_line
+from semmem.items.filters import Filter
 from semmem.mcp import browsing
 from semmem.memory import Memory
 from semmem.protocol.untrusted import ascii_int
-from semmem.scoped.filters import Filter
 
 PAGE = 100
 SCHEME = "semmem://items/"

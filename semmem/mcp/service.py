@@ -27,6 +27,7 @@ import mcp_types as types
 
 from semmem import tracing
 from semmem.errors import Conflict, InvalidArguments, InvalidInput, SemmemError
+from semmem.items.filters import Filter
 from semmem.mcp import MCP_PATH
 from semmem.mcp.errors import internal_error, tool_error
 from semmem.mcp.tools import specs
@@ -34,7 +35,6 @@ from semmem.memory import Memory
 from semmem.protocol.fitting import fit_recall
 from semmem.protocol.jsonio import check_values, dumps
 from semmem.protocol.untrusted import ascii_int
-from semmem.scoped.filters import Filter
 from semmem.serving.dispatch import Dispatcher, ToolCall, records
 from semmem.serving.guard import served
 from semmem.serving.runtime import Runtime

@@ -21,8 +21,8 @@ from semmem.contract import (
     MAX_TEXT_CHARS,
 )
 from semmem.items import NON_BLANK_PATTERN, TEXT_PATTERN
+from semmem.items.metadata import KEY_PATTERN, MAX_KEYS, MAX_VALUE_CHARS
 from semmem.protocol.checking import check_arguments
-from semmem.scoped.metadata import KEY_PATTERN, MAX_KEYS, MAX_VALUE_CHARS
 
 Access = Literal["read", "write"]
 

@@ -1,4 +1,4 @@
-"""Reads under a filter (``semmem.scoped.filters.Filter``): search, recall and listings over the
+"""Reads under a filter (``semmem.items.filters.Filter``): search, recall and listings over the
 facts it covers; a binding's scope over its writes; and the owner's delete by filter.
 
 A snapshot is scored as it is and only the rows the filter covers are ranked (so ranking's
@@ -27,10 +27,10 @@ from semmem.audience import Caller, visible
 from semmem.contract import MAX_SOURCES, make_cursor
 from semmem.errors import InvalidArguments
 from semmem.items import Item
+from semmem.items.filters import Filter, Range
+from semmem.items.metadata import value_key
 from semmem.results import Recall, recall_candidates
 from semmem.rules import Alive
-from semmem.scoped.filters import Filter, Range
-from semmem.scoped.metadata import value_key
 from semmem.store.reads.persistent import Layered
 from semmem.store.rows import RECALL_COLUMNS
 from semmem.store.views import Candidates, IndexedView, ItemSet, ReadView

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from semmem.contract import MAX_PARTITION_BYTES
 from semmem.errors import Forbidden, InvalidInput, SemmemError, Unauthorized
-from semmem.scoped.filters import Filter
+from semmem.items.filters import Filter
 
 log = logging.getLogger("semmem.web")
 

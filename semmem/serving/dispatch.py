@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from semmem.contract import MAX_BODY
 from semmem.errors import Forbidden, TooLarge, UnknownTool
+from semmem.items.filters import Filter
 from semmem.protocol.fitting import fit_recall, fit_search
 from semmem.protocol.jsonio import dumps
 from semmem.protocol.tools import ToolSpec
 from semmem.rules import Operation
-from semmem.scoped.filters import Filter
 from semmem.serving.metrics import Metrics
 
 if TYPE_CHECKING:

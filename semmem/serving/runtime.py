@@ -15,10 +15,10 @@ from contextlib import asynccontextmanager
 
 from semmem.embedding.embedder import Embedder
 from semmem.errors import NotReady, Overloaded, RateLimited, SemmemError, Unavailable
+from semmem.items.filters import Filter
 from semmem.memory import Memory
 from semmem.protocol.tools import tools_for
 from semmem.scheduling.schedule import Maintenance
-from semmem.scoped.filters import Filter
 from semmem.serving.auth import ProviderAuth, Tokens, bearer_of
 from semmem.serving.dispatch import Dispatcher
 from semmem.serving.metrics import Metrics

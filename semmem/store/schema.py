@@ -9,8 +9,8 @@ A partition table holds three kinds of row, keyed by ``key``:
 - item rows (``key = "i:<n>"``): live items and the tombstones of forgotten ones (no text);
   ``attrs`` holds the owner's record fields and, under ``CREATED``, the write sequence that
   created the item (kept out of ``Item.attrs``; rows written before it was recorded lack it);
-  ``tags`` holds a hash of each of the item's metadata pairs (``semmem.scoped.metadata``) and of
-  a keyed item's address and space (``semmem.keyed.address``), derived from ``attrs`` where
+  ``tags`` holds a hash of each of the item's metadata pairs (``semmem.items.metadata``) and of
+  a keyed item's address and space (``semmem.items.address``), derived from ``attrs`` where
   rows are built, for filters, lookups by key and their ``LABEL_LIST`` index;
 - op rows (``key = "o:<sha256(operationId)>"``): idempotency records.
 """
@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from semmem.items import Item, now_ms
-from semmem.keyed.address import row_tags
+from semmem.items.address import row_tags
 from semmem.store.commit.conflicts import retry_conflicts
 from semmem.store.files import open_dataset
 from semmem.store.rows import (

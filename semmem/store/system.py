@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from semmem.errors import Unavailable
 from semmem.items import EXPIRES, Item, now_ms, parse_iso
-from semmem.keyed.address import KEYED, space_tag
+from semmem.items.address import KEYED, space_tag
 from semmem.store.rows import Mutation, table_name
 from semmem.store.views import IndexedView, WriteView
 

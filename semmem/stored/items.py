@@ -22,7 +22,7 @@ from semmem import rules
 from semmem.conversations.pieces import cut
 from semmem.errors import Unavailable
 from semmem.items import EXPIRES, Item, iso, now_ms, parse_iso
-from semmem.keyed.address import KEYED, Address, address_of, space_tag
+from semmem.items.address import KEYED, Address, address_of, space_tag
 from semmem.keyed.index import addresses
 from semmem.keyed.items import ATTEMPTS, Held, Keyed, Moved
 from semmem.rules import Decision

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from semmem.errors import InvalidArguments, InvalidInput
-from semmem.keyed.address import Address
+from semmem.items.address import Address
 from semmem.stored.filters import check_filter
 from semmem.stored.namespaces import Condition, check_namespace
 

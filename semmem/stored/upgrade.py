@@ -36,7 +36,7 @@ from typing import Any
 
 from semmem.errors import InvalidArguments
 from semmem.items import Item
-from semmem.keyed.address import Address
+from semmem.items.address import Address
 from semmem.stored.items import Put, StoreItems
 from semmem.stored.namespaces import namespace_of, partition_of
 from semmem.stored.ports import Holdings

@@ -16,10 +16,10 @@ from starlette.responses import Response, StreamingResponse
 
 from semmem.errors import InvalidArguments, InvalidInput, NotFound, SemmemError
 from semmem.items import RECORD_FIELDS
+from semmem.items.filters import Filter
 from semmem.lifecycle import policies
 from semmem.memory import Memory
 from semmem.protocol.jsonio import dumps, jsonl_line, loads
-from semmem.scoped.filters import Filter
 from semmem.serving.guard import nameable, served
 from semmem.serving.runtime import Runtime
 from semmem.web.bodies import read_body

@@ -23,11 +23,11 @@ from semmem.conversations.ingest import Conversations
 from semmem.conversations.messages import IngestRequest, parse_request
 from semmem.errors import DeadlineExceeded, Forbidden, InvalidInput
 from semmem.items import now_ms
+from semmem.items.filters import Filter
 from semmem.offload import off_loop
 from semmem.protocol.envelope import operation_id_of
 from semmem.protocol.jsonio import dumps, loads
 from semmem.rules import Operation
-from semmem.scoped.filters import Filter
 from semmem.serving.auth import Binding
 from semmem.serving.guard import served
 from semmem.serving.runtime import Runtime

@@ -131,7 +131,7 @@ def provider_openapi(path: str = "/memory", *, accepted: bool = False) -> dict[s
 def ingest_openapi() -> dict[str, Any]:
     """``POST /ingest`` as an OpenAPI path item and its schemas (``semmem/conversations``)."""
     from semmem.conversations.messages import MAX_MESSAGES, MAX_ROLE_CHARS
-    from semmem.keyed.address import MAX_KEY_CHARS
+    from semmem.items.address import MAX_KEY_CHARS
 
     request = {
         "type": "object",

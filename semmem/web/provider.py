@@ -15,11 +15,11 @@ from semmem import tracing
 from semmem.contract import DEADLINE_HORIZON_MS, MAX_RESPONSE
 from semmem.errors import DeadlineExceeded, InvalidInput, SemmemError
 from semmem.items import now_ms
+from semmem.items.filters import Filter
 from semmem.memory import Memory
 from semmem.protocol.envelope import RecallRequest, ToolRequest, operation_id_of, parse_envelope
 from semmem.protocol.fitting import fit_recall
 from semmem.protocol.jsonio import dumps, loads
-from semmem.scoped.filters import Filter
 from semmem.serving.dispatch import ToolCall, records
 from semmem.serving.guard import served
 from semmem.serving.runtime import Runtime

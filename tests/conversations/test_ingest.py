@@ -8,10 +8,10 @@ from semmem.conversations.ingest import Conversations
 from semmem.conversations.messages import Message
 from semmem.conversations.pieces import SESSION
 from semmem.items import now_ms
-from semmem.keyed.address import Address
+from semmem.items.address import Address
+from semmem.items.filters import Filter
 from semmem.memory import Memory
 from semmem.rules import Operation
-from semmem.scoped.filters import Filter
 
 S = Address.of(SESSION, "s")
 

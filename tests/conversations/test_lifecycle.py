@@ -13,13 +13,13 @@ from semmem.conversations.ingest import Conversations
 from semmem.conversations.messages import Message
 from semmem.conversations.pieces import SESSION
 from semmem.items import parse_iso
-from semmem.keyed.address import Address
+from semmem.items.address import Address
+from semmem.items.filters import Filter
 from semmem.keyed.items import Keyed
 from semmem.lifecycle.backup import create_backup
 from semmem.lifecycle.backup_restore import restore_backup
 from semmem.lifecycle.sweep import sweep
 from semmem.memory import Memory
-from semmem.scoped.filters import Filter
 from semmem.store import Store
 from semmem.store.copies.objects import Objects
 

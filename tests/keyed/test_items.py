@@ -14,7 +14,7 @@ from semmem.conversations.messages import Message
 from semmem.conversations.pieces import SESSION
 from semmem.embedding.fakes import HashingEmbedder
 from semmem.items import now_ms
-from semmem.keyed.address import Address, address_of, row_tags
+from semmem.items.address import Address, address_of, row_tags
 from semmem.keyed.index import NAME, Addresses
 from semmem.keyed.items import Keyed
 from semmem.memory import Memory

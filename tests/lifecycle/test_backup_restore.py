@@ -214,8 +214,8 @@ async def test_a_restore_keeps_metadata_and_its_tags_so_a_filtered_search_finds_
     """Metadata travels in a backup's record fields and the restored rows' ``tags`` are
     derived from them (with a ledger: the live store's metadata now), so an indexed filtered
     search of the restored store (its ``LABEL_LIST``) finds exactly the facts it covers."""
-    from semmem.scoped.filters import Filter
-    from semmem.scoped.metadata import tags
+    from semmem.items.filters import Filter
+    from semmem.items.metadata import tags
     from semmem.store.files import open_dataset
     from semmem.store.schema import LIVE_ITEMS
 

@@ -1,1 +1,1 @@
-"""Scoped memories: metadata rules, filters, and reads and deletes under a filter."""
+"""Scoped memories: reads and deletes under a filter."""

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from semmem.embedding.fakes import HashingEmbedder
 from semmem.errors import InvalidArguments
 from semmem.items import iso, now_ms, parse_iso
+from semmem.items.filters import Filter
 from semmem.memory import Memory
-from semmem.scoped.filters import Filter
 from semmem.store import Store
 from semmem.store.views import IndexedView
 from tests.support.filters import brute
@@ -185,7 +185,7 @@ async def test_delete_by_filter_leaves_no_text_vector_or_tag_in_any_decoded_file
         tmp_path: Path, indexed: bool) -> None:
     from datetime import timedelta
 
-    from semmem.scoped.metadata import tag
+    from semmem.items.metadata import tag
     from semmem.store.commit.fence import Fence
     from tests.support.files import decoded_with
 

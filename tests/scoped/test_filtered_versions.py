@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 from semmem.embedding.fakes import HashingEmbedder
 from semmem.items import iso, parse_iso
+from semmem.items.filters import Filter
 from semmem.memory import Memory
 from semmem.scoped.filtered import COUNTS, Columns, Counts
-from semmem.scoped.filters import Filter
 from semmem.store import Store
 from semmem.store.views import IndexedView, PartitionSnapshot
 from tests.support.filters import brute

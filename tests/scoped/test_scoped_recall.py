@@ -9,9 +9,9 @@ import pytest
 
 from semmem.errors import NotFound
 from semmem.items import iso, parse_iso
+from semmem.items.filters import Filter
 from semmem.memory import Memory
 from semmem.results import recent
-from semmem.scoped.filters import Filter
 from tests.support.memory import small_indexed_memory
 
 T0 = parse_iso("2026-01-01T00:00:00Z")

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from semmem.embedding.fakes import HashingEmbedder
+from semmem.items.filters import Filter
 from semmem.memory import Memory
-from semmem.scoped.filters import Filter
 from semmem.store import Store
 from semmem.store.commit.fence import Fence
 from tests.support.moto import moto_s3

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from semmem.scoped.metadata import tag
+from semmem.items.metadata import tag
 from tests.support.files import decoded_hits
 from tests.support.server import ADMIN, AUTH, JSON, REPO, ServerProcess
 from tests.support.web import tool

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from semmem.cli.commands import app
 from semmem.cli.scoped import metadata as cli_metadata
-from semmem.scoped.metadata import KEY_PATTERN, MAX_KEYS, canonical, clean_metadata, tags
+from semmem.items.metadata import KEY_PATTERN, MAX_KEYS, canonical, clean_metadata, tags
 from semmem.store.rows import table_name
 from semmem.web.console import data
 from tests.support.server import ADMIN, AUTH

@@ -1,4 +1,4 @@
-"""An indexed partition read under a filter expression (``semmem.scoped.filters.Filter.where``).
+"""An indexed partition read under a filter expression (``semmem.items.filters.Filter.where``).
 
 The nearest live items among those the filter selects (a prefilter: the vector search sees
 only them, so a narrow filter still fills its ``k``), and how many live items it selects (a

@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 from semmem.audience import APPLICATION_SPACES, SYSTEM_SPACES
 from semmem.errors import Unavailable
 from semmem.items import EXPIRES, Item, Vectors
-from semmem.keyed.address import space_tag
+from semmem.items.address import space_tag
 from semmem.store.commit.tombstone import GONE
 from semmem.store.rows import ITEM_COLUMNS, KIND_HEAD, KIND_ITEM, KIND_OP
 from semmem.store.schema import LIVE_ITEMS, head_counts, split_attrs

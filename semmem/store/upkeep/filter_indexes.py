@@ -1,4 +1,4 @@
-"""The scalar indexes a filter reads (``semmem.scoped.filters.Filter.where``): a ``LABEL_LIST``
+"""The scalar indexes a filter reads (``semmem.items.filters.Filter.where``): a ``LABEL_LIST``
 on the metadata ``tags`` (``array_has_all``), a B-tree on ``ts`` and bitmaps on ``kind`` and
 ``forgotten`` (every filtered read is ``LIVE_ITEMS AND …``), built with a partition's other
 indexes (``updated`` already has its B-tree: blank-input recall reads it). With all of them a

@@ -14,10 +14,10 @@ from starlette.responses import Response
 from semmem.contract import MAX_RECALL_BYTES, MAX_SEARCH_LIMIT
 from semmem.errors import Conflict, InvalidInput, NotFound
 from semmem.items import Item
+from semmem.items.metadata import Scalar, canonical
 from semmem.protocol.fitting import fit_recall
 from semmem.protocol.jsonio import dumps
 from semmem.protocol.status import status_of
-from semmem.scoped.metadata import Scalar, canonical
 from semmem.serving.guard import nameable
 from semmem.web.console import data
 from semmem.web.console.data import EDITABLE

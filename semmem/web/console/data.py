@@ -10,11 +10,11 @@ from typing import Any
 from semmem.audience import Caller, may_see
 from semmem.contract import make_cursor, sha256_hex
 from semmem.items import Item
+from semmem.items.filters import Filter, pairs, typed
+from semmem.items.metadata import Scalar, clean_metadata
 from semmem.memory import Memory
 from semmem.ranking.ranker import Scored
 from semmem.scoped import filtered
-from semmem.scoped.filters import Filter, pairs, typed
-from semmem.scoped.metadata import Scalar, clean_metadata
 
 EDITABLE = ("note", "status", "surfacing", "expiresAt")  # the edit form's record fields
 PAGE_SIZE = 25

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from semmem.scoped.filters import Filter
+from semmem.items.filters import Filter
 from semmem.store.files import open_dataset
 from semmem.store.schema import LIVE_ITEMS
 from tests.support.memory import small_indexed_memory

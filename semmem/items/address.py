@@ -14,7 +14,7 @@ from typing import Any
 from semmem.contract import check_label, sha256_hex
 from semmem.errors import InvalidArguments
 from semmem.items import Item
-from semmem.scoped.metadata import METADATA, tags
+from semmem.items.metadata import METADATA, tags
 
 KEYED = "keyed"  # the record field: ``{"space": str, "key": str}``
 MAX_KEY_CHARS = 1024

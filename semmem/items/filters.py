@@ -3,7 +3,7 @@
 A ``Filter`` is checked two ways that must agree: ``matches`` on an item (snapshots, listings,
 the post-check of index candidates) and ``where``, the same test as a filter expression over a
 partition table's columns (an indexed partition's prefilter). Every value that reaches the
-expression is an integer or a hex tag (``semmem.scoped.metadata.tag``), never a caller's string.
+expression is an integer or a hex tag (``semmem.items.metadata.tag``), never a caller's string.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 from semmem.errors import InvalidArguments
 from semmem.items import Item, iso, parse_time
-from semmem.scoped.metadata import (
+from semmem.items.metadata import (
     MAX_KEYS,
     METADATA,
     Scalar,

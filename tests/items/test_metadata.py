@@ -10,8 +10,8 @@ import pytest
 
 from semmem.embedding.fakes import HashingEmbedder
 from semmem.errors import InvalidArguments
+from semmem.items.metadata import MAX_KEYS, clean_metadata, tag, tags
 from semmem.memory import Memory
-from semmem.scoped.metadata import MAX_KEYS, clean_metadata, tag, tags
 from semmem.store.rows import table_name
 from tests.support.memory import older_table, open_memory
 
@@ -96,6 +96,6 @@ async def test_schema_two_table_reads_as_is_and_migrates_at_its_first_write(
 
 
 def _flt(raw: dict[str, Any]) -> Any:
-    from semmem.scoped.filters import Filter
+    from semmem.items.filters import Filter
 
     return Filter.parse(raw)

@@ -1,4 +1,9 @@
-"""Items: the numbered facts of a partition, their text rules and wire formats."""
+"""Items: the numbered facts of a partition, their text rules and wire formats.
+
+Beside them, the rules every floor above reads an item by: ``metadata`` (a fact's metadata, its
+rules and index tags), ``filters`` (``Filter``: a test on an item and the same test as a filter
+expression), ``address`` (a keyed item's ``Address`` and the row tags the store derives).
+"""
 
 from __future__ import annotations
 
@@ -15,7 +20,7 @@ import numpy.typing as npt
 from semmem.audience import Audience, audience_of
 from semmem.contract import MAX_TEXT_CHARS
 from semmem.errors import InvalidArguments
-from semmem.scoped.metadata import METADATA, clean_metadata
+from semmem.items.metadata import METADATA, clean_metadata
 
 # Embeddings, one float32 row per text or item (L2-normalised where a model made them).
 Vectors = npt.NDArray[np.float32]
@@ -149,7 +154,7 @@ def clean_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
     Raises:
         InvalidArguments: an unknown field, a non-string note/status/surfacing/slug, a note
             over 500 characters, an ``expiresAt`` that is not ISO 8601, or metadata that
-            breaks ``semmem.scoped.metadata``'s rules (``{}`` clears it, as ``None`` does).
+            breaks ``semmem.items.metadata``'s rules (``{}`` clears it, as ``None`` does).
     """
     out: dict[str, Any] = {}
     for key, value in attrs.items():

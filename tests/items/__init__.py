@@ -1,0 +1,1 @@
+"""Items: metadata rules, filters and addresses."""
