@@ -9,7 +9,7 @@ provider token, as before; a bound token is accepted on ``/mcp`` only, where the
 (not the caller) names the partition. Either may carry a scope, ``scope.<key>=<value>`` (a
 string; repeat for more keys): every call with the token sees and edits only the facts
 whose metadata has those values, and writes them on its new facts
-(``semmem.scoped.filters.Filter.stamp``). A call takes its token's binding and scope from
+(``semmem.items.filters.Filter.stamp``). A call takes its token's binding and scope from
 one reading of the tokens (``Tokens.identify``), at admission.
 """
 
