@@ -1,12 +1,13 @@
 """One admission rule for the event loop and the model, through the real app: a tenant's long
 recalls do not hold another tenant's recall behind them, a recall answered without its vector
-leaves nothing on the model.
+leaves nothing on the model, and a large body is parsed off the event loop.
 
 The model is held (``HeldEmbedder``) to line requests up behind it; the order is read from the
 calls the model received, never from the clock."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -15,7 +16,9 @@ from typing import Any
 import pytest
 
 from semmem.serving.runtime import Runtime
+from semmem.web.stored import STORE_PATH
 from tests.support.model import HeldEmbedder
+from tests.support.server import AUTH, JSON
 from tests.support.web import Client, Reply, app_client, recall, remember, send
 
 LONG = "tell me everything about the long weekend plans " * 1250  # 60 KB, within 64 KiB
@@ -110,3 +113,33 @@ def test_recall_answered_while_the_model_is_busy_leaves_nothing_on_the_model(
         assert held[0].status_code == 200 and replies[0].status_code == 200
         remember(c, "x", "after everything queued before it")  # the queue drained past it
     assert (model.call_of(LONG) >= 0) is stored
+
+
+def _slow_store_body() -> bytes:
+    """An 8 MiB ``POST /store`` body whose JSON takes seconds to read (hundreds of thousands
+    of small objects) and is refused after it (its last operation is unknown)."""
+    value = {"a": [{"x": i} for i in range(20_000)]}
+    ops: list[Any] = [{"op": "put", "namespace": ["n"], "key": f"k{i}", "value": value}
+                      for i in range(32)]
+    ops.append({"op": "unknown"})
+    body = json.dumps({"ops": ops}, separators=(",", ":")).encode()
+    assert len(body) <= 8 * 1024 * 1024
+    return body
+
+
+def test_store_a_large_body_is_parsed_off_the_event_loop(tmp_path: Path) -> None:
+    """While a large /store body is being parsed (its body read, its slot taken, no answer
+    yet), /healthz answers, and the parse's refusal comes after."""
+    with app_client(tmp_path / "db", max_concurrency=64) as c:
+        rt = _runtime(c)
+        replies: list[Reply] = []
+        body = _slow_store_body()
+        storing = _in_thread(replies, lambda: c.post(STORE_PATH, content=body,
+                                                     headers={**AUTH, **JSON}))
+        _until(lambda: rt.limiter.active == 1, "the body read, its parse begun")
+        health = c.get("/healthz")
+        parsing = not replies and rt.limiter.active == 1
+        storing.join(120)
+    assert health.status_code == 200
+    assert parsing, "/healthz waited for the parse"
+    assert replies[0].status_code == 422, replies[0].text

@@ -1,0 +1,45 @@
+"""The event loop's admission rule for a request's own work: what is small runs on the loop,
+what is larger runs in a worker thread; every door calls these for its body's work (parsing,
+validation, cutting), so no body within a door's size limit stalls the others' requests.
+
+Small is :data:`INLINE_BYTES`, the provider path's body limit: a 64 KiB body parses and is
+checked in about a millisecond, less than handing it to a thread and back costs a busy loop.
+The larger bodies of ``POST /store`` (8 MiB) and ``POST /ingest`` (4 MiB) take tens to
+hundreds of milliseconds, and a message's cutting seconds: in a thread the loop keeps serving
+meanwhile (Python hands it the interpreter every 5 ms; ``json``'s C scanner keeps it for one
+object at a time, its hook runs Python between objects). The model's time is the model
+queue's to share (``semmem.embedding.queue``).
+
+A body refused or replayed costs no more than reading it and this parse: a door checks what
+it can from the parsed body (access, a replay) before any further work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from semmem.protocol.jsonio import loads
+
+T = TypeVar("T")
+
+INLINE_BYTES = 64 * 1024  # work on a body up to this size stays on the event loop
+
+
+async def off_loop(size: int, work: Callable[[], T]) -> T:
+    """``work()``, on the event loop if ``size`` (the bytes or characters it works through)
+    is at most :data:`INLINE_BYTES`, else in a worker thread; what it raises, raised."""
+    if size <= INLINE_BYTES:
+        return work()
+    return await asyncio.to_thread(work)
+
+
+async def parse_body(body: bytes, check: Callable[[Any], T]) -> T:
+    """``check`` of the parsed JSON ``body`` (``protocol.jsonio.loads``), off the loop when
+    the body is over :data:`INLINE_BYTES`.
+
+    Raises:
+        InvalidInput: not strict JSON; and whatever ``check`` raises.
+    """
+    return await off_loop(len(body), lambda: check(loads(body)))
