@@ -24,7 +24,7 @@ import numpy.typing as npt
 from semmem.embedding.e5file import E5File
 from semmem.embedding.embedder import normalise
 from semmem.embedding.files import ModelSpec, check_onnx, verify
-from semmem.embedding.onnx import OnnxEmbedder
+from semmem.embedding.onnx import OnnxEmbedder, run_options
 from semmem.embedding.unigram import UnigramTokenizer
 from semmem.items import Vectors
 
@@ -121,5 +121,6 @@ class E5Embedder(OnnxEmbedder):
             ids[row, :n] = [vocab.bos, *content, vocab.eos]
             mask[row, :n] = 1
         feeds = {EMBEDS: self._file.word_rows(ids), "attention_mask": mask}
-        result: npt.NDArray[np.float32] = session.run(None, feeds)[0]  # type: ignore[attr-defined]
+        result: npt.NDArray[np.float32] = session.run(  # type: ignore[attr-defined]
+            None, feeds, run_options())[0]
         return result

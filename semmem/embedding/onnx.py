@@ -21,6 +21,7 @@ from semmem.embedding.files import (
     check_onnx,
     verify,
 )
+from semmem.embedding.interrupt import current
 from semmem.items import Vectors
 
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
@@ -38,6 +39,18 @@ def tokenizer_of(spec: ModelSpec) -> Any:
     tokenizer.enable_truncation(max_length=int(config["max_seq_length"]))
     tokenizer.no_padding()
     return tokenizer
+
+
+def run_options() -> Any:
+    """Options for one ``session.run``: stopped between the graph's nodes when the model
+    call it is part of is stopped (``embedding.interrupt``: nobody awaits its vectors)."""
+    import onnxruntime as ort
+
+    options = ort.RunOptions()
+    interrupt = current()
+    if interrupt is not None:
+        interrupt.on_stop(lambda: setattr(options, "terminate", True))
+    return options
 
 
 class OnnxEmbedder:
@@ -117,5 +130,5 @@ class OnnxEmbedder:
             feeds["input_ids"][row, :n] = enc.ids
             feeds["attention_mask"][row, :n] = enc.attention_mask
             feeds["token_type_ids"][row, :n] = enc.type_ids
-        pooled: npt.NDArray[np.float32] = session.run(None, feeds)[0]
+        pooled: npt.NDArray[np.float32] = session.run(None, feeds, run_options())[0]
         return pooled

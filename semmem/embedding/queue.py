@@ -11,14 +11,17 @@ recalls run a call at a time, between the other callers' calls, never as one blo
 Short texts that arrive while the model is busy go together in its next call (several texts
 in one call cost less each than one by one), from several lanes while the budget lasts.
 
-Work nobody waits for any more never reaches the model: the task that awaited it was cancelled
-(a recall of an empty partition answered without its vector, a request abandoned), so its
-texts not yet handed to the model are dropped from its lane.
+Work nobody waits for any more does not keep the model: the task that awaited it was
+cancelled (a recall of an empty partition answered without its vector, a request abandoned),
+so its texts not yet handed to the model are dropped from its lane, and a call already on the
+model that nobody awaits any more is stopped (``embedding.interrupt``; ONNX Runtime stops
+between the graph's nodes).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -27,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from semmem.embedding.embedder import Embedder, embed_queries, queries_differ
+from semmem.embedding.interrupt import Interrupt, Stopped, running
 from semmem.items import Vectors
 
 CALL_CHARS = 2048  # a call's budget, in characters: about one 512-token window of e5
@@ -84,6 +88,7 @@ class ModelQueue:
         self._draining = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Future[None] | None = None
+        self._running: tuple[Interrupt, list[_Job]] | None = None  # the call on the model
         self.calls = 0  # model calls made (for tests and metrics)
 
     async def embed(self, texts: list[str], *, query: bool = False,
@@ -104,6 +109,7 @@ class ModelQueue:
                 return alone
             self._lanes, self._draining = {}, False  # that loop is gone, and its waiters
         job = _Job(list(texts), query and self._differ, loop.create_future())
+        job.future.add_done_callback(self._abandoned)
         self._lanes.setdefault(caller, _Lane()).jobs.append(job)
         if not self._draining:
             self._draining, self._loop = True, loop
@@ -124,9 +130,14 @@ class ModelQueue:
                     return
                 query, parts = picked
                 texts = [t for job, start, end in parts for t in job.texts[start:end]]
+                interrupt = Interrupt()
+                self._running = interrupt, [job for job, _, _ in parts]
                 try:
                     vectors = await asyncio.get_running_loop().run_in_executor(
-                        self.executor, self._sides[query], texts)
+                        self.executor, running, interrupt,
+                        functools.partial(self._sides[query], texts))
+                except Stopped:
+                    continue  # nobody awaited any of it
                 except Exception as exc:
                     for job, _, _ in parts:
                         job.taken = len(job.texts)  # the rest of it is not run either
@@ -140,7 +151,15 @@ class ModelQueue:
                     if len(job.rows) == len(job.texts) and not job.future.done():
                         job.future.set_result(np.vstack(job.rows))
         finally:
+            self._running = None
             self._draining = False
+
+    def _abandoned(self, _: asyncio.Future[np.ndarray]) -> None:
+        """A job's future is done: if nobody awaits any of the call on the model, stop it."""
+        if self._running is not None:
+            interrupt, jobs = self._running
+            if all(job.future.cancelled() for job in jobs):
+                interrupt.stop()
 
     def _pick(self) -> tuple[bool, list[tuple[_Job, int, int]]] | None:
         """The next call's texts, as (job, first, end) parts of one side: from the lanes served

@@ -99,3 +99,33 @@ async def test_embed_concurrent_short_texts_share_a_call() -> None:
     assert len(model.calls) == 2 and sorted(model.calls[1]) == sorted(texts)
     for text, vector in zip(texts, results, strict=True):
         assert np.allclose(vector, HashingEmbedder().embed_batch([text]))
+
+
+async def test_embed_a_call_on_the_model_nobody_awaits_any_more_is_stopped() -> None:
+    model = HeldEmbedder()
+    queue = ModelQueue(model)
+    model.hold()
+    awaited = asyncio.ensure_future(queue.embed(["somebody waits for this"], caller="a"))
+    await asyncio.to_thread(model.entered.wait, 30)
+    assert not model.stops.is_set()  # the control: a call still awaited stays on the model
+    awaited.cancel()
+    assert await asyncio.to_thread(model.stops.wait, 30)
+    assert model.stopped == [["somebody waits for this"]]
+    model.open.set()
+    after = await queue.embed(["the model is free again"], caller="b")
+    assert np.allclose(after, HashingEmbedder().embed_batch(["the model is free again"]))
+
+
+async def test_embed_a_call_shared_with_a_waiter_is_not_stopped() -> None:
+    model = HeldEmbedder()
+    queue = ModelQueue(model)
+    model.hold()
+    gone = asyncio.ensure_future(queue.embed(["gone"], caller="a"))
+    kept = asyncio.ensure_future(queue.embed(["kept"], caller="b"))
+    await asyncio.to_thread(model.entered.wait, 30)
+    assert model.calls == [["gone", "kept"]]  # one call on the model, held there
+    gone.cancel()
+    await _until(gone.done)  # its future's callbacks ran (the queue's first)
+    model.open.set()
+    await kept
+    assert model.stopped == [] and not model.stops.is_set()

@@ -115,6 +115,21 @@ def test_recall_answered_while_the_model_is_busy_leaves_nothing_on_the_model(
     assert (model.call_of(LONG) >= 0) is stored
 
 
+def test_recall_answered_while_its_vector_is_on_the_model_stops_the_model(
+        tmp_path: Path) -> None:
+    """A recall of an empty partition whose text the model took already: answered, and the
+    model's call for it stopped (nobody awaits it), not run to its end."""
+    model = HeldEmbedder()
+    with app_client(tmp_path / "db", embedder=model, max_concurrency=64) as c:
+        model.hold()
+        r = send(c, recall(LONG, partition="e"))  # answered while the model stays closed
+        assert r.status_code == 200 and r.json()["sources"] == []
+        model.open.set()
+        remember(c, "x", "after everything before it")
+    completed = [call for call in model.calls if call not in model.stopped]
+    assert not any(LONG in call for call in completed)
+
+
 def _slow_store_body() -> bytes:
     """An 8 MiB ``POST /store`` body whose JSON takes seconds to read (hundreds of thousands
     of small objects) and is refused after it (its last operation is unknown)."""
