@@ -27,12 +27,12 @@ T = TypeVar("T")
 INLINE_BYTES = 64 * 1024  # work on a body up to this size stays on the event loop
 
 
-async def off_loop(size: int, work: Callable[[], T]) -> T:
-    """``work()``, on the event loop if ``size`` (the bytes or characters it works through)
+async def off_loop(size: int, fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)``, on the event loop if ``size`` (the bytes or characters it works through)
     is at most :data:`INLINE_BYTES`, else in a worker thread; what it raises, raised."""
     if size <= INLINE_BYTES:
-        return work()
-    return await asyncio.to_thread(work)
+        return fn(*args)
+    return await asyncio.to_thread(fn, *args)
 
 
 async def parse_body(body: bytes, check: Callable[[Any], T]) -> T:
@@ -42,4 +42,8 @@ async def parse_body(body: bytes, check: Callable[[Any], T]) -> T:
     Raises:
         InvalidInput: not strict JSON; and whatever ``check`` raises.
     """
-    return await off_loop(len(body), lambda: check(loads(body)))
+    return await off_loop(len(body), _parsed, body, check)
+
+
+def _parsed(body: bytes, check: Callable[[Any], T]) -> T:
+    return check(loads(body))
