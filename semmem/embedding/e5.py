@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from semmem.embedding.calls import in_bulk
 from semmem.embedding.e5file import E5File
 from semmem.embedding.embedder import normalise
 from semmem.embedding.files import ModelSpec, check_onnx, verify
@@ -81,7 +82,7 @@ class E5Embedder(OnnxEmbedder):
         lengths = np.array([len(w) + 2 for _, w in windows])
         order = np.argsort(-lengths, kind="stable")
         session = self._session
-        if len(windows) > self.batch_size:
+        if len(windows) > self.batch_size or in_bulk():
             if self._bulk_session is None:
                 self._bulk_session = self._open(0)
             session = self._bulk_session

@@ -15,13 +15,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from semmem.embedding.calls import current, in_bulk
 from semmem.embedding.embedder import normalise
 from semmem.embedding.files import (
     ModelSpec,
     check_onnx,
     verify,
 )
-from semmem.embedding.interrupt import current
 from semmem.items import Vectors
 
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
@@ -43,7 +43,7 @@ def tokenizer_of(spec: ModelSpec) -> Any:
 
 def run_options() -> Any:
     """Options for one ``session.run``: stopped between the graph's nodes when the model
-    call it is part of is stopped (``embedding.interrupt``: nobody awaits its vectors)."""
+    call it is part of is stopped (``embedding.calls``: nobody awaits its vectors)."""
     import onnxruntime as ort
 
     options = ort.RunOptions()
@@ -58,7 +58,8 @@ class OnnxEmbedder:
 
     Queries and small batches run on a one-thread session: on a server the other core is the
     event loop's, and recall throughput under concurrency is highest that way. Batches larger
-    than ``batch_size`` (import, reindex) run on a second session, created on first use, with
+    than ``batch_size`` (import, reindex; through the model queue, a call of a job that
+    large: ``embedding.calls.in_bulk``) run on a second session, created on first use, with
     one thread per core, which embeds them ~1.5–1.9× faster on an idle machine. ``threads``
     fixes one count for both (``SEMMEM_TORCH_THREADS``).
     """
@@ -111,7 +112,7 @@ class OnnxEmbedder:
         lengths = np.array([len(e.ids) for e in encodings])
         order = np.argsort(-lengths, kind="stable")
         session = self._session
-        if len(texts) > self.batch_size:
+        if len(texts) > self.batch_size or in_bulk():
             if self._bulk_session is None:
                 self._bulk_session = self._open(0)
             session = self._bulk_session

@@ -14,7 +14,7 @@ in one call cost less each than one by one), from several lanes while the budget
 Work nobody waits for any more does not keep the model: the task that awaited it was
 cancelled (a recall of an empty partition answered without its vector, a request abandoned),
 so its texts not yet handed to the model are dropped from its lane, and a call already on the
-model that nobody awaits any more is stopped (``embedding.interrupt``; ONNX Runtime stops
+model that nobody awaits any more is stopped (``embedding.calls``; ONNX Runtime stops
 between the graph's nodes).
 """
 
@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from semmem.embedding.calls import Interrupt, Stopped, running
 from semmem.embedding.embedder import Embedder, embed_queries, queries_differ
-from semmem.embedding.interrupt import Interrupt, Stopped, running
 from semmem.items import Vectors
 
 CALL_CHARS = 2048  # a call's budget, in characters: about one 512-token window of e5
@@ -134,8 +134,9 @@ class ModelQueue:
                 self._running = interrupt, [job for job, _, _ in parts]
                 try:
                     vectors = await asyncio.get_running_loop().run_in_executor(
-                        self.executor, running, interrupt,
-                        functools.partial(self._sides[query], texts))
+                        self.executor, functools.partial(
+                            running, interrupt, functools.partial(self._sides[query], texts),
+                            bulk=any(len(job.texts) > self.max_batch for job, _, _ in parts)))
                 except Stopped:
                     continue  # nobody awaited any of it
                 except Exception as exc:

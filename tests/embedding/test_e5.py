@@ -209,7 +209,7 @@ def test_only_the_head_a_texts_windows_need_is_tokenised_as_the_c_engine_does(
 def test_a_stopped_call_stops_the_model(e5: E5Embedder) -> None:
     """The queue stops a call nobody awaits: ONNX Runtime ends the run (the control: the
     same call, not stopped, runs)."""
-    from semmem.embedding.interrupt import Interrupt, Stopped, running
+    from semmem.embedding.calls import Interrupt, Stopped, running
 
     assert running(Interrupt(), lambda: e5.embed_queries([HEAD])).shape == (1, e5.dim)
     stopped = Interrupt()

@@ -129,3 +129,29 @@ async def test_embed_a_call_shared_with_a_waiter_is_not_stopped() -> None:
     model.open.set()
     await kept
     assert model.stopped == [] and not model.stops.is_set()
+
+
+class _BulkSeen(HashingEmbedder):
+    """The fake embedder, noting for each call whether it is a part of a bulk job."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bulk: list[bool] = []
+
+    def embed_batch(self, texts: list[str]) -> np.ndarray:
+        from semmem.embedding.calls import in_bulk
+
+        self.bulk.append(in_bulk())
+        return super().embed_batch(texts)
+
+
+async def test_embed_a_large_jobs_calls_are_bulk_a_small_ones_not() -> None:
+    """A job of more texts than a call takes may run on every core (the encoder's bulk
+    session), as it did when it was one call; a query never does."""
+    model = _BulkSeen()
+    queue = ModelQueue(model)
+    await queue.embed(["one question"], query=True)
+    await queue.embed([f"fact {i}" for i in range(32)])
+    assert model.bulk == [False, False]
+    await queue.embed([f"piece {i} " + "y" * 200 for i in range(33)])
+    assert len(model.bulk) > 3 and all(model.bulk[2:])

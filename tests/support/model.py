@@ -1,13 +1,13 @@
 """A fake model a test can hold: each call recorded, in the order the model thread ran it, and
 held while the test keeps it closed (to line work up behind it); a held call stops as ONNX
-Runtime's does when the queue stops it (``embedding.interrupt``)."""
+Runtime's does when the queue stops it (``embedding.calls``)."""
 
 from __future__ import annotations
 
 import threading
 
+from semmem.embedding.calls import current
 from semmem.embedding.fakes import HashingEmbedder
-from semmem.embedding.interrupt import current
 from semmem.items import Vectors
 
 

@@ -1,9 +1,11 @@
-"""A model call's stop switch: the queue stops a call nobody awaits any more (every request it
-was for answered or abandoned), and an encoder that can stop mid-call (ONNX Runtime's
-``RunOptions.terminate``, checked between the graph's nodes) registers how.
+"""What the model queue tells the encoder about the call it runs: its stop switch (the queue
+stops a call nobody awaits any more: every request it was for answered or abandoned; an encoder
+that can stop mid-call, ONNX Runtime's ``RunOptions.terminate`` checked between the graph's
+nodes, registers how), and whether it is a part of a bulk job (a job of more texts than one
+call takes: an encoder may run it on all cores, as it would the whole job in one call).
 
-The switch reaches the encoder through the model thread (``running``), so the ``Embedder``
-interface stays one method: an encoder that never asks for it simply runs to the end.
+Both reach the encoder through the model thread (``running``), so the ``Embedder`` interface
+stays one method: an encoder that never asks simply runs to the end, as it always did.
 """
 
 from __future__ import annotations
@@ -48,13 +50,14 @@ class Interrupt:
         hook()
 
 
-def running(interrupt: Interrupt, call: Callable[[], T]) -> T:
-    """``call()`` on this thread with ``interrupt`` as its stop switch (``current``).
+def running(interrupt: Interrupt, call: Callable[[], T], *, bulk: bool = False) -> T:
+    """``call()`` on this thread with ``interrupt`` as its stop switch (``current``), a part
+    of a bulk job or not (``in_bulk``).
 
     Raises:
         Stopped: the call was stopped (whatever the encoder raised then).
     """
-    _current.interrupt = interrupt
+    _current.interrupt, _current.bulk = interrupt, bulk
     try:
         return call()
     except Exception:
@@ -62,10 +65,16 @@ def running(interrupt: Interrupt, call: Callable[[], T]) -> T:
             raise Stopped() from None
         raise
     finally:
-        _current.interrupt = None
+        _current.interrupt, _current.bulk = None, False
 
 
 def current() -> Interrupt | None:
     """The stop switch of the model call running on this thread, if any."""
     interrupt: Interrupt | None = getattr(_current, "interrupt", None)
     return interrupt
+
+
+def in_bulk() -> bool:
+    """Whether the model call running on this thread is a part of a bulk job."""
+    bulk: bool = getattr(_current, "bulk", False)
+    return bulk
