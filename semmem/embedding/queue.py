@@ -140,11 +140,13 @@ class ModelQueue:
                 except Stopped:
                     continue  # nobody awaited any of it
                 except Exception as exc:
+                    self._running = None
                     for job, _, _ in parts:
                         job.taken = len(job.texts)  # the rest of it is not run either
                         if not job.future.done():
                             job.future.set_exception(exc)
                     continue
+                self._running = None
                 at = 0
                 for job, start, end in parts:
                     job.rows.extend(vectors[at:at + end - start])
