@@ -39,6 +39,8 @@ EMBEDS = "inputs_embeds"  # graph.EMBEDS (graph imports onnx, which serving neve
 class E5Embedder(OnnxEmbedder):
     """The e5 graph on ONNX Runtime (sessions as :class:`OnnxEmbedder`'s)."""
 
+    call_chars = 2048  # one window of 510 tokens, ~0.25 s of one core: the queue's budget
+
     def __init__(self, spec: ModelSpec, onnx: Path, *, threads: int | None = None,
                  batch_size: int = 32) -> None:
         """Run ``onnx`` for the e5 model of ``spec``; :meth:`load` is the checked way in."""

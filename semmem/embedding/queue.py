@@ -4,7 +4,9 @@ callers that wait for it.
 Each embedding is charged to a caller (``caller``: the partition it is for) and waits in that
 caller's lane. The model thread takes its next call from the lanes in turn, the lane served
 least recently first (a caller with nothing queued before, first of all), each call within a
-budget: :data:`CALL_CHARS` characters, at most :data:`MAX_BATCH` texts. So nobody waits behind
+budget of characters (the encoder's ``call_chars``, about a quarter second of its time on one
+core: 2,048 for e5, one window; else :data:`CALL_CHARS`), at most :data:`MAX_BATCH` texts
+(the encoder's batch). So nobody waits behind
 another caller's long input for more than one call: a caller's thousand pieces or six 60 KB
 recalls run a call at a time, between the other callers' calls, never as one block.
 
@@ -33,21 +35,17 @@ from semmem.embedding.calls import Interrupt, Stopped, running
 from semmem.embedding.embedder import Embedder, embed_queries, queries_differ
 from semmem.items import Vectors
 
-CALL_CHARS = 2048  # a call's budget, in characters: about one 512-token window of e5
+CALL_CHARS = 2048  # a call's budget, in characters, where the encoder names none
 MAX_BATCH = 32  # texts in one call
-
-
-def cost(text: str) -> int:
-    """What a text counts against a call's budget: its characters, at most one budget (a
-    longer text is cut by the model: MiniLM at 256 tokens, e5's queries at one window)."""
-    return min(len(text), CALL_CHARS)
 
 
 @dataclass(eq=False)
 class _Job:
-    """One ``embed`` call's texts, handed to the model a call at a time."""
+    """One ``embed`` call's texts, longest first (a call then holds texts of like length,
+    little of it padding), handed to the model a call at a time."""
 
     texts: list[str]
+    order: list[int]  # each text's place in the call's list
     query: bool
     future: asyncio.Future[np.ndarray]
     rows: list[np.ndarray] = field(default_factory=list)
@@ -76,10 +74,11 @@ class ModelQueue:
     """
 
     def __init__(self, embedder: Embedder, executor: ThreadPoolExecutor | None = None, *,
-                 call_chars: int = CALL_CHARS, max_batch: int = MAX_BATCH) -> None:
+                 call_chars: int | None = None, max_batch: int = MAX_BATCH) -> None:
         self.embedder = embedder
         self.executor = executor or ThreadPoolExecutor(1, thread_name_prefix="semmem-model")
-        self.call_chars = call_chars
+        self.call_chars: int = call_chars or getattr(embedder, "call_chars", None) \
+            or CALL_CHARS
         self.max_batch = max_batch
         # a model whose two sides differ (e5's prefixes) embeds queries apart from writes
         self._differ = queries_differ(embedder)
@@ -108,7 +107,9 @@ class ModelQueue:
                     self.executor, self._sides[query and self._differ], texts)
                 return alone
             self._lanes, self._draining = {}, False  # that loop is gone, and its waiters
-        job = _Job(list(texts), query and self._differ, loop.create_future())
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        job = _Job([texts[i] for i in order], order, query and self._differ,
+                   loop.create_future())
         job.future.add_done_callback(self._abandoned)
         self._lanes.setdefault(caller, _Lane()).jobs.append(job)
         if not self._draining:
@@ -152,7 +153,10 @@ class ModelQueue:
                     job.rows.extend(vectors[at:at + end - start])
                     at += end - start
                     if len(job.rows) == len(job.texts) and not job.future.done():
-                        job.future.set_result(np.vstack(job.rows))
+                        longest_first = np.vstack(job.rows)
+                        in_order = np.empty_like(longest_first)
+                        in_order[job.order] = longest_first
+                        job.future.set_result(in_order)
         finally:
             self._running = None
             self._draining = False
@@ -183,7 +187,9 @@ class ModelQueue:
                     break  # a lane's jobs go in order; the other side waits for another call
                 start = job.taken
                 while job.left and count < self.max_batch:
-                    size = cost(job.texts[job.taken])
+                    # a text past the budget is cut by the model (MiniLM at 256 tokens, e5's
+                    # queries at one window): one budget, a call of its own
+                    size = min(len(job.texts[job.taken]), self.call_chars)
                     if count and spent + size > self.call_chars:
                         break
                     job.taken, spent, count = job.taken + 1, spent + size, count + 1

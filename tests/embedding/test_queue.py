@@ -155,3 +155,14 @@ async def test_embed_a_large_jobs_calls_are_bulk_a_small_ones_not() -> None:
     assert model.bulk == [False, False]
     await queue.embed([f"piece {i} " + "y" * 200 for i in range(33)])
     assert len(model.bulk) > 3 and all(model.bulk[2:])
+
+
+def test_a_calls_budget_is_the_encoders() -> None:
+    """The encoder names how many characters one call holds (through the query cache too)."""
+    from semmem.embedding.embedder import CachedEmbedder
+
+    class Slow(HashingEmbedder):
+        call_chars = 100
+
+    assert ModelQueue(HashingEmbedder()).call_chars == CALL_CHARS
+    assert ModelQueue(CachedEmbedder(Slow())).call_chars == 100
