@@ -76,8 +76,9 @@ def _quiet(client: httpx.Client, alone: float) -> None:
 def _round(url: str, a: str, stored_a: bool) -> float:
     """B's recall time right after A's six long recalls were sent."""
     with httpx.Client(base_url=url, timeout=600) as client:
-        threads = [threading.Thread(target=_recall, args=(client, a, f"{i} {LONG}"))
-                   for i in range(6)]
+        # never the same text twice (the query cache would answer it)
+        threads = [threading.Thread(target=_recall, args=(client, a, f"{next(_asked)} {LONG}"))
+                   for _ in range(6)]
         for t in threads:
             t.start()
         if stored_a:
