@@ -157,7 +157,7 @@ class Memory(Writes, Owners, Filtered):
         fields = {k: v for k, v in clean_attrs(asked).items() if v is not None}
         future_expiry(fields)
         with self.store.coming(partition):  # its group waits for it (the rest of the turn)
-            vector = await self._embed(text)
+            vector = await self._embed(text, caller=partition)
             hints = await self._hints(partition, vector)
         alive = filtered.scoped(self.retention.alive(await self.retention.max_age(partition)),
                                  scope)
@@ -193,7 +193,7 @@ class Memory(Writes, Owners, Filtered):
         vector, hints = None, rules.Hints()
         if new_text is not None:
             with self.store.coming(partition):
-                vector = await self._embed(new_text)
+                vector = await self._embed(new_text, caller=partition)
                 hints = await self._hints(partition, vector)
         alive = filtered.scoped(self.retention.alive(await self.retention.max_age(partition)),
                                  scope)
@@ -275,7 +275,8 @@ class Memory(Writes, Owners, Filtered):
             return await self.filtered_recall(partition, text, max_bytes, filter)
         blank = text is None or not text.strip()
         # The query embedding (the bulk of a recall) runs while the view is read.
-        embedding = None if blank else asyncio.ensure_future(self._embed_query(text or ""))
+        embedding = None if blank \
+            else asyncio.ensure_future(self._embed_query(text or "", partition))
         try:  # ranked on the snapshot as it is, the expired (``hidden``) left out after; an
             # indexed view's candidates come through the filter (its count is not needed here)
             view = await self._read_view(partition)
@@ -317,23 +318,26 @@ class Memory(Writes, Owners, Filtered):
         view, hidden = await self.retention.split(await self._read_view(partition))
         if view.count == len(hidden):
             return {"items": [], "count": 0}
-        qvec = await self._embed_query(query)
+        qvec = await self._embed_query(query, partition)
         found = await self.retention.nearest(view, qvec, max(limit, self.index_candidates),
                                              RECALL_COLUMNS)
         return {"items": results.search_entries(self.ranker, found, qvec, query, limit, hidden),
                 "count": results.shown_count(view, hidden)}
 
-    async def _embed(self, text: str, query: bool = False) -> np.ndarray:
+    async def _embed(self, text: str, query: bool = False, *, caller: str = "") -> np.ndarray:
         """A text's vector (the ``embed`` span of a request): as stored, or as searched with
-        (``query``: a model with query prefixes embeds the two sides differently)."""
+        (``query``: a model with query prefixes embeds the two sides differently); its model
+        time charged to ``caller`` (the partition it is for: ``embedding.queue``)."""
         with tracing.span("semmem.embed") as span:
             span.set("gen_ai.request.model", self.model.embedder.model_id)
-            vector: np.ndarray = (await self.model.embed([text], query=query))[0]
+            vector: np.ndarray = (await self.model.embed([text], query=query,
+                                                         caller=caller))[0]
             return vector
 
-    async def _embed_query(self, text: str) -> np.ndarray:
-        """A recall's or search's text as the model embeds what is searched with."""
-        return await self._embed(text, query=True)
+    async def _embed_query(self, text: str, partition: str) -> np.ndarray:
+        """A recall's or search's text (of ``partition``) as the model embeds what is
+        searched with."""
+        return await self._embed(text, query=True, caller=partition)
 
     async def _read_view(self, partition: str) -> ReadView:
         """The partition's read view (the ``view read`` span of a read)."""

@@ -1,9 +1,19 @@
-"""Request work above a small size runs off the event loop: one rule for every door.
+"""The event loop's admission rule for a request's own work: what is small runs on the loop,
+what is larger runs in a worker thread. Every door calls it for its body's work (parsing,
+validation: ``serving/admission.parse_body``) and the core for cutting a conversation
+(``conversations/ingest.py``), so no body within a door's size limit stalls the others'
+requests.
 
-Parsing, checking and cutting a body cost CPU in proportion to its size; on the event loop a
-4 MiB body stops every other request for seconds. ``off_loop`` runs such work on a worker
-thread when its input is larger than ``SMALL_BYTES`` and inline otherwise (a thread hop costs
-more than a small body's work).
+Small is :data:`INLINE_BYTES`, the provider path's body limit: a 64 KiB body parses and is
+checked in about a millisecond, less than handing it to a thread and back costs a busy loop.
+The larger bodies of ``POST /store`` (8 MiB) and ``POST /ingest`` (4 MiB) take tens to
+hundreds of milliseconds, and a message's cutting seconds: in a thread the loop keeps serving
+meanwhile (Python hands it the interpreter every 5 ms; ``json``'s C scanner keeps it for one
+object at a time, its hook runs Python between objects). The model's time is the model
+queue's to share (``semmem.embedding.queue``).
+
+A body refused or replayed costs no more than reading it and this parse: a door checks what
+it can from the parsed body (access, a replay) before any further work.
 """
 
 from __future__ import annotations
@@ -15,12 +25,13 @@ from typing import ParamSpec, TypeVar
 P = ParamSpec("P")
 T = TypeVar("T")
 
-SMALL_BYTES = 64 * 1024  # the provider path's whole body: its work stays on the loop
+INLINE_BYTES = 64 * 1024  # work on a body up to this size stays on the event loop
 
 
 async def off_loop(size: int, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-    """``fn(*args, **kwargs)``, on a worker thread when ``size`` (bytes or characters of its
-    input) is above ``SMALL_BYTES``."""
-    if size <= SMALL_BYTES:
+    """``fn(*args, **kwargs)``, on the event loop if ``size`` (the bytes or characters it
+    works through) is at most :data:`INLINE_BYTES`, else in a worker thread; what it raises,
+    raised."""
+    if size <= INLINE_BYTES:
         return fn(*args, **kwargs)
     return await asyncio.to_thread(fn, *args, **kwargs)

@@ -61,9 +61,10 @@ class Writes:
         """The store's secret (keys digests and operation fingerprints)."""
         return self.store.secret
 
-    async def embed_passages(self, texts: list[str]) -> Vectors:
-        """Vectors of stored texts, in one call on the model thread."""
-        return await self.model.embed(texts)
+    async def embed_passages(self, texts: list[str], *, caller: str = "") -> Vectors:
+        """Vectors of stored texts, in one call on the model thread, its time charged to
+        ``caller`` (a partition: ``embedding/queue.py``'s lanes)."""
+        return await self.model.embed(texts, caller=caller)
 
     async def commit(self, partition: str, plan: Plan, op: Operation | None,
                      dropped: bool = False, *, numbers: Iterable[Any] = (),

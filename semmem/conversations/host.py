@@ -55,8 +55,8 @@ class Host(Protocol):
         """Keyed items (sessions) of the same memory: looked up, committed, forgotten."""
         ...
 
-    async def embed_passages(self, texts: list[str]) -> Vectors:
-        """Vectors of stored texts, on the model thread (one call)."""
+    async def embed_passages(self, texts: list[str], *, caller: str = "") -> Vectors:
+        """Vectors of stored texts, on the model thread (one call), charged to ``caller``."""
         ...
 
     async def commit(self, partition: str, plan: Plan, op: Operation | None,

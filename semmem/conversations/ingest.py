@@ -171,7 +171,7 @@ class Conversations:
         deadline = op.deadline_ms if op is not None else None
         for _ in range(ATTEMPTS):
             stored = known(await self.keyed.items(held), alive, within, self.host.secret)
-            await self._embed([text for c in cuts if stored.find(c) is None
+            await self._embed(partition, [text for c in cuts if stored.find(c) is None
                                for text in c.pieces], vectors, deadline)
             decide = _decider(session, cuts, held, vectors, stamp, op, ledger,
                               self.host.idempotency_ttl_ms)
@@ -206,7 +206,7 @@ class Conversations:
             stored = known(await self.keyed.items(held), alive, within, self.host.secret)
             cuts = await off_loop(sum(len(m.content) for m in messages), self.cuts, messages)
             wanted += [t for c in cuts if stored.find(c) is None for t in c.pieces]
-        await self._embed(wanted, vectors, None)
+        await self._embed(partition, wanted, vectors, None)
         return [await self.ingest(partition, address, messages, scope=scope, vectors=vectors)
                 for address, messages in sessions]
 
@@ -230,7 +230,7 @@ class Conversations:
         return await self._counted(partition, session,
                                    {**found, "items": items, "count": held.view.count})
 
-    async def _embed(self, texts: list[str], vectors: dict[str, np.ndarray],
+    async def _embed(self, partition: str, texts: list[str], vectors: dict[str, np.ndarray],
                      deadline_ms: int | None) -> None:
         """Vectors of ``texts`` not yet in ``vectors``, in batches sorted by their words and
         marks (about the model's tokens: little padding), one model call per batch; past
@@ -246,7 +246,7 @@ class Conversations:
                 raise DeadlineExceeded("deadline passed before the session was embedded; "
                                        "nothing was stored")
             batch = wanted[start:start + EMBED_BATCH]
-            found = await self.host.embed_passages(batch)
+            found = await self.host.embed_passages(batch, caller=partition)
             vectors.update(zip(batch, found, strict=True))
 
 

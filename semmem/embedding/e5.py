@@ -7,7 +7,11 @@ Texts go through XLM-R's unigram tokenizer read from the weights file
 word table (250,037 × 384) stays 4-bit in the memory-mapped weights file; each batch's rows are
 dequantised in numpy and fed to the graph as ``inputs_embeds`` (as float32 in the ONNX file it
 would be 384 MB). A text past the model's 512 positions is cut into windows of 510 tokens whose
-mean-pooled vectors are averaged by token count, as the C engine (``e5.c``) does.
+mean-pooled vectors are averaged by token count, as the C engine (``e5.c``) does, up to a bound
+on each text's model time: a query is its first window (a recall's ``input.text`` may be 64 KiB,
+18–40 windows at ~0.25 s each on one core; its first window is what the question is), a stored
+text its first :data:`PASSAGE_WINDOWS` (every text the contract lets in fits them). Only the
+part of a text those windows need is tokenised.
 """
 
 from __future__ import annotations
@@ -17,19 +21,25 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from semmem.embedding.calls import in_bulk
 from semmem.embedding.e5file import E5File
 from semmem.embedding.embedder import normalise
 from semmem.embedding.files import ModelSpec, check_onnx, verify
-from semmem.embedding.onnx import OnnxEmbedder
+from semmem.embedding.onnx import OnnxEmbedder, run_options
 from semmem.embedding.unigram import UnigramTokenizer
 from semmem.items import Vectors
 
 QUERY, PASSAGE = "query: ", "passage: "
+QUERY_WINDOWS = 1  # a query's windows: its first
+PASSAGE_WINDOWS = 4  # a stored text's: 2,040 tokens, past any item's 2,000 characters
+CHARS_PER_TOKEN = 8  # a first guess at the characters a window's tokens cover (doubled if short)
 EMBEDS = "inputs_embeds"  # graph.EMBEDS (graph imports onnx, which serving never does)
 
 
 class E5Embedder(OnnxEmbedder):
     """The e5 graph on ONNX Runtime (sessions as :class:`OnnxEmbedder`'s)."""
+
+    call_chars = 2048  # one window of 510 tokens, ~0.25 s of one core: the queue's budget
 
     def __init__(self, spec: ModelSpec, onnx: Path, *, threads: int | None = None,
                  batch_size: int = 32) -> None:
@@ -57,16 +67,16 @@ class E5Embedder(OnnxEmbedder):
 
     def embed_batch(self, texts: list[str]) -> Vectors:
         """Embed stored texts (``passage: ``)."""
-        return self._embed(texts, PASSAGE)
+        return self._embed(texts, PASSAGE, PASSAGE_WINDOWS)
 
     def embed_queries(self, texts: list[str]) -> Vectors:
-        """Embed texts searched with (``query: ``)."""
-        return self._embed(texts, QUERY)
+        """Embed texts searched with (``query: ``), each by its first window."""
+        return self._embed(texts, QUERY, QUERY_WINDOWS)
 
-    def _embed(self, texts: list[str], prefix: str) -> Vectors:
+    def _embed(self, texts: list[str], prefix: str, most: int) -> Vectors:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        content = self._tokens.encode_batch([prefix + t.strip() for t in texts])
+        content = [self._tokens_of(prefix + t.strip(), most * self._window) for t in texts]
         windows: list[tuple[int, list[int]]] = []  # (text, window's content ids)
         for i, ids in enumerate(content):
             windows.extend((i, ids[a:a + self._window])
@@ -74,7 +84,7 @@ class E5Embedder(OnnxEmbedder):
         lengths = np.array([len(w) + 2 for _, w in windows])
         order = np.argsort(-lengths, kind="stable")
         session = self._session
-        if len(windows) > self.batch_size:
+        if len(windows) > self.batch_size or in_bulk():
             if self._bulk_session is None:
                 self._bulk_session = self._open(0)
             session = self._bulk_session
@@ -88,6 +98,22 @@ class E5Embedder(OnnxEmbedder):
             out[i] += max(len(ids), 1) * vector.astype(np.float64)  # weights cancel in the norm
         return normalise(out)
 
+    def _tokens_of(self, text: str, limit: int) -> list[int]:
+        """The first ``limit`` content ids of ``text``, tokenising only as much of it as they
+        need: a head cut at a space (pieces never span one), doubled until it holds more ids
+        than ``limit`` (a margin past the cut) or is the whole text. The ids are the whole
+        text's, but where the head has no space to cut at: there the word cut may end in other
+        pieces than it would whole (a query of a single 60 KB word)."""
+        size = limit * CHARS_PER_TOKEN
+        while True:
+            if size >= len(text):
+                return self._tokens.encode_batch([text])[0][:limit]
+            space = text.rfind(" ", size // 2, size)
+            ids = self._tokens.encode_batch([text[:space if space > 0 else size]])[0]
+            if len(ids) > limit + 16:
+                return ids[:limit]
+            size *= 2
+
     def _run_windows(self, session: object, windows: list[list[int]],
                      width: int) -> npt.NDArray[np.float32]:
         vocab = self._file.vocab
@@ -98,5 +124,6 @@ class E5Embedder(OnnxEmbedder):
             ids[row, :n] = [vocab.bos, *content, vocab.eos]
             mask[row, :n] = 1
         feeds = {EMBEDS: self._file.word_rows(ids), "attention_mask": mask}
-        result: npt.NDArray[np.float32] = session.run(None, feeds)[0]  # type: ignore[attr-defined]
+        result: npt.NDArray[np.float32] = session.run(  # type: ignore[attr-defined]
+            None, feeds, run_options())[0]
         return result

@@ -60,6 +60,7 @@ class CachedEmbedder:
         self.model_id = inner.model_id
         self.dim = inner.dim
         self.queries_differ = queries_differ(inner)
+        self.call_chars: int | None = getattr(inner, "call_chars", None)  # model queue's budget
         self._size = size
         self._cache: OrderedDict[tuple[str, str], Vectors] = OrderedDict()
         self._lock = threading.Lock()

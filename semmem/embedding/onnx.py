@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from semmem.embedding.calls import current, in_bulk
 from semmem.embedding.embedder import normalise
 from semmem.embedding.files import (
     ModelSpec,
@@ -40,17 +41,33 @@ def tokenizer_of(spec: ModelSpec) -> Any:
     return tokenizer
 
 
+def run_options() -> Any:
+    """Options for one ``session.run``: stopped between the graph's nodes when the model
+    call it is part of is stopped (``embedding.calls``: nobody awaits its vectors)."""
+    import onnxruntime as ort
+
+    options = ort.RunOptions()
+    interrupt = current()
+    if interrupt is not None:
+        interrupt.on_stop(lambda: setattr(options, "terminate", True))
+    return options
+
+
 class OnnxEmbedder:
     """The bundled model's exported graph on ONNX Runtime.
 
     Queries and small batches run on a one-thread session: on a server the other core is the
     event loop's, and recall throughput under concurrency is highest that way. Batches larger
-    than ``batch_size`` (import, reindex) run on a second session, created on first use, with
+    than ``batch_size`` (import, reindex; through the model queue, a call of a job that
+    large: ``embedding.calls.in_bulk``) run on a second session, created on first use, with
     one thread per core, which embeds them ~1.5–1.9× faster on an idle machine. ``threads``
     fixes one count for both (``SEMMEM_TORCH_THREADS``).
     """
 
     encoder = "onnx"
+    # The model queue's budget for one call: ~32 texts of 512 characters, a sixth of a second
+    # of one core for MiniLM (its 256 tokens of each); e5 sets one window's.
+    call_chars = 16 * 1024
 
     def __init__(self, spec: ModelSpec, onnx: Path, *, threads: int | None = None,
                  batch_size: int = 32) -> None:
@@ -98,7 +115,7 @@ class OnnxEmbedder:
         lengths = np.array([len(e.ids) for e in encodings])
         order = np.argsort(-lengths, kind="stable")
         session = self._session
-        if len(texts) > self.batch_size:
+        if len(texts) > self.batch_size or in_bulk():
             if self._bulk_session is None:
                 self._bulk_session = self._open(0)
             session = self._bulk_session
@@ -117,5 +134,5 @@ class OnnxEmbedder:
             feeds["input_ids"][row, :n] = enc.ids
             feeds["attention_mask"][row, :n] = enc.attention_mask
             feeds["token_type_ids"][row, :n] = enc.type_ids
-        pooled: npt.NDArray[np.float32] = session.run(None, feeds)[0]
+        pooled: npt.NDArray[np.float32] = session.run(None, feeds, run_options())[0]
         return pooled

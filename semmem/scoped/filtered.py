@@ -242,7 +242,7 @@ class Filtered:
     ranker: Ranker
     retention: Retention
     index_candidates: int
-    _embed_query: Callable[[str], Awaitable[np.ndarray]]
+    _embed_query: Callable[[str, str], Awaitable[np.ndarray]]
     _read_view: Callable[[str], Awaitable[ReadView]]
     _write: Callable[..., Awaitable[dict[str, Any]]]
     list: Callable[..., Awaitable[builtins.list[Item]]]
@@ -259,7 +259,7 @@ class Filtered:
             where = flt.where()
 
             async def nearest() -> tuple[np.ndarray, Candidates]:
-                qvec = await self._embed_query(query)
+                qvec = await self._embed_query(query, view.partition)
                 return qvec, await nearest_where(self.store, view, qvec,
                                                  max(limit, self.index_candidates), where,
                                                  columns(flt))
@@ -278,7 +278,7 @@ class Filtered:
         count = shown(view, rows, hidden)
         if not count:
             return {"items": [], "count": 0}
-        qvec = await self._embed_query(query)
+        qvec = await self._embed_query(query, view.partition)
         return {"items": results.search_entries(self.ranker, view, qvec, query, limit, hidden,
                                                 rows),
                 "count": count}
@@ -301,7 +301,7 @@ class Filtered:
                 found = await recent_where(self.store, view, 3 * MAX_SOURCES, flt.where())
                 found = kept(retention.keep(found, await retention.max_age(partition)), flt)
                 return results.recent(found.items, max_bytes, cursor)
-            qvec = await self._embed_query(text)
+            qvec = await self._embed_query(text, partition)
             found = await nearest_where(self.store, view, qvec,
                                         recall_candidates(max_bytes, self.index_candidates),
                                         flt.where(), columns(flt))
@@ -313,7 +313,7 @@ class Filtered:
             return Recall([], [], cursor, [])
         if text is None or not text.strip():
             return results.recent([view.items[i] for i in rows.tolist()], max_bytes, cursor, hidden)
-        qvec = await self._embed_query(text)
+        qvec = await self._embed_query(text, partition)
         return results.relevant(self.ranker, view, qvec, text, max_bytes, cursor, hidden, rows)
 
     async def forget_matching(self, partition: str, flt: Filter) -> builtins.list[int]:

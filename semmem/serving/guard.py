@@ -1,6 +1,7 @@
 """The one guard every served call passes, on every surface (provider, admin API, console):
 credentials, readiness, the concurrency limit and the request metrics; and the partition
-keys owners may name."""
+keys owners may name. Inside it, a door's work on its body (parsing, checking) goes through
+``serving.admission``: on the event loop within 64 KiB, past it in a worker thread."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ one write (``Keyed.commit``). Pieces of the ``store`` space are never surfaced
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +25,7 @@ from semmem.items import EXPIRES, Item, iso, now_ms, parse_iso
 from semmem.items.address import KEYED, Address, address_of, space_tag
 from semmem.keyed.index import addresses
 from semmem.keyed.items import ATTEMPTS, Held, Keyed, Moved
+from semmem.offload import off_loop
 from semmem.rules import Decision
 from semmem.store.rows import NEW, ItemRow
 from semmem.store.views import IndexedView, ItemSet, WriteView
@@ -169,14 +170,13 @@ class StoreItems:
         partition = partition_of(namespace)
         last = {p.key: p for p in puts}
         addresses_ = {key: Address.of(SPACE, key) for key in last}
-        bodies: dict[str, list[str]] = {}
-        for p in last.values():
-            pieces = [piece for t in p.texts for piece in cut(t, *VALUE_PIECES)]
-            bodies[p.key] = pieces or [p.key]
+        bodies = await off_loop(sum(len(t) for p in last.values() for t in p.texts),
+                                _bodies, last.values())
         flat = [t for texts in bodies.values() for t in texts]
         vectors: list[np.ndarray] = []
         for start in range(0, len(flat), EMBED_BATCH):
-            vectors.extend(await self.core.model.embed(flat[start:start + EMBED_BATCH]))
+            vectors.extend(await self.core.model.embed(flat[start:start + EMBED_BATCH],
+                                                       caller=partition))
         alive = await self.core.liveness(partition)
         ttl_ms = self.core.idempotency_ttl_ms
         looked: list[Held] = []
@@ -325,3 +325,12 @@ class StoreItems:
                     else {"refreshed": 0}
 
             await self.core.commit(partition, plan, None, numbers=numbers)
+
+
+def _bodies(puts: Iterable[Put]) -> dict[str, list[str]]:
+    """Each put's pieces: its index texts cut (the key alone when it has none)."""
+    bodies: dict[str, list[str]] = {}
+    for p in puts:
+        pieces = [piece for t in p.texts for piece in cut(t, *VALUE_PIECES)]
+        bodies[p.key] = pieces or [p.key]
+    return bodies

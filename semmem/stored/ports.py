@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 class Model(Protocol):
     """The model thread."""
 
-    async def embed(self, texts: list[str], *, query: bool = False) -> np.ndarray:
+    async def embed(self, texts: list[str], *, query: bool = False,
+                    caller: str = "") -> np.ndarray:
         """Vectors of ``texts``, one row each (``query``: as searched with)."""
         ...
 

@@ -4,7 +4,7 @@ trusted application code (no model tool reaches it).
 The provider path's order of trust: credentials (401; a bound token that is read-only 403),
 readiness (503), media type (400), the body within ``MAX_INGEST_BODY`` (413, refused before it
 is read in full) and its time limit (408), capacity (429), the request (400/422), deadline
-(400), access (403); then the core. A body above ``offload.SMALL_BYTES`` is decoded, checked
+(400), access (403); then the core. A body above ``offload.INLINE_BYTES`` is decoded, checked
 and fingerprinted off the event loop, and the core answers a replay before it cuts anything.
 The same tokens as the provider path: a scoped token ingests into its scope; a token bound to
 a partition (an MCP binding) ingests into that one only, and only with ``access=read-write``.

@@ -8,6 +8,8 @@ taken), capacity (429), envelope (400), deadline (400), tool (400), access (403)
 
 from __future__ import annotations
 
+from typing import Any
+
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -19,7 +21,8 @@ from semmem.items.filters import Filter
 from semmem.memory import Memory
 from semmem.protocol.envelope import RecallRequest, ToolRequest, operation_id_of, parse_envelope
 from semmem.protocol.fitting import fit_recall
-from semmem.protocol.jsonio import dumps, loads
+from semmem.protocol.jsonio import dumps
+from semmem.serving.admission import parse_body
 from semmem.serving.dispatch import ToolCall, records
 from semmem.serving.guard import served
 from semmem.serving.runtime import Runtime
@@ -39,6 +42,10 @@ def _check_media_type(request: Request) -> None:
                 and value.strip().strip('"').lower() not in ("utf-8", "utf8"):
             raise InvalidInput("the Content-Type header names a charset other than UTF-8; "
                                "the body must be UTF-8 JSON")
+
+
+def _as_is(value: Any) -> Any:
+    return value
 
 
 async def _tool(rt: Runtime, memory: Memory, req: ToolRequest,
@@ -76,7 +83,8 @@ async def _handle(rt: Runtime, request: Request, span: tracing.Span) -> Response
     try:
         async with served(rt, "invalid",
                           admit, receive=receive) as call:
-            decoded = loads(bytes(received))
+            # within 64 KiB: parsed on the loop (``serving.admission``)
+            decoded = await parse_body(bytes(received), _as_is)
             operation_id = operation_id_of(decoded)
             req = parse_envelope(decoded)
             call.operation = req.operation

@@ -17,7 +17,8 @@ from starlette.responses import Response
 
 from semmem import tracing
 from semmem.errors import Forbidden
-from semmem.protocol.jsonio import dumps, loads
+from semmem.protocol.jsonio import dumps
+from semmem.serving.admission import parse_body
 from semmem.serving.auth import Binding
 from semmem.serving.guard import served
 from semmem.serving.runtime import Runtime
@@ -74,7 +75,8 @@ async def _handle(rt: Runtime, request: Request, span: tracing.Span) -> Response
 
     try:
         async with served(rt, "store", check, receive=receive) as call:
-            ops = parse_request(loads(bytes(received)))
+            # up to 8 MiB: parsed and checked in a worker thread (``serving.admission``)
+            ops = await parse_body(bytes(received), parse_request)
             binding = admitted[0]
             if binding is not None and not binding.writable:
                 if any(op.writes for op in ops):

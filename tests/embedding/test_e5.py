@@ -163,3 +163,56 @@ def test_the_recorded_calibration_is_what_both_models_measure(e5: E5Embedder) ->
                                                           abs=2e-4)
         else:
             assert "query_offset" not in entry
+
+
+# A text of one subject for the first windows, then 50 KB of another.
+HEAD = " ".join(f"Die Wanderung {i} im Gebirge beginnt früh am Morgen bei der Hütte."
+                for i in range(200))  # ~14 KB: past 4 windows of 510 tokens
+TAIL = "我每天早上六点起床，先跑步三十分钟，然后吃早饭。" * 2000  # 54 KB
+
+
+def test_a_long_query_is_embedded_by_its_first_window_only(e5: E5Embedder) -> None:
+    """A recall's text may be 64 KiB: its vector is its first window's (the rest never reaches
+    the model), as a text holding only the same first window gets."""
+    long, head = e5.embed_queries([HEAD + TAIL, HEAD])
+    assert float(long @ head) > 0.99999
+    # the control: averaged over every window, the other subject would pull it away
+    from semmem.embedding.embedder import normalise
+
+    ids = e5._tokens.encode_batch(["query: " + HEAD + TAIL])[0]
+    windows = [ids[a:a + 510] for a in range(0, len(ids), 510)]
+    pooled = np.vstack([e5._run_windows(e5._session, [w], len(w) + 2) for w in windows[:4]])
+    assert float(normalise(pooled.mean(axis=0, keepdims=True))[0] @ long) < 0.99
+
+
+def test_a_long_stored_text_is_embedded_by_its_first_windows(e5: E5Embedder) -> None:
+    long, head = e5.embed_batch([HEAD + TAIL, HEAD])
+    assert float(long @ head) > 0.99999  # four windows of HEAD, none of TAIL
+
+
+def test_only_the_head_a_texts_windows_need_is_tokenised_as_the_c_engine_does(
+        e5: E5Embedder) -> None:
+    from semmem.embedding.engine import CEngine
+
+    spec = load_spec(E5_DIR)
+    engine = CEngine(E5_DIR, spec.weights)
+    try:
+        # (cut after a space, or in Chinese, a head tokenises as the whole text does; a cut in
+        # the middle of one 60 KB word may not, and its vector means nothing either way)
+        for text in (HEAD + TAIL, TAIL + HEAD, "wa " * 20_000):
+            assert e5._tokens_of("query: " + text, 510) == engine.tokens(text, True)[:510]
+            assert e5._tokens_of("passage: " + text, 2040) == engine.tokens(text, False)[:2040]
+    finally:
+        engine.close()
+
+
+def test_a_stopped_call_stops_the_model(e5: E5Embedder) -> None:
+    """The queue stops a call nobody awaits: ONNX Runtime ends the run (the control: the
+    same call, not stopped, runs)."""
+    from semmem.embedding.calls import Interrupt, Stopped, running
+
+    assert running(Interrupt(), lambda: e5.embed_queries([HEAD])).shape == (1, e5.dim)
+    stopped = Interrupt()
+    stopped.stop()
+    with pytest.raises(Stopped):
+        running(stopped, lambda: e5.embed_queries([HEAD]))
