@@ -154,7 +154,7 @@ def test_partition_at_item_quota_refuses_next_remember(tmp_path: Path) -> None:
             assert refused.status_code == 403 and "retry-after" not in refused.headers
             assert refused.json()["error"]["code"] == "quota_exceeded"
             assert refused.json()["error"]["details"] == {"quota": "items", "limit": 2,
-                                                          "usage": 2}
+                                                          "usage": 2, "audience": "model"}
             stats = c.get("/admin/stats", params={"partition": "q"}, headers=ADMIN).json()
             assert (stats["count"], stats["max_items"], stats["max_bytes"], stats["bytes"]) \
                 == (2, 2, 1000, len("first fact") + len("second fact"))
