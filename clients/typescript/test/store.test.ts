@@ -2,23 +2,17 @@
  * TTL (an extension), and the namespace ↔ partition mapping. */
 
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import { InMemoryStore, type Operation } from "@langchain/langgraph-checkpoint";
 import { InvalidArguments, SemmemClient } from "../src/index.js";
 import { SemmemStore, partitionOf } from "../src/langgraph.js";
-import { ADMIN_TOKEN, PATH, Server, TOKEN, partition } from "./support/server.js";
+import { partition, servedClient } from "./support/server.js";
 
-let server: Server;
-let client: SemmemClient;
-before(async () => {
-  server = await Server.start();
-  client = new SemmemClient({ url: server.url, token: TOKEN, adminToken: ADMIN_TOKEN, memoryPath: PATH });
-});
-after(async () => { await server?.stop(); });
+const served = servedClient();
 
 test("a batch's reads see the state before its writes; of two puts of a key the last wins", async () => {
   const ns = ["users", partition()];
-  for (const store of [new InMemoryStore(), new SemmemStore(client)]) {
+  for (const store of [new InMemoryStore(), new SemmemStore(served.client)]) {
     const ops: Operation[] = [
       { namespace: ns, key: "a", value: { v: 1 } },
       { namespace: ns, key: "a" },
@@ -35,7 +29,7 @@ test("a batch's reads see the state before its writes; of two puts of a key the 
 
 test("put, get, search with a query and a filter, listNamespaces, delete", async () => {
   const user = partition();
-  const store = new SemmemStore(client, { index: { fields: ["text"] } });
+  const store = new SemmemStore(served.client, { index: { fields: ["text"] } });
   await store.put(["users", user, "food"], "tea", { text: "Alice drinks green tea", rating: 5 });
   await store.put(["users", user, "food"], "fries", { text: "Alice likes fries", rating: 2 });
   await store.put(["users", user, "music"], "cello", { text: "Alice plays the cello", rating: 4 });
@@ -55,17 +49,17 @@ test("put, get, search with a query and a filter, listNamespaces, delete", async
 });
 
 test("LangGraph.js's $in and $nin are refused by the server (semmem has LangGraph's six operators)", async () => {
-  const store = new SemmemStore(client);
+  const store = new SemmemStore(served.client);
   await assert.rejects(store.search(["users"], { filter: { tag: { $in: ["a"] } } }), InvalidArguments);
 });
 
 test("ttlMinutes makes every put expire (LangGraph.js has no TTL of its own)", async () => {
   const ns = ["ttl", partition()];
-  await new SemmemStore(client, { ttlMinutes: 5 }).put(ns, "k", { v: 1 });
-  const [got] = await client.store([{ op: "get", namespace: ns, key: "k" }]) as [{ expiresAt: string | null }];
+  await new SemmemStore(served.client, { ttlMinutes: 5 }).put(ns, "k", { v: 1 });
+  const [got] = await served.client.store([{ op: "get", namespace: ns, key: "k" }]) as [{ expiresAt: string | null }];
   const left = Date.parse(got.expiresAt!) - Date.now();
   assert.ok(left > 4 * 60_000 && left <= 5 * 60_000, `expires in ${left} ms`);
-  await new SemmemStore(client).put(ns, "k", { v: 2 });
-  const [again] = await client.store([{ op: "get", namespace: ns, key: "k" }]) as [{ expiresAt: string | null }];
+  await new SemmemStore(served.client).put(ns, "k", { v: 2 });
+  const [again] = await served.client.store([{ op: "get", namespace: ns, key: "k" }]) as [{ expiresAt: string | null }];
   assert.equal(again.expiresAt, null);
 });

@@ -9,6 +9,8 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { after, before } from "node:test";
+import { SemmemClient } from "../../src/index.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const PACKAGE = resolve(here, "../../..");  // dist/test/support → the package
@@ -92,4 +94,20 @@ let counter = 0;
 export function partition(): string {
   counter += 1;
   return `user-${process.pid}-${counter}-${Math.random().toString(36).slice(2, 8)}`;
+}
+
+/** A real server for the test file that calls this (started before its tests, stopped after)
+ * and a client of it with both tokens. */
+export function servedClient(): { readonly server: Server; readonly client: SemmemClient } {
+  let server: Server | undefined;
+  let client: SemmemClient | undefined;
+  before(async () => {
+    server = await Server.start();
+    client = new SemmemClient({ url: server.url, token: TOKEN, adminToken: ADMIN_TOKEN, memoryPath: PATH });
+  });
+  after(async () => { await server?.stop(); });
+  return {
+    get server(): Server { if (server === undefined) throw new Error("the server starts before the tests"); return server; },
+    get client(): SemmemClient { if (client === undefined) throw new Error("the server starts before the tests"); return client; },
+  };
 }
