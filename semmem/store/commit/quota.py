@@ -8,6 +8,7 @@ again on the version the first committed and is refused.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from semmem.audience import Caller, counted
@@ -39,25 +40,25 @@ class Quota:
         if self.max_items is not None:
             # Each audience's items against the limit on their own (``semmem.audience``): the
             # model's facts cannot crowd out the application's items, nor these the facts.
-            for caller, what in ((Caller.MODEL, "facts"), (Caller.APPLICATION, "store items' "
-                                                           "pieces")):
-                now = counted(caller, after.live, after.application)
-                was = counted(caller, before.live, before.application)
-                if now > self.max_items and now > was:
-                    raise QuotaExceeded(
-                        f"this memory is full: at most {self.max_items} {what} per partition; "
-                        f"forget or update {what} that are no longer needed",
-                        {"quota": "items", "limit": self.max_items, "usage": was,
-                         "audience": caller.value})
+            _within("items", self.max_items, "{what}", "forget or update",
+                    ((Caller.MODEL, "facts"), (Caller.APPLICATION, "store items' pieces")),
+                    lambda caller, v: counted(caller, v.live, v.application), before, after)
         if self.max_bytes is None or before.text_bytes is None or after.text_bytes is None:
             return
-        for caller, what in ((Caller.MODEL, "facts"), (Caller.APPLICATION, "store items' "
-                                                       "index texts")):
-            now = counted(caller, after.text_bytes, after.application_bytes or 0)
-            was = counted(caller, before.text_bytes, before.application_bytes or 0)
-            if now > self.max_bytes and now > was:
-                raise QuotaExceeded(
-                    f"this memory is full: at most {self.max_bytes} bytes of {what} per "
-                    f"partition; forget or shorten {what} that are no longer needed",
-                    {"quota": "bytes", "limit": self.max_bytes, "usage": was,
-                     "audience": caller.value})
+        _within("bytes", self.max_bytes, "bytes of {what}", "forget or shorten",
+                ((Caller.MODEL, "facts"), (Caller.APPLICATION, "store items' index texts")),
+                lambda caller, v: counted(caller, v.text_bytes or 0, v.application_bytes or 0),
+                before, after)
+
+
+def _within(quota: str, limit: int, unit: str, remedy: str,
+            audiences: tuple[tuple[Caller, str], ...], usage: Callable[[Caller, WriteView], int],
+            before: WriteView, after: WriteView) -> None:
+    """Refuse a write that takes one audience's ``usage`` past ``limit`` and grows it."""
+    for caller, what in audiences:
+        now, was = usage(caller, after), usage(caller, before)
+        if now > limit and now > was:
+            raise QuotaExceeded(
+                f"this memory is full: at most {limit} {unit.format(what=what)} per "
+                f"partition; {remedy} {what} that are no longer needed",
+                {"quota": quota, "limit": limit, "usage": was, "audience": caller.value})
