@@ -32,6 +32,7 @@ from semmem.items import Vectors
 QUERY, PASSAGE = "query: ", "passage: "
 QUERY_WINDOWS = 1  # a query's windows: its first
 PASSAGE_WINDOWS = 4  # a stored text's: 2,040 tokens, past any item's 2,000 characters
+EVERY_WINDOW = 1 << 20  # a text's every window (the engine's reference): the probe's
 CHARS_PER_TOKEN = 8  # a first guess at the characters a window's tokens cover (doubled if short)
 EMBEDS = "inputs_embeds"  # graph.EMBEDS (graph imports onnx, which serving never does)
 
@@ -72,6 +73,12 @@ class E5Embedder(OnnxEmbedder):
     def embed_queries(self, texts: list[str]) -> Vectors:
         """Embed texts searched with (``query: ``), each by its first window."""
         return self._embed(texts, QUERY, QUERY_WINDOWS)
+
+    def embed_whole(self, texts: list[str], *, query: bool = False) -> Vectors:
+        """Embed texts by every window, averaged: what e5's own engine computes, so the
+        set-up's probe checks the ONNX file against its reference vectors (``export.probe``);
+        serving embeds the first windows only (``embed_batch``, ``embed_queries``)."""
+        return self._embed(texts, QUERY if query else PASSAGE, EVERY_WINDOW)
 
     def _embed(self, texts: list[str], prefix: str, most: int) -> Vectors:
         if not texts:

@@ -15,7 +15,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -42,6 +44,7 @@ from semmem.embedding.probes import (
     texts_sha256,
 )
 from semmem.errors import ModelError
+from semmem.items import Vectors
 
 __all__ = ["PROBES", "build_onnx", "install_onnx", "probe", "write_reference"]
 
@@ -81,9 +84,14 @@ def probe(folder: Path, onnx: Path, reference: Embedder | None = None) -> dict[s
     spec = verify(folder, weights=False)
     candidate = candidate_of(spec, onnx, threads=1)
     texts = list(probes_for(spec))
-    sides = [("vectors", candidate.embed_batch)]
-    if spec.format == E5:
-        sides.append(("query_vectors", candidate.embed_queries))  # type: ignore[attr-defined]
+    sides: list[tuple[str, Callable[[list[str]], Vectors]]] = [
+        ("vectors", candidate.embed_batch)]
+    if spec.format == E5:  # every window of a long probe, as the engine's reference has them
+        from semmem.embedding.e5 import E5Embedder
+
+        assert isinstance(candidate, E5Embedder)
+        sides = [("vectors", candidate.embed_whole),
+                 ("query_vectors", partial(candidate.embed_whole, query=True))]
     by_single: list[float] = []
     by_batch: list[float] = []
     for key, embed in sides:

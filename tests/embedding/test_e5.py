@@ -61,6 +61,16 @@ def test_set_up_verified_the_onnx_file_by_its_outputs() -> None:
     assert spec.min_cosine <= record["min_cosine"] <= 1.0 + 1e-6
 
 
+def test_the_set_up_probe_passes_again_on_the_installed_file() -> None:
+    """What ``make`` runs on a fresh machine: every probe, the long ones too, embedded by every
+    window as the engine's reference is (serving's first windows must not change the check)."""
+    from semmem.embedding.export import probe
+
+    spec = load_spec(E5_DIR)
+    result = probe(E5_DIR, E5_DIR / "model.onnx")
+    assert result["min_cosine"] >= spec.min_cosine, (result["min_cosine"], result["worst_text"])
+
+
 def test_probe_again_matches_the_engines_reference_vectors(e5: E5Embedder) -> None:
     from semmem.embedding.probes import load_reference, probes_for
 
