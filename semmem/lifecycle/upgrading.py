@@ -19,15 +19,15 @@ from typing import TYPE_CHECKING, Protocol
 
 from semmem.errors import Unavailable
 from semmem.store.formats import FORMAT, KEY, format_of
+from semmem.stored.ports import Holdings
 from semmem.stored.upgrade import Hook, items_from_facts, listings_from_partition
 
 if TYPE_CHECKING:
     from semmem.embedding.embedder import Embedder
     from semmem.store.tables import Store
 
-from semmem.stored.ports import Holdings
-
 log = logging.getLogger("semmem.upgrade")
+
 
 class Opened(Holdings, Protocol):
     """A store opened with its model, and the core's doors the steps need (``Memory`` is one)."""
