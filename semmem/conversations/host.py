@@ -17,14 +17,6 @@ if TYPE_CHECKING:
 class Expiry(Protocol):
     """What has expired, as much as sessions ask (``lifecycle.retention.Retention`` is one)."""
 
-    async def max_age(self, partition: str) -> int | None:
-        """``partition``'s effective max age in ms (``None``: forever)."""
-        ...
-
-    def alive(self, max_age_ms: int | None) -> Alive:
-        """A test of "not expired now" under ``max_age_ms``."""
-        ...
-
     async def counted(self, partition: str, result: dict[str, Any], *,
                       sets_expiry: bool = False) -> dict[str, Any]:
         """A write's result with ``count`` leaving out the facts expired now."""
@@ -53,6 +45,10 @@ class Host(Protocol):
     @property
     def keyed(self) -> Keyed:
         """Keyed items (sessions) of the same memory: looked up, committed, forgotten."""
+        ...
+
+    async def liveness(self, partition: str) -> Alive:
+        """The partition's test of "not expired now"."""
         ...
 
     async def embed_passages(self, texts: list[str], *, caller: str = "") -> Vectors:

@@ -162,8 +162,7 @@ class Conversations:
         if not any(c.pieces for c in cuts):  # nothing to store: no write, no partition
             return await self._counted(partition, session,
                                        {"items": [[] for _ in cuts], "count": held.view.count})
-        retention = self.host.retention
-        alive = retention.alive(await retention.max_age(partition))
+        alive = await self.host.liveness(partition)
         within = scope.matches if scope is not None and not scope.empty else _always
         stamp = _Stamp(alive, within, scope.stamp(None) if scope is not None else None,
                        self.host.secret)
@@ -197,7 +196,7 @@ class Conversations:
                           scope: Filter | None = None) -> list[dict[str, Any]]:
         """``ingest`` of several sessions (a bulk import): the pieces none of them holds yet
         embedded together in batches first, then one write per session."""
-        alive = self.host.retention.alive(await self.host.retention.max_age(partition))
+        alive = await self.host.liveness(partition)
         within = scope.matches if scope is not None and not scope.empty else _always
         vectors: dict[str, np.ndarray] = {}
         wanted: list[str] = []
@@ -224,7 +223,7 @@ class Conversations:
         found = await self.host.commit(partition, plan, op)
         if not found:
             return None
-        alive = self.host.retention.alive(await self.host.retention.max_age(partition))
+        alive = await self.host.liveness(partition)
         live = {it.n for it in await self.keyed.items(held) if alive(it)}
         items = [[n for n in numbers if n in live] for numbers in found.get("items", [])]
         return await self._counted(partition, session,

@@ -38,7 +38,7 @@ async def page(memory: Memory, partition: str, after: int, limit: int, caller: C
         items = (await memory.numbered(view, after=after, limit=limit + 1)).items
     else:
         items = [it for it in view.items if it.n > after][:limit + 1]
-    alive = memory.retention.alive(await memory.retention.max_age(partition))
+    alive = await memory.liveness(partition)
     scanned = items[:limit]
     following = scanned[-1].n if len(items) > limit else None
     return [it for it in scanned if may_see(caller, it) and alive(it)], following
