@@ -2,7 +2,8 @@
 (``semmem/stored/marks.py``; issue 59, item 4): a store of ``62c1cbc`` records no format, yet
 its model's fact whose text parses as a LangGraph item's JSON stays the model's; ``e601069``'s
 store items (facts of its adapter) are still made store items, and a step stopped after its
-first partition's items (keyed store pieces: the marks of a later release) completes."""
+first partition's items (keyed store pieces: the marks of a later release) completes; a
+backup of a store recording no format restores as a store recording none."""
 
 from __future__ import annotations
 
@@ -14,8 +15,12 @@ from typing import Any
 import pytest
 
 from semmem.embedding.fakes import HashingEmbedder
+from semmem.lifecycle.backup import create_backup
+from semmem.lifecycle.backup_restore import restore_backup
 from semmem.lifecycle.upgrading import upgrade
 from semmem.memory import Memory
+from semmem.store import Store
+from semmem.store.copies.objects import Objects
 from semmem.store.formats import FORMAT, KEY, format_of
 from semmem.stored.items import StoreItems
 from tests.support.memory import open_memory
@@ -111,3 +116,35 @@ async def test_e601069s_items_still_become_store_items_when_a_step_stops_midway(
         assert format_of(await memory.store.meta()) == FORMAT
     finally:
         await memory.close()
+
+
+async def test_a_62c1cbc_stores_backup_restores_with_the_json_looking_fact_the_models(
+        tmp_path: Path) -> None:
+    """A backup of a store that records no format records none (it used to record format 1),
+    so the restored copy's first open tells it by its marks too: the model's fact stays its."""
+    db, want = copied("62c1cbc", tmp_path)
+    n = await remembered_before_the_gate(db, "users/alice", JSON_FACT)
+    target = Objects(str(tmp_path / "backups"))
+    memory = await open_memory(db, HashingEmbedder())
+    try:
+        manifest = await create_backup(memory.store, target)
+    finally:
+        await memory.close()
+    assert manifest.store_format is None
+    embedder = HashingEmbedder()
+    into = Store(str(tmp_path / "restored"), dim=embedder.dim, model_id=embedder.model_id)
+    await into.open()
+    try:
+        await restore_backup(target, manifest.id, into)
+        assert KEY not in (await into.meta() or {})
+    finally:
+        await into.close()
+    restored = await Memory.open(str(tmp_path / "restored"), embedder)
+    try:
+        assert (await facts_of(restored, "users/alice"))[n] == JSON_FACT
+        record = await StoreItems(restored).get(("users", "alice"), "profile")
+        assert record is not None
+        assert record.value == want["store"]["items"]["profile"]["value"]
+        assert format_of(await restored.store.meta()) == FORMAT
+    finally:
+        await restored.close()
