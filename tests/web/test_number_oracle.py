@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import mcp_types as types
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from tests.support.mcp import http_client, ok
 from tests.support.server import AUTH, JSON, TOKEN, WRITER, ServerProcess, served_with_tokens_file
@@ -153,12 +154,18 @@ def mcp_signature(n: int, result: types.CallToolResult) -> str:
 
 
 async def mcp_refusals(url: str, numbers: list[int]) -> dict[int, set[str]]:
-    """Each number's MCP refusals, in a new session (no recall: no cursor)."""
+    """Each number's MCP refusals, in a new session (no recall: no cursor): its edits' and
+    its resource read's."""
     out: dict[int, set[str]] = {}
     async with http_client(url, WRITER) as client:
         for n in numbers:
             out[n] = {f"{name} " + mcp_signature(n, await client.call_tool(name, {"n": n, **a}))
                       for name, a in EDITS}
+            with pytest.raises(MCPError) as refused:
+                await client.read_resource(f"semmem://items/{n}")
+            error = refused.value.error
+            out[n].add("read " + signature(n, error.code, {"message": error.message,
+                                                          "data": error.data}))
     return out
 
 
@@ -179,7 +186,7 @@ async def test_every_unusable_number_answers_alike_over_mcp(server: ServerProces
                 for n in unusable(numbers) if n != numbers.forgotten}
     answers = await mcp_refusals(url, unusable(numbers))
     assert len(set(map(frozenset, answers.values()))) == 1, answers
-    one = answers[numbers.latest + 3]
+    one = {s for s in answers[numbers.latest + 3] if not s.startswith("read ")}
     assert all('"code": "not_found"' in s and "item N does not exist in this memory" in s
                for s in one), one
     assert set(map(frozenset, rest.values())) == {frozenset(one)}, rest
