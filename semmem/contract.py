@@ -40,7 +40,9 @@ _NOT_IN_ROLES = re.compile(f"[{_LABEL_REFUSES}\\[\\]]")  # and its line head's b
 
 def check_label(value: object, what: str, limit: int) -> str:
     """A caller-chosen label, by the one rule they all follow: a session id (a keyed item's
-    key), a message's role, a store namespace's label. Compared exactly; never trimmed here.
+    key), a message's role — what a recall line may render to a model. Compared exactly;
+    never trimmed here. (A store namespace's label is the application's key, never a model's
+    line: ``stored.namespaces.check_namespace_label``.)
 
     Raises:
         InvalidArguments: not a non-empty string of at most ``limit`` characters, not valid

@@ -178,7 +178,8 @@ class Memory(Writes, Owners, Filtered):
         binding's; a fact outside it is not found, new metadata keeps it.
 
         Raises:
-            NotFound: ``n`` does not exist (or was forgotten before the cursor).
+            NotFound: no live item ``n`` the caller may edit (``targets.not_found``: never
+                given, not the model's, or forgotten, and not since the cursor).
             Conflict: the item existed at ``cursor``'s state and changed since.
             Forbidden: not ``owner``, and the item is hidden or from a map import.
         """

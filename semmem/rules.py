@@ -13,13 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from semmem.audience import Caller, counted, editor, may_see
+from semmem.audience import Caller, counted, editor
 from semmem.contract import DEADLINE_HORIZON_MS, sha256_hex
-from semmem.errors import Conflict, Forbidden, IdempotencyMismatch, InvalidArguments, NotFound
+from semmem.errors import IdempotencyMismatch, InvalidArguments
 from semmem.items import Item, dedupe_key, now_ms
 from semmem.ranking.similar import Near, nearest
 from semmem.store.rows import NEW, ItemRow, Mutation, Plan, op_key
 from semmem.store.views import ItemSet, OpRecord, WriteView
+from semmem.targets import check_editable, check_target, not_found, tombstone
 
 Decision = Mutation | dict[str, Any]  # rows to commit, or a result to answer without writing
 Alive = Callable[[Item], bool]  # whether an item has not expired (retention)
@@ -175,61 +176,10 @@ def record(op: Operation | None, result: dict[str, Any], ttl_ms: int) -> OpRecor
                     json.dumps(kept, ensure_ascii=False), expires)
 
 
-def check_target(view: WriteView, n: int, cursor_seq: int | None,
-                 within: Alive | None = None, caller: Caller = Caller.OWNER) -> Item:
-    """The live item ``n`` an edit targets.
-
-    The cursor rule: an edit conflicts only when its target existed at the cursor's state and
-    changed (or was forgotten) since. An item created after the cursor can be edited under it:
-    the model learned its number from a write's own result or from search. An item whose
-    creation is not recorded (written before it was, and changed since) counts as existing.
-
-    Raises:
-        InvalidArguments: ``n`` is not an integer ≥ 1.
-        Conflict: the item existed at the cursor's state and changed after it.
-        NotFound: no live item ``n`` ``caller`` may see (``semmem.audience``).
-    """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise InvalidArguments("n must be an integer ≥ 1")
-    item = view.get(n)
-    if item is not None and not may_see(caller, item):
-        # An item the caller may not see (the application's, to the model) is a number that
-        # does not exist, before any cursor rule: nothing tells it from one never given.
-        raise NotFound(f"item {n} does not exist in this memory", {"n": n})
-    if within is not None and (item is None or not within(item)):
-        # Another scope's fact, or a forgotten one (a tombstone keeps no metadata saying whose
-        # it was): worded as a number never given, and no conflict, so nothing tells them apart.
-        raise NotFound(f"item {n} does not exist in this memory", {"n": n})
-    tomb = view.tombstones.get(n)
-    changed, born = (item.seq, item.born) if item else (tomb.seq, tomb.created) if tomb \
-        else (None, None)
-    if cursor_seq is not None and changed is not None and changed > cursor_seq \
-            and (born is None or born <= cursor_seq):
-        raise Conflict(f"item {n} changed after your recall; recall again and retry", {"n": n})
-    if item is None:
-        why = "was forgotten" if tomb else "does not exist"
-        raise NotFound(f"item {n} {why} in this memory", {"n": n})
-    return item
-
-
 def facts(view: WriteView) -> int:
     """The live items a fact's write answers as its memory's ``count``: the model's, never
     the application's store items (``semmem.audience``)."""
     return counted(Caller.MODEL, view.live, view.application)
-
-
-def check_editable(item: Item, owner: bool) -> None:
-    """Model tools may not edit owner-curated records: hidden items (inactive, held, merged)
-    and records imported from a map of records (they carry a ``slug``). Like the adapter's
-    list edits on a structured store, a stray edit must not clobber them; owners (CLI, admin
-    API, console, Python API) may.
-
-    Raises:
-        Forbidden: ``owner`` is false and the item is curated.
-    """
-    if not owner and (not item.surfaced or "slug" in item.attrs):
-        raise Forbidden(f"item {item.n} is an owner-curated record (hidden, or imported from a "
-                        "map of records); only the memory's owner can change it", {"n": item.n})
 
 
 def merged_attrs(item: Item, changes: dict[str, Any]) -> dict[str, Any]:
@@ -341,7 +291,7 @@ def update(n: int, text: str | None, vector: np.ndarray | None, changes: dict[st
             return replayed
         item = check_target(view, n, cursor_seq, within, editor(owner))
         if not alive(item):
-            raise NotFound(f"item {n} does not exist in this memory", {"n": n})
+            raise not_found(n)
         check_editable(item, owner)
         row = ItemRow(
             n, text if text is not None else item.text,
@@ -381,8 +331,7 @@ def forget(n: int, cursor_seq: int | None, op: Operation | None, ttl_ms: int,
             return replayed
         item = check_target(view, n, cursor_seq, within, editor(owner))
         check_editable(item, owner)
-        row = ItemRow(n, None, None, item.ts, now_ms(), item.revision + 1, forgotten=True,
-                      created=item.born)
+        row = tombstone(item, now_ms())
         left = facts(view) - (0 if item.application else 1)  # an owner's forget of any item
         result = {"status": "stored", "n": n, "count": left, "forgotten": True}
         return mutation(op, result, ttl_ms, [row])
@@ -396,8 +345,7 @@ def expire(numbers: Sequence[int], alive: Alive) -> Plan:
 
     def plan(view: WriteView) -> Decision:
         now = now_ms()
-        rows = [ItemRow(it.n, None, None, it.ts, now, it.revision + 1, forgotten=True,
-                        created=it.born)
+        rows = [tombstone(it, now)
                 for n in numbers if (it := view.get(n)) is not None and not alive(it)]
         result = {"expired": [r.n for r in rows], "count": view.count - len(rows)}
         return Mutation(items=rows, result=result) if rows else result

@@ -17,7 +17,7 @@ SEMMEM = Path(__file__).resolve().parents[1] / "semmem"
 # The packages below Memory: none of them names it (they declare what they need instead).
 BELOW_MEMORY = frozenset({
     "keyed", "conversations", "stored", "scoped", "lifecycle", "store", "ranking", "embedding",
-    "scheduling", "protocol", "items", "rules", "results", "writes", "importing"})
+    "scheduling", "protocol", "items", "rules", "targets", "results", "writes", "importing"})
 CORE = frozenset({"semmem/memory.py"})  # the one module that owns Memory's store
 
 Edges = Mapping[tuple[str, str], Set[str]]  # (from package, to package) -> "file:line"s

@@ -74,10 +74,13 @@ async def test_update_unknown_number_is_not_found_or_invalid(memory: Memory, n: 
 
 
 async def test_forget_twice_is_not_found(memory: Memory) -> None:
+    """A forgotten number answers as one never given (issue 59: nothing tells them apart)."""
     await memory.remember("p", "x")
     await memory.forget("p", 1)
-    with pytest.raises(NotFound, match="forgotten"):
+    with pytest.raises(NotFound, match=r"^item 1 does not exist in this memory$"):
         await memory.forget("p", 1)
+    with pytest.raises(NotFound, match=r"^item 2 does not exist in this memory$"):
+        await memory.forget("p", 2)
 
 
 @pytest.mark.parametrize("text", ["", "   ", "\n\t", "x" * 2001, 5, None])

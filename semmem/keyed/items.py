@@ -24,6 +24,7 @@ from semmem.keyed.index import addresses
 from semmem.rules import Decision, Operation
 from semmem.store.rows import NEW, ItemRow
 from semmem.store.views import IndexedView, ReadView, WriteView
+from semmem.targets import tombstone
 
 if TYPE_CHECKING:
     from semmem.keyed.ports import Partitions
@@ -180,8 +181,7 @@ class Keyed:
             if pieces and held is not None and not held.numbers:
                 raise Moved("pieces appeared since the lookup")  # so the write purges them
             now = now_ms()
-            rows = [ItemRow(it.n, None, None, it.ts, now, it.revision + 1, forgotten=True,
-                            created=it.born) for it in pieces]
+            rows = [tombstone(it, now) for it in pieces]
             n, numbers = view.hwm, []
             for text, vector, attrs in bodies:
                 n += 1

@@ -34,7 +34,7 @@ from semmem.lifecycle.backup_format import (
 from semmem.lifecycle.liveness import Live, policies
 from semmem.store.copies.dump import Dump, created_at, latest_version, read_head, read_partition
 from semmem.store.copies.objects import Objects
-from semmem.store.formats import format_of
+from semmem.store.formats import KEY, format_of
 from semmem.store.rows import table_name
 from semmem.store.views import Tombstone
 
@@ -74,8 +74,10 @@ async def create_backup(store: Store, target: Objects, *, live: Live | None = No
             return None if entry is None else with_override(entry, overrides)
 
     entries = [e for e in await asyncio.gather(*(one(n) for n in names)) if e is not None]
+    meta = await store.meta()
+    recorded = None if meta is not None and KEY not in meta else format_of(meta)
     manifest = Manifest(new_id(started), started, now_ms(), store.uri, store.model_id, store.dim,
-                        entries, format_of(await store.meta()))
+                        entries, recorded)
     await asyncio.to_thread(target.put, manifest_name(manifest.id), manifest.to_bytes())
     return manifest
 

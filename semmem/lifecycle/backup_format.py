@@ -114,15 +114,17 @@ class Manifest:
     dim: int
     partitions: list[dict[str, Any]]
     # The source store's format (``store/formats.py``): a restore records it, and the restored
-    # store's first open upgrades it. Manifests written before it was recorded: ``FIRST``.
-    store_format: int = formats.FIRST
+    # store's first open upgrades it. ``None``: the source recorded none (an earlier release's
+    # manifest, or store): the restored store records none either, and its first open tells
+    # its format by what its release wrote (``stored/marks.py``).
+    store_format: int | None = None
 
     def body(self) -> dict[str, Any]:
         """The manifest's fields, as written (without the digest)."""
         return {"format": FORMAT, "id": self.id, "created": self.created,
                 "finished": self.finished, "source": self.source, "model": self.model,
                 "dim": self.dim, "partitions": self.partitions,
-                "storeFormat": self.store_format}
+                **({} if self.store_format is None else {"storeFormat": self.store_format})}
 
     def to_bytes(self) -> bytes:
         """The manifest file: its fields and a digest over them."""
@@ -146,7 +148,7 @@ class Manifest:
             raise InvalidInput("backup manifest damaged (its digest does not match)")
         return cls(raw["id"], raw["created"], raw["finished"], raw["source"], raw["model"],
                    raw["dim"], raw["partitions"], formats.format_of(
-                       {formats.KEY: raw["storeFormat"]} if "storeFormat" in raw else {}))
+                       {formats.KEY: raw["storeFormat"]}) if "storeFormat" in raw else None)
 
     def summary(self) -> dict[str, Any]:
         """What ``backup list`` shows of it."""

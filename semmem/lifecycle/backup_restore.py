@@ -107,8 +107,12 @@ async def restore_backup(target: Objects, backup_id: str, into: Store,
         report.items += len(dump.items)
         report.tombstones += len(dump.tombstones)
     meta = await into.meta() or {}
-    if manifest.store_format < format_of(meta):  # the restored store's first open upgrades it
-        await into.set_meta({**meta, KEY: manifest.store_format})
+    if manifest.store_format is None and KEY in meta:
+        # The source recorded no format: neither does the copy, whose first open tells it by
+        # what its release wrote (``stored/marks.py``), as it would the source's.
+        await into.set_meta({k: v for k, v in meta.items() if k != KEY})
+    elif manifest.store_format is not None and manifest.store_format < format_of(meta):
+        await into.set_meta({**meta, KEY: manifest.store_format})  # its first open upgrades it
     return report
 
 

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from semmem.errors import Unavailable
 from semmem.store.formats import FORMAT, KEY, format_of
+from semmem.stored.marks import written_format
 from semmem.stored.ports import Holdings
 from semmem.stored.upgrade import Hook, items_from_facts, listings_from_partition
 
@@ -67,6 +68,8 @@ async def upgrade(opened: Opened, *, hook: Hook | None = None) -> int:
                           f"release; this one reads format {FORMAT} and earlier")
     if meta is not None and meta.get("model") != opened.embedder.model_id:
         return found  # opened with another model (reindex, check): the steps embed
+    if meta is not None and KEY not in meta:
+        found = await _detected(opened, meta)
     while found < FORMAT:
         changed = await STEPS[found](opened, hook)
         log.info("store %s upgraded from format %d to %d (%d changed)", opened.uri, found,
@@ -74,4 +77,17 @@ async def upgrade(opened: Opened, *, hook: Hook | None = None) -> int:
         found += 1
         meta = await opened.store.meta() or {}  # as it is now (only this member changes)
         await opened.store.set_meta({**meta, KEY: found})
+    return found
+
+
+async def _detected(opened: Opened, meta: dict[str, Any]) -> int:
+    """The format of a store that records none, told by what its release wrote
+    (``stored/marks.py``), recorded before any step writes: a step's own writes (keyed store
+    pieces) must not make a rerun, or another process opening the store meanwhile, read it as
+    another format. A format recorded while the marks were read wins."""
+    found = await written_format(opened)
+    now = await opened.store.meta() or meta
+    if KEY in now:
+        return format_of(now)
+    await opened.store.set_meta({**now, KEY: found})
     return found

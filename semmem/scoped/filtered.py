@@ -218,7 +218,7 @@ def scoped(alive: Alive, scope: Filter | None) -> Alive:
 
 def reach(scope: Filter | None) -> Alive | None:
     """Which facts a binding's scope reaches, ``None`` for every one (no scope): outside it an
-    edit's target reads as a number never given (``rules.check_target``)."""
+    edit's target reads as a number never given (``targets.check_target``)."""
     return None if scope is None or scope.empty else scope.matches
 
 

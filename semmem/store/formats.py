@@ -1,13 +1,16 @@
 """The store's format: how the data of a store is laid out for the doors that read it,
 recorded in the store's metadata (the registry's ``meta`` entry, ``format``).
 
-- 1: the releases up to ``62c1cbc`` (their metadata records no format). Up to ``e601069`` the
-  application's LangGraph store items were facts of their namespace's partition, whose text
-  is the item's JSON (the Python client's ``SemmemStore`` of then); from wave 6 they are keyed
-  items already (the step to 2 leaves them).
+- 1: up to ``e601069`` the application's LangGraph store items were facts of their
+  namespace's partition, whose text is the item's JSON (the Python client's ``SemmemStore``
+  of then).
 - 2: store items are keyed items of the application (``semmem/stored``), out of the model's
   reach; tables of partition ``SCHEMA_VERSION`` 3. The namespaces holding store items may be
   listed in the partition ``%store-namespaces`` (up to ``62c1cbc``).
+
+The releases up to ``62c1cbc`` record no format: the gate tells 1 from 2 by what the release
+wrote (``semmem/stored/marks.py``: a keyed store piece or that listing partition is format 2)
+and records it before its first step.
 - 3: the namespaces are listed by the store's listing records (system records,
   ``store/system.py``), kept by the write path; no partition ``%store-namespaces``.
 
@@ -23,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 FORMAT = 3
-FIRST = 1  # what a store whose metadata records no format was written in
+FIRST = 1  # the oldest format (a store recording none is told by its marks: ``stored/marks``)
 KEY = "format"  # the metadata's member
 
 

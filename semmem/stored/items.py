@@ -32,6 +32,7 @@ from semmem.store.views import IndexedView, ItemSet, WriteView
 from semmem.stored.fields import STORE
 from semmem.stored.filters import matches
 from semmem.stored.namespaces import Registry, namespace_of, partition_of
+from semmem.targets import tombstone
 
 if TYPE_CHECKING:
     from semmem.stored.ports import Core
@@ -211,8 +212,7 @@ class StoreItems:
                     ts, updated = last_.ts, last_.updated
                     head.update(created=ts, updated=updated)
                     expiry = {EXPIRES: last_.attrs[EXPIRES]} if EXPIRES in last_.attrs else {}
-                rows += [ItemRow(it.n, None, None, it.ts, now, it.revision + 1, forgotten=True,
-                                 created=it.born) for it in old]
+                rows += [tombstone(it, now) for it in old]
                 first = n + 1
                 for i, text in enumerate(bodies[key]):
                     n += 1

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from semmem.contract import MAX_PARTITION_BYTES, check_label
+from semmem.contract import MAX_PARTITION_BYTES
 from semmem.errors import InvalidArguments
 from semmem.items import now_ms
 
@@ -29,9 +29,7 @@ MAX_LABELS = 32
 
 def check_namespace(value: object, what: str = "namespace", *, empty: bool = False
                     ) -> tuple[str, ...]:
-    """A namespace as given: a list of labels by the rule of caller-chosen labels
-    (``contract.check_label``: no control, line-separator or bidirectional formatting
-    character; LangGraph itself refuses only an empty label, NUL and ``.``).
+    """A namespace as given: a list of labels (``check_namespace_label``).
 
     Raises:
         InvalidArguments: not a list of labels, a label that breaks the rule, or a namespace
@@ -39,12 +37,40 @@ def check_namespace(value: object, what: str = "namespace", *, empty: bool = Fal
     """
     if not isinstance(value, list) or (not value and not empty) or len(value) > MAX_LABELS:
         raise InvalidArguments(f"{what} must be a list of 1-{MAX_LABELS} labels")
-    for label in value:  # the rule of caller-chosen labels, as a session id's
-        check_label(label, f"a {what} label", MAX_PARTITION_BYTES)
+    for label in value:
+        check_namespace_label(label, f"a {what} label")
     namespace = tuple(value)
     if namespace:
         partition_of(namespace)
     return namespace
+
+
+def check_namespace_label(label: object, what: str) -> str:
+    """A namespace label: the application's key, never a line a model reads (store items are
+    not the model's: ``semmem.audience``), so it takes what LangGraph's own stores take —
+    newlines and other control characters included — and refuses what LangGraph's
+    ``BaseStore`` refuses that would break the mapping or the storage: an empty label (``a//b``
+    would read back as another namespace), NUL, a lone surrogate (not Unicode). ``%`` and
+    ``/`` are escaped by the mapping (``partition_of``). A session id or a role, rendered in
+    the model's recall lines, keeps the rule of caller-chosen labels (``contract.check_label``).
+
+    Raises:
+        InvalidArguments: not a non-empty string of at most ``MAX_PARTITION_BYTES``
+            characters, NUL, or not valid Unicode (the label is never echoed).
+    """
+    if not isinstance(label, str) or not label:
+        raise InvalidArguments(f"{what} must be a non-empty string")
+    if len(label) > MAX_PARTITION_BYTES:
+        raise InvalidArguments(f"{what} is {len(label)} characters; at most "
+                               f"{MAX_PARTITION_BYTES} are allowed",
+                               {"maxLength": MAX_PARTITION_BYTES})
+    if "\x00" in label:
+        raise InvalidArguments(f"{what} must not contain NUL (U+0000)")
+    try:
+        label.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidArguments(f"{what} is not valid Unicode (lone surrogate)") from exc
+    return label
 
 
 def partition_of(namespace: Sequence[str]) -> str:
