@@ -117,6 +117,44 @@ def test_onnx_truncates_at_the_models_limit_not_tokenizer_json(onnx_embedder: ob
     assert float(same[0] @ same[1]) > 0.99999
 
 
+class _Counting:
+    """The model's tokenizer, noting the length of every text it is given."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner, self.seen = inner, []  # type: list[int]
+
+    def encode(self, text: str) -> object:
+        self.seen.append(len(text))
+        return self.inner.encode(text)  # type: ignore[attr-defined]
+
+    def encode_batch(self, texts: list[str]) -> list[object]:
+        self.seen.extend(len(t) for t in texts)
+        return self.inner.encode_batch(texts)  # type: ignore[attr-defined,no-any-return]
+
+
+def test_onnx_tokenises_a_long_text_by_its_head_with_the_whole_texts_tokens(
+        onnx_embedder: object) -> None:
+    from semmem.embedding.onnx import HEAD_CHARS, OnnxEmbedder, head_encoding
+
+    assert isinstance(onnx_embedder, OnnxEmbedder)
+    whole = onnx_embedder._tokenizer  # the tokenizer as loaded: the yardstick
+    rng = np.random.default_rng(7)
+    words = ["memory", "naïve", "café", "東京", "x" * 150, "e\u0301", "don't", "3.14", "—", ""]
+    texts = [" ".join(rng.choice(words, size=int(n))) for n in (900, 3000, 20000)]
+    texts += ["a" + " " * 9000 + "b c", "\n".join(FACTS * 400), "東京" * 5000,
+              "word\t" * 3000, "memory " * 600_000]  # the last: 4.2 MB
+    for text in texts:
+        counting = _Counting(whole)
+        enc = head_encoding(counting, text)
+        assert enc.ids == whole.encode(text).ids  # type: ignore[attr-defined]
+        if len(text) > 100_000:  # the head, never the text, went to the tokenizer
+            assert max(counting.seen) <= 2 * HEAD_CHARS
+    # the embedder takes that way: a 4 MB text embeds as its first 256 tokens
+    big = "memory " * 600_000
+    a, b = onnx_embedder.embed_batch([big, "memory " * 300])
+    assert float(a @ b) > 0.99999
+
+
 async def test_store_written_with_torch_recalls_the_same_with_onnx(
     tmp_path: Path, onnx_embedder: object, real_embedder: SentenceTransformerEmbedder
 ) -> None:
