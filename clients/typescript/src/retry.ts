@@ -9,7 +9,8 @@
  * Two additions for many calls at once: each wait is stretched by a random share of itself (up
  * to `jitter`), so a burst's retries spread out instead of meeting again; and a 429 (the server
  * refused the call at admission: nothing ran) is retried until the deadline, not only twice,
- * each wait at least its `Retry-After` and growing (×2, at most 4 s).
+ * each wait past the rule's its `Retry-After` (else the rule's last wait) stretched by up to
+ * as much again, so the retries of a burst keep arriving spread over the deadline.
  */
 
 import { SemmemError, TransportError } from "./errors.js";
@@ -29,7 +30,6 @@ export const CONTRACT_RETRY: RetryPolicy = Object.freeze({
   delaysMs: Object.freeze([250, 1000]), retryAfter: true, overloadUntilDeadline: true, jitter: 0.5,
 });
 export const NO_RETRY: RetryPolicy = Object.freeze({ delaysMs: Object.freeze([]), retryAfter: false });
-const MAX_OVERLOAD_WAIT_MS = 4000;
 
 // The server's rule (semmem/protocol/untrusted.py): ASCII digits only, at most 18 of them.
 const DELTA_SECONDS = /^[0-9]{1,18}$/;
@@ -75,10 +75,9 @@ export class Attempts {
     if (!retryable(failure.status) || (this.retries >= delays.length && !overload)) throw failure;
     const left = this.deadline - this.clock();
     const hinted = this.policy.retryAfter ? retryAfterMs(retryAfter) : undefined;
-    const past = this.retries - delays.length + 1;  // > 0: a 429 retried past the rule's waits
-    const rule = past > 0 ? Math.min(MAX_OVERLOAD_WAIT_MS, delays.at(-1)! * 2 ** past) : delays[this.retries]!;
-    const base = hinted !== undefined && hinted < left ? (past > 0 ? Math.max(hinted, rule) : hinted) : rule;
-    const delay = base * (1 + Math.random() * (this.policy.jitter ?? 0));
+    const past = this.retries >= delays.length;  // a 429 retried past the rule's waits
+    const base = hinted !== undefined && hinted < left ? hinted : past ? delays.at(-1)! : delays[this.retries]!;
+    const delay = base * (1 + Math.random() * (past ? 1 : this.policy.jitter ?? 0));
     if (delay >= left) throw failure;
     this.retries += 1;
     return delay;
