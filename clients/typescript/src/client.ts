@@ -36,10 +36,12 @@ export interface ClientOptions {
   memoryPath?: string;
   /** The binding's access, sent in every envelope. */
   access?: Access;
-  /** The default deadline of every call across all its attempts. Not given: 10 s (the
-   * contract's) for provider and owner calls, 120 s for `ingest` and `store` (they embed
-   * first); given: every call's, `ingest` and `store` too. */
+  /** The default deadline of every call across all its attempts (10 s, the contract's): store
+   * reads too; `ingest` and store batches that put take `writeTimeoutMs`. */
   timeoutMs?: number;
+  /** The default deadline of `ingest` and of a store batch that puts (they embed first):
+   * 120 s, or `timeoutMs` when only that was given. */
+  writeTimeoutMs?: number;
   retry?: RetryPolicy;
   /** A `fetch` to use instead of the global one. */
   fetch?: typeof fetch;
@@ -87,7 +89,7 @@ export class SemmemClient {
   readonly memoryPath: string;
   readonly access: Access;
   readonly timeoutMs: number;
-  /** The default deadline of `ingest` and `store` (120 s, or `timeoutMs` when that was given). */
+  /** The default deadline of `ingest` and of store batches that put (see `ClientOptions`). */
   readonly writeTimeoutMs: number;
   readonly retry: RetryPolicy;
   // Private fields: neither `console.log(client)` nor JSON shows a token.
@@ -111,7 +113,7 @@ export class SemmemClient {
     this.memoryPath = memoryPath;
     this.access = options.access ?? "read-write";
     this.timeoutMs = checkTimeout(options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
-    this.writeTimeoutMs = options.timeoutMs ?? DEFAULT_INGEST_TIMEOUT_MS;
+    this.writeTimeoutMs = checkTimeout(options.writeTimeoutMs ?? options.timeoutMs ?? DEFAULT_INGEST_TIMEOUT_MS);
     this.retry = options.retry ?? CONTRACT_RETRY;
     this.#fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
     const token = checkToken(options.token ?? env("SEMMEM_TOKEN"), "token");
@@ -205,10 +207,11 @@ export class SemmemClient {
    * keeps no operation id for a batch, so one that puts or deletes is retried only when it
    * surely did not run (connection refused, 408, 429); once sent, a lost reply ends the call
    * with an `uncertain` error (a repeat could undo another client's write made in between).
-   * A batch of reads only is retried as any read. Default deadline `writeTimeoutMs`. */
+   * A batch of reads only is retried as any read. Default deadline: `timeoutMs` for a batch of
+   * reads only, `writeTimeoutMs` for one that puts or deletes. */
   store(ops: readonly JsonObject[], options: Omit<CallOptions, "operationId"> = {}): Promise<Json[]> {
-    const deadlineMs = checkTimeout(options.timeoutMs ?? this.writeTimeoutMs);
     const write = ops.some((op) => op["op"] === "put");
+    const deadlineMs = checkTimeout(options.timeoutMs ?? (write ? this.writeTimeoutMs : this.timeoutMs));
     return this.#send({ method: "POST", path: "/store", body: encode({ ops }), headers: this.#headers, deadlineMs,
       read: (s, c) => readStore(readAnswer(s, c, null), ops.length), retry: write ? "unsent" : "always", write,
       limit: MAX_DOOR_ANSWER_BYTES, signal: options.signal }) as Promise<Json[]>;

@@ -111,6 +111,14 @@ test("store calls take the client's timeoutMs (not a fixed 120 s)", async () => 
   const quick = new SemmemClient({ url: proxy.url, token: TOKEN, memoryPath: PATH, timeoutMs: 600 });
   assert.equal(quick.writeTimeoutMs, 600);
   assert.equal(new SemmemClient({ url: proxy.url }).writeTimeoutMs, 120_000);
+  assert.equal(new SemmemClient({ url: proxy.url, timeoutMs: 600, writeTimeoutMs: 5000 }).writeTimeoutMs, 5000);
+  // By default a store read takes the client's 10 s: a hung server holds a graph node no longer.
+  const plain = new SemmemClient({ url: proxy.url, token: TOKEN, memoryPath: PATH });
+  proxy.plan({ kind: "delay", ms: 12_000 }, { kind: "delay", ms: 12_000 });
+  const read = performance.now();
+  await assert.rejects(new SemmemStore(plain).search(["users", "x"]), TransportError);
+  const took = performance.now() - read;
+  assert.ok(took >= 9_000 && took < 11_500, `a store read gave up after ${took} ms`);
   proxy.plan({ kind: "delay", ms: 4000 });
   const started = performance.now();
   await assert.rejects(quick.store([{ op: "get", namespace: ["users", "x"], key: "k" }]), TransportError);
