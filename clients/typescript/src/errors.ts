@@ -28,7 +28,7 @@
 
 export type Details = Record<string, unknown>;
 
-export interface ErrorOptions {
+export interface SemmemErrorOptions {
   status?: number | undefined;
   details?: Details | undefined;
   code?: string | undefined;
@@ -47,7 +47,7 @@ export class SemmemError extends Error {
   /** The operation id of the write whose outcome is uncertain, when it has one. */
   readonly operationId: string | undefined;
 
-  constructor(message: string, options: ErrorOptions = {}) {
+  constructor(message: string, options: SemmemErrorOptions = {}) {
     super(message);
     this.name = new.target.name;
     this.code = options.code ?? (new.target as unknown as { code: string }).code;
@@ -79,7 +79,7 @@ export class TransportError extends SemmemError { static override readonly code:
 /** An answer that is not the contract's: not JSON, over 64 KiB, or an error without the envelope. */
 export class ProtocolError extends SemmemError { static override readonly code: string = "bad_response"; }
 
-type ErrorClass = (new (message: string, options?: ErrorOptions) => SemmemError) & { code: string };
+type ErrorClass = (new (message: string, options?: SemmemErrorOptions) => SemmemError) & { code: string };
 
 /** The classes of the codes a server answers with, by code. */
 export const BY_CODE: ReadonlyMap<string, ErrorClass> = new Map(

@@ -15,7 +15,7 @@
  *   answer gives `{ status: "uncertain" }`.
  */
 
-import { type ErrorOptions, ProtocolError, SemmemError, TransportError } from "./errors.js";
+import { type SemmemErrorOptions, ProtocolError, SemmemError, TransportError } from "./errors.js";
 import { Attempts, type RetryPolicy } from "./retry.js";
 
 export interface Call {
@@ -90,7 +90,7 @@ async function readBody(response: Response, limit: number | null): Promise<Uint8
 function uncertain(error: SemmemError, call: Call): SemmemError {
   const replay = call.operationId ? `; replay it with operationId ${call.operationId} (the server answers a replay once)` : "; check its effect before trying again";
   const message = `${error.message} — the outcome is uncertain: the write may have committed${replay}`;
-  const cls = error.constructor as new (message: string, options: ErrorOptions) => SemmemError;
+  const cls = error.constructor as new (message: string, options: SemmemErrorOptions) => SemmemError;
   return new cls(message, { status: error.status, details: error.details, code: error.code, uncertain: true, operationId: call.operationId });
 }
 
