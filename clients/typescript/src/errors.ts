@@ -22,6 +22,9 @@
  *     ├── TransportError            transport              no answer: refused, reset, timed out
  *     └── ProtocolError             bad_response           an answer outside the contract
  *
+ * Any of them may be `uncertain`: a write that may have committed though its answer never came
+ * (a lost reply, a 5xx), its message saying so and `operationId` the id to replay it with.
+ *
  * No message ever holds a token: messages are the server's (which never quote a credential)
  * or this client's own, which name the failure, never a header.
  */
