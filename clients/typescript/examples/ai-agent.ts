@@ -47,6 +47,7 @@ export async function main(client: SemmemClient, partition: string, sessionId = 
     const result = await generateText({ model, tools: memory.tools, prompt, stopWhen: stepCountIs(3) });
     replies.push(result.text);
   }
+  await memory.settled();  // the turns are ingested in the background
   return replies;
 }
 

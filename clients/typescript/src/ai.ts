@@ -17,7 +17,7 @@ import { jsonSchema, tool, type LanguageModelMiddleware, type ToolSet } from "ai
 import { DEFAULT_MAX_BYTES, type SemmemClient } from "./client.js";
 import { SemmemError } from "./errors.js";
 import type { ToolDeclaration } from "./tools.js";
-import type { JsonObject, Recall } from "./wire.js";
+import { recallText, type JsonObject, type Recall } from "./wire.js";
 
 export interface SemmemMemoryOptions {
   client: SemmemClient;
@@ -32,17 +32,31 @@ export interface SemmemMemoryOptions {
   heading?: string;
   /** The tools to give the model (default: `client.tools`). */
   tools?: readonly ToolDeclaration[];
-  /** Told when a turn's ingestion fails (the answer is returned anyway); default: a warning
-   * naming the error's class and code. */
+  /** Told when memory could not be consulted (`"recall"`: the model is called without recalled
+   * lines) or a turn was not ingested (`"ingest"`: the answer is returned anyway). A turn never
+   * fails because of memory. Default: a `console.warn` naming the phase, the error's class and
+   * code (never a token or a text). */
+  onError?: (error: unknown, phase: "recall" | "ingest") => void;
+  /** Told instead of `onError` when a turn's ingestion fails (kept for earlier code). */
   onIngestError?: (error: unknown) => void;
+  /** The recall's deadline (default: the client's `timeoutMs`, 10 s): past it, no memory. */
+  recallTimeoutMs?: number;
+  /** The ingestion's deadline (default 30 s). Ingestion runs in the background once the answer
+   * is complete: it never holds the answer back; the call's `abortSignal` stops it. */
+  ingestTimeoutMs?: number;
 }
 
 export interface SemmemMemory {
   middleware: LanguageModelMiddleware;
   tools: ToolSet;
-  /** The latest recall (`undefined` before the first model call). */
+  /** The latest recall (`undefined` before the first model call, or when it failed). */
   readonly recalled: Recall | undefined;
+  /** Settles when every ingestion started so far has ended (stored or reported to `onError`):
+   * await it before a short-lived process exits. */
+  settled(): Promise<void>;
 }
+
+export const DEFAULT_INGEST_TIMEOUT_MS = 30_000;
 
 export const DEFAULT_HEADING = "Relevant facts remembered from earlier conversations (numbered; the memory tools take these numbers):";
 
@@ -65,9 +79,14 @@ function withMemory(prompt: Prompt, block: string): Prompt {
   return [{ role: "system", content: block }, ...prompt];
 }
 
-function warn(error: unknown): void {
+function warn(error: unknown, phase: "recall" | "ingest"): void {
   const code = error instanceof SemmemError ? ` (${error.code})` : "";
-  console.warn(`semmem: the turn was not ingested: ${error instanceof Error ? error.name : "error"}${code}`);
+  const what = phase === "recall" ? "no memory for this model call: recall failed" : "the turn was not ingested";
+  console.warn(`semmem: ${what}: ${error instanceof Error ? error.name : "error"}${code}`);
+}
+
+function signalOf(signal: AbortSignal | undefined): { signal?: AbortSignal } {
+  return signal ? { signal } : {};
 }
 
 /** The middleware and the tools of one conversation's memory. */
@@ -75,39 +94,59 @@ export function semmemMemory(options: SemmemMemoryOptions): SemmemMemory {
   const { client, partition } = options;
   const maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
   const heading = options.heading ?? DEFAULT_HEADING;
-  const onIngestError = options.onIngestError ?? warn;
+  const onError = options.onError ?? warn;
+  const report = (error: unknown, phase: "recall" | "ingest"): void => {
+    try {
+      if (phase === "ingest" && options.onIngestError) options.onIngestError(error);
+      else onError(error, phase);
+    } catch { /* a hook's own failure never fails a turn */ }
+  };
   const state: { recalled: Recall | undefined; userText: string | null } = { recalled: undefined, userText: null };
+  const pending = new Set<Promise<void>>();
 
-  async function ingest(answer: string): Promise<void> {
+  /** Ingest the finished turn in the background (never awaited by the answer). */
+  function ingest(answer: string, signal: AbortSignal | undefined): void {
     if (!options.ingest) return;
     const messages = [];
     if (state.userText) messages.push({ role: "user", content: state.userText });
     if (answer.trim()) messages.push({ role: "assistant", content: answer });
     if (messages.length === 0) return;
-    try {
-      await client.ingest(partition, options.ingest.sessionId, messages);
-    } catch (error) {
-      onIngestError(error);
-    }
+    const running = client.ingest(partition, options.ingest.sessionId, messages, {
+      timeoutMs: options.ingestTimeoutMs ?? DEFAULT_INGEST_TIMEOUT_MS, ...signalOf(signal),
+    }).then(() => undefined, (error: unknown) => report(error, "ingest"));
+    pending.add(running);
+    void running.finally(() => pending.delete(running));
   }
 
   const middleware: LanguageModelMiddleware = {
     specificationVersion: "v4",
     async transformParams({ params }) {
       state.userText = latestUserText(params.prompt);
-      const recalled = await client.recall(partition, state.userText, maxBytes,
-        params.abortSignal ? { signal: params.abortSignal } : {});
+      state.recalled = undefined;
+      let recalled: Recall;
+      try {
+        // A message of any length: its start and end, within the contract's body limit.
+        const text = state.userText === null ? null : recallText(state.userText);
+        recalled = await client.recall(partition, text, maxBytes, {
+          ...signalOf(params.abortSignal),
+          ...(options.recallTimeoutMs !== undefined ? { timeoutMs: options.recallTimeoutMs } : {}),
+        });
+      } catch (error) {
+        if (params.abortSignal?.aborted) throw error;  // the caller cancelled the call
+        report(error, "recall");  // memory could not be consulted: the model is called without it
+        return params;
+      }
       state.recalled = recalled;
       return recalled.text ? { ...params, prompt: withMemory(params.prompt, `${heading}\n${recalled.text}`) } : params;
     },
-    async wrapGenerate({ doGenerate }) {
+    async wrapGenerate({ doGenerate, params }) {
       const result = await doGenerate();
       if (options.ingest && result.finishReason.unified !== "tool-calls") {
-        await ingest(result.content.flatMap((part) => (part.type === "text" ? [part.text] : [])).join(""));
+        ingest(result.content.flatMap((part) => (part.type === "text" ? [part.text] : [])).join(""), params.abortSignal);
       }
       return result;
     },
-    async wrapStream({ doStream }) {
+    async wrapStream({ doStream, params }) {
       const result = await doStream();
       if (!options.ingest) return result;
       let text = "";
@@ -118,8 +157,8 @@ export function semmemMemory(options: SemmemMemoryOptions): SemmemMemory {
           if (part.type === "finish") finished = part.finishReason.unified !== "tool-calls";
           controller.enqueue(part);
         },
-        async flush() {
-          if (finished) await ingest(text);
+        flush() {
+          if (finished) ingest(text, params.abortSignal);
         },
       }));
       return { ...result, stream };
@@ -147,5 +186,9 @@ export function semmemMemory(options: SemmemMemoryOptions): SemmemMemory {
     });
   }
 
-  return { middleware, tools, get recalled() { return state.recalled; } };
+  return {
+    middleware, tools,
+    get recalled() { return state.recalled; },
+    async settled() { while (pending.size > 0) await Promise.all([...pending]); },
+  };
 }

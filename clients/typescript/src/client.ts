@@ -6,14 +6,14 @@
  * contract's retries with the same bytes.
  */
 
-import { ProtocolError, SemmemError, TransportError } from "./errors.js";
-import { Attempts, CONTRACT_RETRY, type RetryPolicy } from "./retry.js";
+import { CONTRACT_RETRY, type RetryPolicy } from "./retry.js";
+import { send, type Call } from "./send.js";
 import { DECLARED_TOOLS } from "./declaration.js";
 import { toolsFromOpenApi, type ToolDeclaration } from "./tools.js";
 import {
   type Access, type Forgotten, type IngestResult, type Item, type Json, type JsonObject,
   type Message, type Recall, type SearchResult, type SessionSummary, type WriteResult,
-  PROTOCOL_VERSION, deadlineAt, encode, envelope, messagesOf, operationId, readAnswer,
+  MAX_BODY_BYTES, PROTOCOL_VERSION, deadlineAt, encode, envelope, messagesOf, operationId, readAnswer,
   readIngest, readLines, readRecall, readResult, readStore,
 } from "./wire.js";
 
@@ -21,6 +21,9 @@ export const DEFAULT_TIMEOUT_MS = 10_000;
 /** Ingestion and store batches embed their texts before answering: longer than a recall. */
 export const DEFAULT_INGEST_TIMEOUT_MS = 120_000;
 export const DEFAULT_MAX_BYTES = 8192;
+/** The most bytes of an ingest, store or admin answer read (a provider answer: the contract's
+ * 64 KiB); past it the answer is refused as it streams in. */
+export const MAX_DOOR_ANSWER_BYTES = 64 * 1024 * 1024;
 
 export interface ClientOptions {
   /** The server, e.g. `http://127.0.0.1:8080` (default: `SEMMEM_URL`). */
@@ -33,8 +36,12 @@ export interface ClientOptions {
   memoryPath?: string;
   /** The binding's access, sent in every envelope. */
   access?: Access;
-  /** The default deadline of a provider call across all its attempts (10 s, the contract's). */
+  /** The default deadline of every call across all its attempts (10 s, the contract's): store
+   * reads too; `ingest` and store batches that put take `writeTimeoutMs`. */
   timeoutMs?: number;
+  /** The default deadline of `ingest` and of a store batch that puts (they embed first):
+   * 120 s, or `timeoutMs` when only that was given. */
+  writeTimeoutMs?: number;
   retry?: RetryPolicy;
   /** A `fetch` to use instead of the global one. */
   fetch?: typeof fetch;
@@ -56,22 +63,18 @@ export interface ToolOptions extends CallOptions {
   idempotent?: boolean;
 }
 
-interface Call {
-  method: string;
-  path: string;
-  query?: Record<string, string | number>;
-  body?: Uint8Array<ArrayBuffer>;
-  headers: Record<string, string>;
-  deadlineMs: number;
-  read: (status: number, content: Uint8Array) => unknown;
-  /** false: a write the server does not deduplicate (no retry; transport failure → uncertain). */
-  retried: boolean;
-  signal?: AbortSignal | undefined;
-}
-
 function env(name: string): string | undefined {
   const value = typeof process === "undefined" ? undefined : process.env[name];
   return value === "" ? undefined : value;
+}
+
+/** A token as a header carries it: visible ASCII (what fetch would refuse is refused here, by
+ * name, never echoed). */
+function checkToken(token: string | undefined, what: string): string | undefined {
+  if (token !== undefined && !/^[\x21-\x7e]+$/.test(token)) {
+    throw new TypeError(`${what} must be visible ASCII characters (no spaces, line breaks or other characters)`);
+  }
+  return token;
 }
 
 function checkTimeout(ms: number): number {
@@ -81,28 +84,13 @@ function checkTimeout(ms: number): number {
   return ms;
 }
 
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const onAbort = (): void => { clearTimeout(timer); reject(signal!.reason); };
-    const timer = setTimeout(() => { signal?.removeEventListener("abort", onAbort); resolve(); }, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
-}
-
-function describe(error: unknown): string {
-  // The failure's name and code (ECONNREFUSED, UND_ERR_SOCKET…), never a header or body.
-  const cause = (error as { cause?: { code?: unknown; name?: unknown } }).cause;
-  const code = typeof cause?.code === "string" ? cause.code : typeof cause?.name === "string" ? cause.name : undefined;
-  const name = error instanceof Error ? error.name : "Error";
-  return code ? `${name} (${code})` : name;
-}
-
 export class SemmemClient {
   readonly url: string;
   readonly memoryPath: string;
   readonly access: Access;
   readonly timeoutMs: number;
+  /** The default deadline of `ingest` and of store batches that put (see `ClientOptions`). */
+  readonly writeTimeoutMs: number;
   readonly retry: RetryPolicy;
   // Private fields: neither `console.log(client)` nor JSON shows a token.
   readonly #headers: Record<string, string>;
@@ -117,18 +105,21 @@ export class SemmemClient {
     try { parsed = new URL(url); } catch { throw new TypeError("url must be absolute, starting http:// or https://"); }
     if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new TypeError("url must start http:// or https://");
     if (parsed.search || parsed.hash) throw new TypeError("url must not carry a query or fragment");
+    // fetch refuses such a URL; and a password kept in `url` would be printed with the client.
+    if (parsed.username || parsed.password) throw new TypeError("url must not carry credentials (user:password@): give the token as `token`");
     const memoryPath = options.memoryPath ?? "/memory";
     if (!memoryPath.startsWith("/")) throw new TypeError("memoryPath must start with '/'");
     this.url = url.replace(/\/+$/, "");
     this.memoryPath = memoryPath;
     this.access = options.access ?? "read-write";
     this.timeoutMs = checkTimeout(options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+    this.writeTimeoutMs = checkTimeout(options.writeTimeoutMs ?? options.timeoutMs ?? DEFAULT_INGEST_TIMEOUT_MS);
     this.retry = options.retry ?? CONTRACT_RETRY;
     this.#fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
-    const token = options.token ?? env("SEMMEM_TOKEN");
+    const token = checkToken(options.token ?? env("SEMMEM_TOKEN"), "token");
     this.#headers = { "Content-Type": "application/json", Accept: "application/json" };
     if (token) this.#headers["Authorization"] = `Bearer ${token}`;
-    const admin = options.adminToken ?? env("SEMMEM_ADMIN_TOKEN");
+    const admin = checkToken(options.adminToken ?? env("SEMMEM_ADMIN_TOKEN"), "adminToken");
     this.#adminHeaders = admin ? { Accept: "application/json", Authorization: `Bearer ${admin}` } : undefined;
   }
 
@@ -139,7 +130,7 @@ export class SemmemClient {
     const deadlineMs = this.#deadline(options.timeoutMs);
     const body = envelope("recall", options.operationId, partition, this.access, deadlineMs,
       { input: { text }, maxBytes });
-    return this.#send(this.#provider(body, deadlineMs, true, options.signal, readRecall)) as Promise<Recall>;
+    return this.#send(this.#provider(body, deadlineMs, "always", false, options.signal, readRecall)) as Promise<Recall>;
   }
 
   /** Call a declared tool by name; its `result` as the server answered it. */
@@ -150,7 +141,8 @@ export class SemmemClient {
     const fields: JsonObject = { tool: name, arguments: args };
     if (options.cursor !== undefined && options.cursor !== null) fields["cursor"] = options.cursor;
     const body = envelope("tool", options.operationId, partition, this.access, deadlineMs, fields);
-    return this.#send(this.#provider(body, deadlineMs, idempotent, options.signal, readResult));
+    const write = declared?.access !== "read";
+    return this.#send(this.#provider(body, deadlineMs, idempotent ? "always" : "never", write, options.signal, readResult));
   }
 
   /** The facts closest to `query`, with numbers and scores. */
@@ -187,8 +179,8 @@ export class SemmemClient {
    * on: descriptions as this server's settings give them (`accepted`, metadata, filters). */
   async loadTools(options: CallOptions = {}): Promise<readonly ToolDeclaration[]> {
     const doc = await this.#send({ method: "GET", path: "/openapi.json", headers: { Accept: "application/json" },
-      deadlineMs: this.#deadline(options.timeoutMs), read: (s, c) => readAnswer(s, c, null), retried: true,
-      signal: options.signal });
+      deadlineMs: this.#deadline(options.timeoutMs), read: (s, c) => readAnswer(s, c, null), retry: "always",
+      write: false, limit: MAX_DOOR_ANSWER_BYTES, signal: options.signal });
     this.#tools = toolsFromOpenApi(doc, this.memoryPath);
     return this.#tools;
   }
@@ -196,32 +188,44 @@ export class SemmemClient {
   // ----- the application doors --------------------------------------------------------------
   /** Store a session's messages as pieces (`POST /ingest`): appended to the session, a message
    * it already holds never stored twice; retried with the same operation id (a lost reply
-   * replays). Default deadline 120 s (every new piece is embedded first). */
+   * replays). Default deadline `writeTimeoutMs` (120 s unless `timeoutMs` was given: every
+   * new piece is embedded first). A failure after a lost reply is `uncertain` and carries the
+   * operation id to replay. */
   ingest(partition: string, sessionId: string, messages: Iterable<Message>, options: CallOptions = {}): Promise<IngestResult> {
-    const deadlineMs = checkTimeout(options.timeoutMs ?? DEFAULT_INGEST_TIMEOUT_MS);
+    const deadlineMs = checkTimeout(options.timeoutMs ?? this.writeTimeoutMs);
+    const id = options.operationId ?? operationId();
     const body = {
-      version: PROTOCOL_VERSION, operationId: options.operationId ?? operationId(), partition,
+      version: PROTOCOL_VERSION, operationId: id, partition,
       sessionId, messages: messagesOf(messages), deadlineAt: deadlineAt(deadlineMs),
     };
     return this.#send({ method: "POST", path: "/ingest", body: encode(body), headers: this.#headers, deadlineMs,
-      read: (s, c) => readIngest(readAnswer(s, c, null)), retried: true, signal: options.signal }) as Promise<IngestResult>;
+      read: (s, c) => readIngest(readAnswer(s, c, null)), retry: "always", write: true, operationId: id,
+      limit: MAX_DOOR_ANSWER_BYTES, signal: options.signal }) as Promise<IngestResult>;
   }
 
-  /** Run a batch of store operations (`POST /store`), in order; one result each. Retried as a
-   * whole (puts set a value, deletes remove it: both safe to repeat). */
+  /** Run a batch of store operations (`POST /store`), in order; one result each. The server
+   * keeps no operation id for a batch, so one that puts or deletes is retried only when it
+   * surely did not run (connection refused, 408, 429); once sent, a lost reply ends the call
+   * with an `uncertain` error (a repeat could undo another client's write made in between).
+   * A batch of reads only is retried as any read. Default deadline: `timeoutMs` for a batch of
+   * reads only, `writeTimeoutMs` for one that puts or deletes. */
   store(ops: readonly JsonObject[], options: Omit<CallOptions, "operationId"> = {}): Promise<Json[]> {
-    const deadlineMs = checkTimeout(options.timeoutMs ?? DEFAULT_INGEST_TIMEOUT_MS);
+    const write = ops.some((op) => op["op"] === "put");
+    const deadlineMs = checkTimeout(options.timeoutMs ?? (write ? this.writeTimeoutMs : this.timeoutMs));
     return this.#send({ method: "POST", path: "/store", body: encode({ ops }), headers: this.#headers, deadlineMs,
-      read: (s, c) => readStore(readAnswer(s, c, null), ops.length), retried: true, signal: options.signal }) as Promise<Json[]>;
+      read: (s, c) => readStore(readAnswer(s, c, null), ops.length), retry: write ? "unsent" : "always", write,
+      limit: MAX_DOOR_ANSWER_BYTES, signal: options.signal }) as Promise<Json[]>;
   }
 
   // ----- the owner's calls (admin API, admin token) -----------------------------------------
   /** Every live fact of a partition with its record fields, as `semmem export` writes them. */
   export(partition: string, options: CallOptions = {}): Promise<Item[]> {
-    return this.#admin("GET", "/export", { partition }, options, readLines) as Promise<Item[]>;
+    return this.#admin("GET", "/export", { partition }, options, readLines, null) as Promise<Item[]>;
   }
 
-  /** Delete a partition and every file of it; `false` if it did not exist. */
+  /** Delete a partition and every file of it; `false` if it did not exist. Not retried once
+   * sent (a repeat would answer `false` for the partition the first attempt deleted): a lost
+   * reply ends in an `uncertain` error. */
   async deletePartition(partition: string, options: CallOptions = {}): Promise<boolean> {
     const answer = await this.#admin("DELETE", "/partitions", { partition }, options) as { deleted: boolean };
     return answer.deleted === true;
@@ -242,7 +246,8 @@ export class SemmemClient {
     return (await this.#admin("GET", "/session", { partition, session: sessionId }, options) as { session: JsonObject }).session;
   }
 
-  /** Forget a session whole, durably; `NotFound` if it has no pieces. */
+  /** Forget a session whole, durably; `NotFound` if it has no pieces. Not retried once sent
+   * (a lost reply: an `uncertain` error, never a repeat's `NotFound`). */
   forgetSession(partition: string, sessionId: string, options: CallOptions = {}): Promise<Forgotten> {
     return this.#admin("DELETE", "/session", { partition, session: sessionId }, options) as Promise<Forgotten>;
   }
@@ -253,7 +258,8 @@ export class SemmemClient {
   }
 
   /** Set a partition's retention (`30d`, `12h`, `never`, `inherit`); facts now past it are
-   * forgotten at once (`expired`). */
+   * forgotten at once (`expired`). Not retried once sent (a lost reply: an `uncertain` error,
+   * never a repeat's empty `expired`). */
   setRetention(partition: string, policy: string, options: CallOptions = {}): Promise<JsonObject> {
     return this.#admin("PUT", "/retention", { partition, policy }, options) as Promise<JsonObject>;
   }
@@ -263,55 +269,27 @@ export class SemmemClient {
     return timeoutMs === undefined ? this.timeoutMs : checkTimeout(timeoutMs);
   }
 
-  #provider(body: JsonObject, deadlineMs: number, retried: boolean, signal: AbortSignal | undefined,
+  #provider(body: JsonObject, deadlineMs: number, retry: Call["retry"], write: boolean, signal: AbortSignal | undefined,
             read: (body: unknown) => unknown): Call {
     return { method: "POST", path: this.memoryPath, body: encode(body), headers: this.#headers, deadlineMs,
-      read: (status, content) => read(readAnswer(status, content)), retried, signal };
+      read: (status, content) => read(readAnswer(status, content)), retry, write,
+      operationId: body["operationId"] as string, limit: MAX_BODY_BYTES, signal };
   }
 
   #admin(method: string, path: string, query: Record<string, string | number>, options: CallOptions,
-         read: (status: number, content: Uint8Array) => unknown = (s, c) => readAnswer(s, c, null)): Promise<unknown> {
+         read: (status: number, content: Uint8Array) => unknown = (s, c) => readAnswer(s, c, null),
+         limit: number | null = MAX_DOOR_ANSWER_BYTES): Promise<unknown> {
     if (!this.#adminHeaders) throw new TypeError(`${method} /admin${path} is the admin API: pass adminToken or set SEMMEM_ADMIN_TOKEN`);
+    const write = method !== "GET";
     return this.#send({ method, path: "/admin" + path, query, headers: this.#adminHeaders,
-      deadlineMs: this.#deadline(options.timeoutMs), read, retried: true, signal: options.signal });
+      deadlineMs: this.#deadline(options.timeoutMs), read, retry: write ? "unsent" : "always", write, limit,
+      signal: options.signal });
   }
 
-  async #send(call: Call): Promise<unknown> {
-    const attempts = new Attempts(call.deadlineMs, call.retried ? this.retry : { delaysMs: [], retryAfter: false });
+  #send(call: Call): Promise<unknown> {
     const url = new URL(this.url + call.path);
     for (const [k, v] of Object.entries(call.query ?? {})) url.searchParams.set(k, String(v));
-    let last: SemmemError | undefined;
-    for (;;) {
-      if (call.signal?.aborted) throw call.signal.reason;
-      const left = attempts.timeout(last);
-      const timer = AbortSignal.timeout(Math.max(1, Math.ceil(left)));
-      const signal = call.signal ? AbortSignal.any([timer, call.signal]) : timer;
-      let status: number;
-      let content: Uint8Array;
-      let retryAfter: string | null = null;
-      try {
-        const init: RequestInit = { method: call.method, headers: call.headers, signal, redirect: "manual" };
-        if (call.body) init.body = call.body;
-        const response = await this.#fetch(url, init);
-        status = response.status;
-        retryAfter = response.headers.get("Retry-After");
-        content = new Uint8Array(await response.arrayBuffer());
-      } catch (error) {
-        if (call.signal?.aborted) throw call.signal.reason;
-        // No answer: the contract's "uncertain" for a write the server does not deduplicate.
-        if (!call.retried) return { status: "uncertain" };
-        last = new TransportError(`no answer: ${timer.aborted ? "the attempt's deadline passed" : describe(error)}`);
-        await sleep(attempts.after(last), call.signal);
-        continue;
-      }
-      try {
-        return call.read(status, content);
-      } catch (error) {
-        if (!(error instanceof SemmemError)) throw new ProtocolError(`unreadable answer: ${(error as Error).name}`, { status });
-        last = error;
-        await sleep(attempts.after(error, retryAfter), call.signal);
-      }
-    }
+    return send(call, url, this.retry, this.#fetch);
   }
 
   toString(): string {

@@ -22,24 +22,42 @@
  *     ├── TransportError            transport              no answer: refused, reset, timed out
  *     └── ProtocolError             bad_response           an answer outside the contract
  *
+ * Any of them may be `uncertain`: a write that may have committed though its answer never came
+ * (a lost reply, a 5xx), its message saying so and `operationId` the id to replay it with.
+ *
  * No message ever holds a token: messages are the server's (which never quote a credential)
  * or this client's own, which name the failure, never a header.
  */
 
 export type Details = Record<string, unknown>;
 
+export interface SemmemErrorOptions {
+  status?: number | undefined;
+  details?: Details | undefined;
+  code?: string | undefined;
+  uncertain?: boolean | undefined;
+  operationId?: string | undefined;
+}
+
 export class SemmemError extends Error {
   static readonly code: string = "error";
   readonly code: string;
   readonly status: number | undefined;
   readonly details: Details;
+  /** A write that may have committed though its answer never came (a lost reply): check its
+   * effect, or replay it with `operationId` (the server answers a replay once). */
+  readonly uncertain: boolean;
+  /** The operation id of the write whose outcome is uncertain, when it has one. */
+  readonly operationId: string | undefined;
 
-  constructor(message: string, options: { status?: number; details?: Details; code?: string } = {}) {
+  constructor(message: string, options: SemmemErrorOptions = {}) {
     super(message);
     this.name = new.target.name;
     this.code = options.code ?? (new.target as unknown as { code: string }).code;
     this.status = options.status;
     this.details = options.details ?? {};
+    this.uncertain = options.uncertain ?? false;
+    this.operationId = options.operationId;
   }
 }
 
@@ -64,7 +82,7 @@ export class TransportError extends SemmemError { static override readonly code:
 /** An answer that is not the contract's: not JSON, over 64 KiB, or an error without the envelope. */
 export class ProtocolError extends SemmemError { static override readonly code: string = "bad_response"; }
 
-type ErrorClass = (new (message: string, options?: { status?: number; details?: Details; code?: string }) => SemmemError) & { code: string };
+type ErrorClass = (new (message: string, options?: SemmemErrorOptions) => SemmemError) & { code: string };
 
 /** The classes of the codes a server answers with, by code. */
 export const BY_CODE: ReadonlyMap<string, ErrorClass> = new Map(

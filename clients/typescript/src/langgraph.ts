@@ -29,6 +29,9 @@ export interface SemmemStoreOptions {
   ttlMinutes?: number;
 }
 
+/** An item's index texts together, in characters (code points), as the server counts them. */
+export const MAX_INDEX_CHARS = 256 * 1024;
+
 type Put = { namespace: string[]; key: string; value: Record<string, any> | null; index?: false | string[] };
 
 function isPut(op: Operation): op is Put { return "value" in op; }
@@ -44,7 +47,43 @@ export function indexTexts(value: Record<string, any>, index: false | string[] |
   for (const path of paths) {
     texts.push(...(getTextAtPath(value, path === "$" ? "$" : tokenizePath(path)) as string[]));
   }
-  return texts.filter((t) => typeof t === "string" && t.trim() !== "");
+  return fitIndex(texts.filter((t) => typeof t === "string" && t.trim() !== ""));
+}
+
+/** The texts within the server's `MAX_INDEX_CHARS` together: in order, the last one kept cut
+ * (semmem embeds a long text in pieces; InMemoryStore's model would truncate it anyway). */
+function fitIndex(texts: string[]): string[] {
+  const out: string[] = [];
+  let left = MAX_INDEX_CHARS;
+  for (const text of texts) {
+    const chars = [...text];
+    if (chars.length <= left) { out.push(text); left -= chars.length; continue; }
+    const cut = chars.slice(0, left).join("");
+    if (cut.trim()) out.push(cut);
+    break;
+  }
+  return out;
+}
+
+/** A search filter as the server reads it: ±Infinity and NaN (which JSON cannot hold) as the
+ * server's `{"$float": "inf" | "-inf" | "nan"}`; an `undefined` operand refused (JSON would
+ * drop it, and with it the condition: every item would match). */
+export function wireFilter(filter: Record<string, unknown>): JsonObject {
+  const walk = (value: unknown, path: string): Json => {
+    if (value === undefined) {
+      throw new TypeError(`filter ${path} is undefined: JSON cannot carry it (the condition would vanish and every item match); ` +
+        "leave the field out, or use null (which matches a missing or null field)");
+    }
+    if (typeof value === "number" && !Number.isFinite(value)) {
+      return { $float: Number.isNaN(value) ? "nan" : value > 0 ? "inf" : "-inf" };
+    }
+    if (Array.isArray(value)) return value.map((v, i) => walk(v, `${path}[${i}]`));
+    if (typeof value === "object" && value !== null) {
+      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, walk(v, `${path}.${k}`)]));
+    }
+    return value as Json;
+  };
+  return Object.fromEntries(Object.entries(filter).map(([k, v]) => [k, walk(v, JSON.stringify(k))]));
 }
 
 interface Wired { namespace: string[]; key: string; value: Record<string, any>; createdAt: string; updatedAt: string; score?: number | null }
@@ -84,7 +123,7 @@ export class SemmemStore extends BaseStore {
   #read(op: Operation): JsonObject {
     if (isSearch(op)) {
       const out: JsonObject = { op: "search", prefix: op.namespacePrefix, query: op.query ?? null,
-        filter: (op.filter ?? null) as Json, limit: op.limit ?? 10, offset: op.offset ?? 0 };
+        filter: op.filter ? wireFilter(op.filter) : null, limit: op.limit ?? 10, offset: op.offset ?? 0 };
       return out;
     }
     if (isList(op)) {
@@ -109,7 +148,8 @@ export class SemmemStore extends BaseStore {
         return out;
       });
     }
-    if (isList(op)) return answer;
+    // LangGraph.js cuts to depth 0 by joining and splitting the labels: `[""]`, not `[]`.
+    if (isList(op)) return op.maxDepth === 0 ? (answer as string[][]).map((ns) => (ns.length === 0 ? [""] : ns)) : answer;
     return answer === null ? null : item(answer as unknown as Wired);
   }
 }

@@ -5,6 +5,12 @@
  * when that fits the deadline; every attempt sends the same bytes (the same operation id), so
  * a write whose reply was lost is replayed by the server, never applied twice. Other 4xx
  * answers are final. Only reads and idempotent writes are retried (the caller says which).
+ *
+ * Two additions for many calls at once: each wait is stretched by a random share of itself (up
+ * to `jitter`), so a burst's retries spread out instead of meeting again; and a 429 (the server
+ * refused the call at admission: nothing ran) is retried until the deadline, not only twice,
+ * each wait past the rule's its `Retry-After` (else the rule's last wait) stretched by up to
+ * as much again, so the retries of a burst keep arriving spread over the deadline.
  */
 
 import { SemmemError, TransportError } from "./errors.js";
@@ -14,9 +20,15 @@ export interface RetryPolicy {
   readonly delaysMs: readonly number[];
   /** Whether a server's valid `Retry-After` replaces a wait when it fits the deadline. */
   readonly retryAfter: boolean;
+  /** A 429 (refused at admission) is retried while the deadline leaves time, past `delaysMs`. */
+  readonly overloadUntilDeadline?: boolean;
+  /** Each wait is stretched by a random share of itself, up to this (0.5: up to half again). */
+  readonly jitter?: number;
 }
 
-export const CONTRACT_RETRY: RetryPolicy = Object.freeze({ delaysMs: Object.freeze([250, 1000]), retryAfter: true });
+export const CONTRACT_RETRY: RetryPolicy = Object.freeze({
+  delaysMs: Object.freeze([250, 1000]), retryAfter: true, overloadUntilDeadline: true, jitter: 0.5,
+});
 export const NO_RETRY: RetryPolicy = Object.freeze({ delaysMs: Object.freeze([]), retryAfter: false });
 
 // The server's rule (semmem/protocol/untrusted.py): ASCII digits only, at most 18 of them.
@@ -59,10 +71,13 @@ export class Attempts {
   /** Ms to wait before retrying `failure`; throws it when it is not retried. */
   after(failure: SemmemError, retryAfter?: string | null): number {
     const delays = this.policy.delaysMs;
-    if (!retryable(failure.status) || this.retries >= delays.length) throw failure;
+    const overload = failure.status === 429 && this.policy.overloadUntilDeadline === true && delays.length > 0;
+    if (!retryable(failure.status) || (this.retries >= delays.length && !overload)) throw failure;
     const left = this.deadline - this.clock();
     const hinted = this.policy.retryAfter ? retryAfterMs(retryAfter) : undefined;
-    const delay = hinted !== undefined && hinted < left ? hinted : delays[this.retries]!;
+    const past = this.retries >= delays.length;  // a 429 retried past the rule's waits
+    const base = hinted !== undefined && hinted < left ? hinted : past ? delays.at(-1)! : delays[this.retries]!;
+    const delay = base * (1 + Math.random() * (past ? 1 : this.policy.jitter ?? 0));
     if (delay >= left) throw failure;
     this.retries += 1;
     return delay;

@@ -153,3 +153,39 @@ export function messagesOf(messages: Iterable<Message>): JsonObject[] {
   if (out.length === 0) throw new RangeError("ingest needs at least one message");
   return out;
 }
+
+/** The recall text a host sends for a message of any length: itself when its JSON fits
+ * `maxBytes`, else its start and its end (each cut on a character boundary) around a `…` line,
+ * so the request stays within the contract's 64 KiB body. */
+export const MAX_RECALL_TEXT_BYTES = 32 * 1024;
+
+function jsonBytes(text: string): number {
+  return encoder.encode(JSON.stringify(text)).byteLength;
+}
+
+/** The longest start of `text` within `maxBytes` UTF-8 bytes (never half a character). */
+export function utf8Head(text: string, maxBytes: number): string {
+  let bytes = 0;
+  let end = 0;
+  for (const char of text) {
+    const cp = char.codePointAt(0)!;
+    bytes += cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+    if (bytes > maxBytes) break;
+    end += char.length;
+  }
+  return text.slice(0, end);
+}
+
+/** The longest end of `text` within `maxBytes` UTF-8 bytes (never half a character). */
+export function utf8Tail(text: string, maxBytes: number): string {
+  return [...utf8Head([...text].reverse().join(""), maxBytes)].reverse().join("");
+}
+
+export function recallText(text: string, maxBytes: number = MAX_RECALL_TEXT_BYTES): string {
+  if (jsonBytes(text) <= maxBytes) return text;
+  for (let half = Math.floor(maxBytes / 2) - 8; half > 0; half = Math.floor(half / 2)) {
+    const cut = `${utf8Head(text, half)}\n…\n${utf8Tail(text, half)}`;
+    if (jsonBytes(cut) <= maxBytes) return cut;
+  }
+  return "";
+}

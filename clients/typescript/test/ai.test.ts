@@ -57,6 +57,7 @@ test("a streamed turn is ingested once it finishes (opt-in); without ingest noth
   const memory = semmemMemory({ client: served.client, partition: p, ingest: { sessionId: "s1" } });
   const text = await streamText({ model: wrapLanguageModel({ model: stream(), middleware: memory.middleware }), prompt: "Hi" }).text;
   assert.equal(text, "Hello there");
+  await memory.settled();  // ingested in the background
   const session = await served.client.session(p, "s1");
   assert.deepEqual((session["messages"] as { role: string }[]).map((m) => m.role), ["user", "assistant"]);
 });
