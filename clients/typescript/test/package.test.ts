@@ -6,10 +6,11 @@
 
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
+import { pack } from "./support/pack.js";
 import { PACKAGE, PATH, TOKEN, partition, servedClient } from "./support/server.js";
 
 const served = servedClient();
@@ -20,13 +21,7 @@ let app: string;
 
 before(() => {
   work = mkdtempSync(join(tmpdir(), "semmem-pack-"));
-  const copy = join(work, "package");
-  cpSync(PACKAGE, copy, { recursive: true, filter: (src) => !/[/\\](node_modules|dist)$/.test(src) && !src.endsWith(".tgz") });
-  symlinkSync(join(PACKAGE, "node_modules"), join(copy, "node_modules"), "dir");
-  const name = execFileSync("npm", ["pack", "--pack-destination", work, "--loglevel=error"], { cwd: copy, encoding: "utf-8" }).trim().split("\n").at(-1)!;
-  tarball = join(work, name);
-  // postpack put the manifest back as it was
-  assert.equal(readFileSync(join(copy, "package.json"), "utf-8"), readFileSync(join(PACKAGE, "package.json"), "utf-8"));
+  tarball = pack(work);
   app = join(work, "app");
   mkdirSync(app);
   writeFileSync(join(app, "package.json"), JSON.stringify({ name: "consumer", private: true }) + "\n");

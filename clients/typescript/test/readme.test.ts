@@ -1,6 +1,6 @@
-/** The repository README's "From TypeScript" section runs as written: its install line in a
- * fresh app folder (the package's path made absolute; npm offline-first, from the cache
- * `npm ci` filled), then its `app.mjs` against `semmem serve` as the README starts it (the
+/** The repository README's "From TypeScript" section runs as written: its `npm pack` (on a copy
+ * of the package: support/pack.ts), its install line in a fresh app folder (the tarball's path
+ * made absolute; npm offline-first, from the cache `npm ci` filled), then its `app.mjs` against `semmem serve` as the README starts it (the
  * bundled model, token `local-dev-token-0001`, `/memory`; the port ephemeral, so the URL is the
  * one substitution), printing what its comments say. */
 
@@ -8,9 +8,10 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { basename, join, resolve } from "node:path";
 import { after, before, test } from "node:test";
-import { PACKAGE, REPO, Server } from "./support/server.js";
+import { pack } from "./support/pack.js";
+import { REPO, Server } from "./support/server.js";
 
 const README = readFileSync(resolve(REPO, "README.md"), "utf-8");
 const SECTION = README.slice(README.indexOf("### From TypeScript"), README.indexOf("\n### ", README.indexOf("### From TypeScript") + 5));
@@ -36,13 +37,14 @@ after(async () => { await server?.stop(); if (app) rmSync(app, { recursive: true
 test("the README's TypeScript section: install, then app.mjs prints what its comments say", () => {
   const [sh] = blocks("sh");
   const lines = sh!.split("\n").map((l) => l.replace(/\s+#.*$/, "")).filter(Boolean);
-  assert.deepEqual(lines.slice(0, 2), ["(cd clients/typescript && npm ci)", "mkdir -p my-app && cd my-app"]);
+  assert.deepEqual(lines.slice(0, 2), ["(cd clients/typescript && npm ci && npm pack)", "mkdir -p my-app && cd my-app"]);
   const install = lines[2]!.split(/\s+/);
-  assert.deepEqual(install.slice(0, 3), ["npm", "install", "../clients/typescript"]);
+  const tarball = pack(app);
+  assert.deepEqual(install.slice(0, 3), ["npm", "install", `../clients/typescript/${basename(tarball)}`]);
   const dir = join(app, "my-app");
   mkdirSync(dir);
   writeFileSync(join(dir, "package.json"), "{}\n");
-  execFileSync("npm", [...install.slice(1).map((a) => (a === "../clients/typescript" ? PACKAGE : a)),
+  execFileSync("npm", [...install.slice(1).map((a) => (a === install[2] ? tarball : a)),
     "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"], { cwd: dir, stdio: "inherit" });
   const [js] = blocks("js");
   assert.ok(js!.includes('"http://127.0.0.1:8080"'));
