@@ -81,6 +81,17 @@ async def test_a_question_that_names_only_a_time_gets_what_was_said_then(
     assert said in await first_line(memory, question)
 
 
+async def test_a_tuned_ranking_file_gets_them_too(memory: Memory, tmp_path: Path) -> None:
+    # The tuned file (written before span_first existed): the knob takes its default.
+    tuned = tmp_path / "ranking.json"
+    tuned.write_text(json.dumps({"lexical_weight": 0.0, "centering": 0.0, "stemming": False,
+                                 "time_weight": 0.0}))
+    config = RankingConfig.from_file(tuned)
+    for question in ("What did I say in October?", "What did I say a month ago?",
+                     "What did I say six weeks ago?"):
+        assert "Kyoto" in await first_line(memory, question, config), question
+
+
 async def test_the_time_decides_and_a_topic_still_does(memory: Memory) -> None:
     # Without the time, the knee's line comes first for the same wording: the time is what
     # moves Kyoto's up. A question naming a topic is ranked by it, as before.
