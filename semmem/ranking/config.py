@@ -106,6 +106,12 @@ class RankingConfig(BaseSettings):
         "relative to now ('two weeks ago', 'last Saturday', 'last month', 'in February'; "
         "English cues)",
     )
+    span_first: bool = Field(
+        True,
+        description="when the input names a time and nothing else ('what did I say in "
+        "October?', 'what did we talk about six weeks ago?'; English cues), what was said "
+        "in that time comes first, below the floor or not; the rest follows",
+    )
     recent_weight: float = Field(
         0.0, ge=0,
         description="weight of a piece's recency (relative to the newest piece) when the input "
@@ -164,5 +170,5 @@ class RankingConfig(BaseSettings):
             "relative_floor": None, "dedupe_threshold": 1.01, "candidates": 1_000_000,
             "time_weight": 0.0, "assistant_weight": 0.0, "session_weight": 0.0,
             "message_weight": 0.0, "message_share": 0.0, "recent_weight": 0.0,
-            "session_spread": 0.0, "window_weight": 0.0,
+            "session_spread": 0.0, "window_weight": 0.0, "span_first": False,
         })

@@ -1,6 +1,6 @@
 """Cues in a query's wording that ranking weighs beside similarity: asking *when*, asking what
 the assistant said, asking about the present or the recent past, asking for several things at
-once.
+once, asking about a time and nothing else.
 
 English-only. A fact that says when something happened ("last Saturday", "two years ago", "in
 June", "in 2022") is what a when-question needs; ranking's ``time_weight`` favours such facts
@@ -10,6 +10,7 @@ for a query that asks when something happened or how long it lasted.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from semmem.ranking.lexical import stem, tokens, word_set
 
@@ -55,6 +56,18 @@ _ASKS_SEVERAL = re.compile(
 )
 
 
+# The words a question about a time is phrased with when it names nothing else ("what did we
+# talk about in October?", "remind me what I said last week", "anything from last summer?"),
+# beside the function and request words ``tokens`` leaves out already.
+_TALK_WORDS = word_set(
+    """say said says saying tell told telling talk talked talking discuss discussed discussing
+    discussion mention mentioned chat chatted chatting speak spoke spoken conversation
+    conversations ask asked remind reminded write wrote written share shared happen happened
+    happening go going went anything something everything stuff thing things topic topics
+    subject subjects again back earlier around roughly exactly"""
+)
+
+
 def asks_assistant(text: str) -> bool:
     """Whether ``text`` asks about what the assistant said in a conversation."""
     return _ASKS_ASSISTANT.search(text) is not None
@@ -89,3 +102,22 @@ def mentions_time(text: str, *, stemming: bool = True) -> bool:
 
 
 _STEMMED_TIME_WORDS = frozenset(stem(w) for w in TIME_WORDS)
+
+
+def names_only_time(text: str, phrases: Sequence[tuple[int, int]]) -> bool:
+    """Whether ``text``, once its time phrases are cut out (``phrases``: where each is in
+    ``text`` with its whitespace runs collapsed, as ``calendar.named`` gives them), names
+    nothing but the talk itself: "what did I say in October?", "what did we discuss six weeks
+    ago?". False when it names no time."""
+    if not phrases:
+        return False
+    text = " ".join(text.split())
+    rest, last = [], 0
+    for start, end in sorted(phrases):
+        rest.append(text[last:start])
+        last = max(last, end)
+    rest.append(text[last:])
+    return all(t in _STEMMED_TALK_WORDS for t in tokens(" ".join(rest), stemming=True))
+
+
+_STEMMED_TALK_WORDS = frozenset(stem(w) for w in _TALK_WORDS)

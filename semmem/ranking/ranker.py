@@ -12,12 +12,14 @@ A separate, parameterised component so it can be tuned (``semmem eval``, the not
 
 Items whose plain cosine similarity to the query is below ``min_score`` (or more than
 ``relative_floor`` below the best item's) are left out even when budget remains: noise costs
-the model context. When packing, an item whose cosine to an already chosen one is at least
-``dedupe_threshold`` is skipped, so near-duplicates do not eat the budget; with
-``packing="expected"`` the first lines are chosen as the set with the most expected relevant
-facts (``relevance_model``) rather than in rank order. Every knob is a
-``SEMMEM_RANKING_*`` setting or a key of a JSON ranking file (``--ranking FILE``); see
-``docs/ranking.md`` for what each does and the figures that chose the defaults.
+the model context. A query that names a time and nothing else ("what did I say in October?",
+``span_first``) gets what was said in that time first, floor or not. When packing, an item
+whose cosine to an already chosen one is at least ``dedupe_threshold`` is skipped, so
+near-duplicates do not eat the budget; with ``packing="expected"`` the first lines are chosen
+as the set with the most expected relevant facts (``relevance_model``) rather than in rank
+order. Every knob is a ``SEMMEM_RANKING_*`` setting or a key of a JSON ranking file
+(``--ranking FILE``); see ``docs/ranking.md`` for what each does and the figures that chose
+the defaults.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from semmem.items import Item, Vectors, now_ms
-from semmem.ranking.calendar import inside, windows
+from semmem.ranking.calendar import Window, inside, named
 from semmem.ranking.config import RankingConfig as RankingConfig
 from semmem.ranking.cues import (
     asks_assistant,
@@ -37,6 +39,7 @@ from semmem.ranking.cues import (
     asks_several,
     asks_when,
     is_time_term,
+    names_only_time,
 )
 from semmem.ranking.lexical import Bm25Index
 from semmem.ranking.packing import Packed, pack_candidates
@@ -75,6 +78,36 @@ def relevance_features(ranked: Sequence[Scored]) -> npt.NDArray[np.float64]:
 
 def _item_of(s: Scored) -> Item:
     return s.item
+
+
+@dataclass(frozen=True, slots=True)
+class _When:
+    """What a query says of time: the spans it names, whether it names nothing else, and
+    the moments it names."""
+
+    spans: list[Window]
+    only: bool
+    moments: list[int]
+
+
+def _said_then(rows: npt.NDArray[np.intp], combined: npt.NDArray[np.float32],
+               at: npt.NDArray[np.float64], moments: list[int]) -> npt.NDArray[np.intp]:
+    """``rows`` (said in the time a query names) in order: by whole days from the nearest
+    moment it names when it names one, then best score first, then the lower number."""
+    if not moments:
+        return rows[np.lexsort((rows, -combined[rows]))]
+    days = np.min(np.abs(at[rows][:, None] - np.array(moments, np.float64)[None, :]), axis=1)
+    return rows[np.lexsort((rows, -combined[rows], np.floor(days / _DAY_MS)))]
+
+
+def _best(rows: npt.NDArray[np.intp], combined: npt.NDArray[np.float32], k: int
+          ) -> npt.NDArray[np.intp]:
+    """The ``k`` of ``rows`` that score best, best first (ties to the lower number, so results
+    never depend on row order)."""
+    k = max(0, min(k, rows.size))
+    if k < rows.size:
+        rows = rows[np.argpartition(-combined[rows], k - 1)[:k]] if k else rows[:0]
+    return rows[np.lexsort((rows, -combined[rows]))]
 
 
 class Ranker:
@@ -158,10 +191,27 @@ class Ranker:
 
         return snap.cached(f"recency:{half_life!r}", build)
 
+    def _when(self, query: str) -> _When:
+        """The spans of time ``query`` names relative to now (when ``window_weight`` or
+        ``span_first`` asks for them), whether it names nothing else, and the moments it
+        names ("two weeks ago")."""
+        cfg = self.config
+        if cfg.window_weight <= 0 and not cfg.span_first:
+            return _When([], False, [])
+        found = named(query, self.clock())
+        return _When([f.window for f in found],
+                     names_only_time(query, [f.phrase for f in found]),
+                     [f.at for f in found if f.at is not None])
+
     def score(
         self, snap: ItemSet, query_vec: npt.NDArray[np.float32], query: str
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32], npt.NDArray[np.float32]]:
         """Combined score, plain cosine and normalised lexical score of every live item."""
+        return self._score(snap, query_vec, query, self._when(query).spans)
+
+    def _score(
+        self, snap: ItemSet, query_vec: npt.NDArray[np.float32], query: str, spans: list[Window]
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32], npt.NDArray[np.float32]]:
         cfg = self.config
         cosine = (snap.vectors @ query_vec.reshape(-1)).astype(np.float32)
         zeros = np.zeros(snap.count, dtype=np.float32)
@@ -178,13 +228,13 @@ class Ranker:
             combined = combined + cfg.time_weight * self._timed(snap) * close
         turns = snap.cached("turns", Turns.of)
         if turns.any:
-            combined = combined + self._piece_terms(turns, cosine, query)
+            combined = combined + self._piece_terms(turns, cosine, query, spans)
             if cfg.message_share > 0:
                 combined = combined + cfg.message_share * message_gap(turns.message, combined)
         return combined.astype(np.float32), cosine, lexical.astype(np.float32)
 
-    def _piece_terms(self, turns: Turns, cosine: npt.NDArray[np.float32], query: str
-                     ) -> npt.NDArray[np.float32]:
+    def _piece_terms(self, turns: Turns, cosine: npt.NDArray[np.float32], query: str,
+                     spans: list[Window]) -> npt.NDArray[np.float32]:
         """What a piece's fields add to its score (0 for facts): see docs/ranking.md."""
         cfg = self.config
         out = np.zeros(len(cosine), np.float32)
@@ -197,7 +247,7 @@ class Ranker:
                                   (cfg.message_weight, turns.message)):
                 if weight > 0:
                     out += weight * grouped_evidence(codes, evidence) * lifted
-        if cfg.window_weight > 0 and (spans := windows(query, self.clock())):
+        if cfg.window_weight > 0 and spans:
             out += cfg.window_weight * (inside(turns.at, spans) & turns.piece)
         if cfg.recent_weight > 0 and asks_recent(query):
             newest = float(turns.at[turns.piece].max())
@@ -221,15 +271,24 @@ class Ranker:
         if not snap.count:
             return []
         cfg = self.config
-        combined, cosine, lexical = self.score(snap, query_vec, query)
+        when = self._when(query)
+        combined, cosine, lexical = self._score(snap, query_vec, query, when.spans)
         everything = np.arange(snap.count) if among is None else among
+        # A question that names a time and nothing else ("what did I say in October?"): what
+        # was said then comes first, floor or not (the time is all it asks about; its wording
+        # is close to nothing), nearest the moment it names first ("six weeks ago"), by score;
+        # the rest follow as for any question.
+        first = everything[:0]
+        if cfg.span_first and when.only and when.spans:
+            at = snap.cached("turns", Turns.of).at
+            said_then = inside(at, when.spans)
+            first, everything = everything[said_then[everything]], everything[
+                ~said_then[everything]]
+            first = _said_then(first, combined, at, when.moments)[:cfg.candidates]
         keep = everything[cosine[everything] >= self.floor_of(cosine)] if floor else everything
-        k = min(cfg.candidates, keep.size)
-        if k < keep.size:
-            keep = keep[np.argpartition(-combined[keep], k - 1)[:k]]
-        # Best first; ties go to the lower number, so results never depend on row order.
-        order = keep[np.lexsort((keep, -combined[keep]))]
-        if cfg.session_spread > 0 and cfg.spread_lines > 0 and asks_several(query):
+        order = np.concatenate((first, _best(keep, combined, cfg.candidates - first.size)))
+        if cfg.session_spread > 0 and cfg.spread_lines > 0 and asks_several(query) \
+                and not first.size:
             turns = snap.cached("turns", Turns.of)
             if turns.any:
                 order = np.asarray(spread_sessions(

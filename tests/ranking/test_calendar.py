@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from semmem.ranking.calendar import inside, windows
+from semmem.ranking.calendar import inside, named, windows
 
 NOW = int(datetime(2023, 5, 30, 15, 0, tzinfo=UTC).timestamp() * 1000)
 
@@ -73,3 +73,45 @@ def test_inside_tells_each_time() -> None:
     times = np.array([at("2023-05-16"), at("2023-04-01"), at("2023-05-27")], np.float64)
     spans = windows("two weeks ago or last Saturday", NOW)
     assert inside(times, spans).tolist() == [True, False, True]
+
+
+@pytest.mark.parametrize(("text", "inside_days", "outside_days"), [
+    # NOW is 2023-05-30: spring 2023 is under way, the last summer to end is 2022's.
+    ("What did we talk about last summer?", ["2022-06-01", "2022-08-31"],
+     ["2022-09-10", "2023-05-20", "2021-07-10"]),
+    ("in the summer", ["2022-07-10"], ["2023-05-20"]),
+    ("this spring", ["2023-03-10", "2023-05-29"], ["2022-04-10"]),
+    ("last winter", ["2022-12-10", "2023-02-10"], ["2023-03-10", "2021-12-10"]),
+    ("during the autumn", ["2022-10-10"], ["2021-10-10"]),
+    ("last fall", ["2022-10-10"], ["2023-05-10"]),
+    ("in the summer of 2021", ["2021-07-10"], ["2022-07-10"]),
+    ("in the winter of 2022", ["2022-01-10", "2021-12-10"], ["2022-12-10"]),
+    ("What did I say in 2022?", ["2022-01-10", "2022-12-20"], ["2023-01-10", "2021-12-20"]),
+    ("a few weeks ago", ["2023-05-14", "2023-05-02"], ["2023-04-20", "2023-05-28"]),
+    ("a few days ago", ["2023-05-27"], ["2023-05-22"]),
+    ("the past few days", ["2023-05-28"], ["2023-05-24"]),
+    ("what I ate last night", ["2023-05-29"], ["2023-05-27"]),
+])
+def test_seasons_years_and_vague_counts_are_spans_too(text: str, inside_days: list[str],
+                                                      outside_days: list[str]) -> None:
+    for day in inside_days:
+        assert covers(text, day), (text, day)
+    for day in outside_days:
+        assert not covers(text, day), (text, day)
+
+
+@pytest.mark.parametrize("text", [
+    "What will I do this summer?",  # the coming one: nothing said in it yet
+    "the last summer of my childhood", "in the summer of my life",
+    "Did I fall in the river?", "in 1850", "in 2031",  # before 1900 or ahead: no year
+])
+def test_no_season_or_year_no_window(text: str) -> None:
+    assert windows(text, NOW) == []
+
+
+def test_a_phrase_is_named_with_where_it_is_and_the_moment_it_names() -> None:
+    found = named("What  did we   talk about two weeks ago?", NOW)
+    assert len(found) == 1
+    assert "What did we talk about two weeks ago?"[slice(*found[0].phrase)] == "two weeks ago"
+    assert found[0].at == NOW - 14 * 86_400_000
+    assert named("What did we talk about in October?", NOW)[0].at is None

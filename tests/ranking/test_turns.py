@@ -215,3 +215,43 @@ def test_the_users_own_words_come_before_the_assistants_echo(
     asked = "What did you suggest about the camera for landscape photography?"
     avec = model.embed_batch([asked])[0]
     assert Ranker().rank(snap, avec, asked)[0].item.n == 2
+
+
+def cosine_to_first_axis(c: float) -> np.ndarray:
+    return unit(c, float(np.sqrt(1 - c * c)))
+
+
+def test_a_question_naming_only_a_time_gets_what_was_said_then_first() -> None:
+    # Three things said around six weeks before now (two pieces and a fact written then), all
+    # far from the question's wording (below the floor), and one said nine days ago that is
+    # close to it. Named only by a time, they come first, the days nearest the moment it names
+    # first ("six weeks ago": 18 April, 15:00), or by score when it names a month; the rest follow
+    # as for any question (3 and 4 are both within a day of the moment: by score). A question
+    # naming a topic as well is ranked as before.
+    now = 1_685_458_800_000  # 2023-05-30T15:00Z
+    written = 1_681_905_600_000  # 2023-04-19T12:00Z
+    items = [piece(1, "kyoto", "s1", at="2023-04-20T10:00:00Z"),
+             piece(2, "knee", "s2", at="2023-05-21T10:00:00Z"),
+             piece(3, "temples", "s3", at="2023-04-18T10:00:00Z"),
+             Item(4, "a fact written then", written, written, 1, 4, "test")]
+    snap = item_set(items, [cosine_to_first_axis(c) for c in (0.05, 0.5, 0.02, 0.03)])
+    cfg = RankingConfig.plain_cosine().model_copy(update={"min_score": 0.1,
+                                                          "span_first": True})
+    q = unit(1, 0)
+
+    def ranked(question: str, config: RankingConfig = cfg) -> list[int]:
+        return [s.item.n for s in Ranker(config, clock=lambda: now).rank(snap, q, question)]
+
+    assert ranked("What did I say six weeks ago?") == [4, 3, 1, 2]
+    assert ranked("What did we talk about in April?") == [1, 4, 3, 2]
+    assert ranked("What did I say about Kyoto six weeks ago?") == [2]
+    assert ranked("What did I say?") == [2]
+    assert ranked("What did I say in April?", cfg.model_copy(update={"span_first": False})
+                  ) == [2]
+    assert ranked("What did I say in April?", cfg.model_copy(update={"candidates": 2})
+                  ) == [1, 4]
+    # Scores are not changed, only the order.
+    scores = Ranker(cfg, clock=lambda: now).score(snap, q, "What did I say in April?")[0]
+    by_n = {s.item.n: s.score for s in Ranker(cfg, clock=lambda: now).rank(
+        snap, q, "What did I say in April?")}
+    assert by_n == pytest.approx({n: float(scores[n - 1]) for n in (1, 2, 3, 4)})
