@@ -175,6 +175,16 @@ async def serve_stdio(settings: Settings, *, partition: str, writable: bool = Tr
         logging.shutdown()
         os._exit(0)
 
+    def cannot_serve(exc: SemmemError) -> None:
+        # As `semmem serve` (docs/operating.md, "Start-up"): a store of another model, a broken
+        # one, no retry helps, so the process ends with the fix in its last line instead of
+        # answering every call "not ready". At once: the SDK's stdin thread would hold it up.
+        print(f"error: {exc.message}", file=sys.stderr, flush=True)
+        logging.shutdown()
+        os._exit(1)
+
+    runtime.on_fatal = cannot_serve
+
     with contextlib.suppress(NotImplementedError, RuntimeError):  # no signals here
         loop.add_signal_handler(signal.SIGTERM, lambda: stop_once().add_done_callback(exit_now))
     try:
