@@ -34,7 +34,7 @@ from semmem.serving import logs, otel
 from semmem.serving.runtime import Runtime
 from semmem.settings import Settings
 from semmem.store import quiet_engine_logs
-from semmem.store.modes import owner_only
+from semmem.store.modes import check_data_dir, owner_only
 from semmem.store.upkeep.scratch import private_temp
 
 log = logging.getLogger("semmem.mcp")
@@ -200,6 +200,7 @@ def run_stdio(settings: Settings, *, partition: str | None = None, writable: boo
               embedder: Embedder | None = None) -> None:
     """``semmem mcp``: checks the model, logs to stderr (stdout carries the protocol), serves."""
     quiet_engine_logs()  # before the store loads the engine
+    check_data_dir(settings.data)  # as serve: the data folder's line before the model's
     if embedder is None:
         from semmem.embedding.choice import check_model
 
