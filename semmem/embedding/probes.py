@@ -91,7 +91,7 @@ def texts_sha256(texts: list[str] | tuple[str, ...]) -> str:
 
 def reference_path(spec: ModelSpec) -> Path:
     """Where the model's reference vectors live: beside the manifest."""
-    return spec.folder.parent / spec.reference
+    return spec.root / spec.reference
 
 
 def cosines(a: Vectors, b: Vectors) -> list[float]:

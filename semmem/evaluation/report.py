@@ -31,6 +31,11 @@ def _knobs(config: RankingConfig) -> dict[str, Any]:
     return knobs
 
 
+def plural(count: int, noun: str) -> str:
+    """``1 labelled question``, ``2 labelled questions``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def render_text(report: Report) -> str:
     """The comparison as aligned plain-text tables, one block per metric."""
     names = list(report.summaries)
@@ -38,9 +43,11 @@ def render_text(report: Report) -> str:
     first = report.summaries[names[0]]
     lines = [
         f"dataset {report.dataset}: {report.partitions} partitions, {report.facts} facts "
-        f"({report.items} items), {first.queries} labelled queries"
+        f"({report.items} items), "
+        + plural(first.queries + report.nothing, "labelled question")
+        + f" ({first.queries} with facts to recall, {report.nothing} to recall nothing)"
         + (f" ({report.skipped} without labelled facts skipped)" if report.skipped else "")
-        + f", {first.probes} off-topic probes",
+        + f", {plural(first.probes - report.nothing, 'off-topic probe')} of semmem's own",
         f"model {report.model}; path: "
         + ("Memory.recall on a temporary LanceDB store" if report.through_store else "in memory")
         + ("" if report.identical is None else

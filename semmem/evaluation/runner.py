@@ -49,6 +49,7 @@ class Report:
     outcomes: dict[str, list[Outcome]] = field(repr=False)
     through_store: bool = False
     identical: bool | None = None  # store path and in-memory path agreed (when both ran)
+    nothing: int = 0  # the set's own questions labelled to recall nothing (among the probes)
 
 
 class Evaluation:
@@ -119,4 +120,6 @@ class Evaluation:
             skipped=sum(p.skipped for p in self.labelled.partitions), budgets=self.budgets,
             summaries={n: summarise(o, self.budgets) for n, o in outcomes.items()},
             outcomes=outcomes, through_store=through_store, identical=identical,
+            nothing=sum(1 for p in self.labelled.partitions for q in p.queries
+                        if not q.relevant),
         )

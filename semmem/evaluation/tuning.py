@@ -2,7 +2,9 @@
 
 The objective is the mean gold recall over the budgets that matter most (512, 1024 and 2048
 bytes by default): one number, so a sweep can pick a setting, while the per-budget figures
-stay visible in its rows.
+stay visible in its rows. A setting must beat the defaults to be written (``settle``: on a tie
+the defaults are kept, and ties within a sweep go to the setting that changes least), and the
+relevance model is refitted only on ``MIN_FIT_QUERIES`` labelled questions or more.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from semmem.evaluation.runner import Evaluation
 from semmem.ranking.ranker import Ranker, RankingConfig, relevance_features
 
 OBJECTIVE_BUDGETS = (512, 1024, 2048)
+# Questions with facts to recall that a refit of the relevance model (six coefficients) needs;
+# on fewer the fitted weights follow a handful of candidates, so the defaults are kept.
+MIN_FIT_QUERIES = 20
 
 
 def objective(summary: Summary, budgets: Sequence[int] = OBJECTIVE_BUDGETS) -> float:
@@ -57,7 +62,7 @@ def sweep(
         summary = evaluation.summary(config)
         changed = {k: v for k, v in config.model_dump().items() if ref.get(k) != v}
         rows.append(SweepRow(config, changed, summary, objective(summary)))
-    return sorted(rows, key=lambda r: -r.score)
+    return sorted(rows, key=lambda r: (-r.score, len(r.changed)))  # a tie: the fewest changes
 
 
 @dataclass(frozen=True)
@@ -89,7 +94,7 @@ def leave_one_out(
         rest = evaluation.subset(n for n in evaluation.partition_names if n != name)
         fitted = [fit_relevance(rest, c) if calibrate and c.packing == "expected" else c
                   for c in configs]
-        best = max(fitted, key=lambda c: objective(rest.summary(c)))
+        best = min(fitted, key=lambda c: (-objective(rest.summary(c)), _changes(c, ref)))
         held = evaluation.subset([name])
         outcomes = held.outcomes(best)
         folds.append(Fold(
@@ -101,6 +106,68 @@ def leave_one_out(
             cosine=held.summary(RankingConfig.plain_cosine()),
         ))
     return folds
+
+
+def _changes(config: RankingConfig, ref: dict[str, Any]) -> int:
+    return sum(1 for k, v in config.model_dump().items() if ref.get(k) != v)
+
+
+def questions(evaluation: Evaluation) -> tuple[int, int]:
+    """The set's own labelled questions: (with facts to recall, that should recall nothing)."""
+    asked = [q for p in evaluation.labelled.partitions for q in p.queries]
+    with_facts = sum(1 for q in asked if q.relevant)
+    return with_facts, len(asked) - with_facts
+
+
+def counted(evaluation: Evaluation) -> str:
+    """``2 labelled questions (1 with facts to recall, 1 that should recall nothing)``."""
+    with_facts, nothing = questions(evaluation)
+    total = with_facts + nothing
+    return (f"{total} labelled question{'' if total == 1 else 's'} ({with_facts} with facts "
+            f"to recall, {nothing} that should recall nothing)")
+
+
+def can_fit(evaluation: Evaluation) -> bool:
+    """Whether ``fit_relevance`` refits on this set (``MIN_FIT_QUERIES``)."""
+    return questions(evaluation)[0] >= MIN_FIT_QUERIES
+
+
+def fit_note(evaluation: Evaluation) -> str:
+    """What ``fit_relevance`` does with this set, in one line."""
+    with_facts = questions(evaluation)[0]
+    if can_fit(evaluation):
+        return f"relevance model refitted on {with_facts} questions with facts to recall"
+    return (f"relevance model not refitted: the fit needs at least {MIN_FIT_QUERIES} questions "
+            f"with facts to recall, this set has {with_facts}; the default model is kept")
+
+
+@dataclass(frozen=True)
+class Settled:
+    """What is written: the chosen setting, or the defaults when it does not beat them."""
+
+    config: RankingConfig
+    score: float
+    default_score: float
+    message: str
+
+
+def settle(evaluation: Evaluation, chosen: RankingConfig, defaults: RankingConfig) -> Settled:
+    """``chosen`` if it scores above ``defaults`` on ``evaluation``, else ``defaults`` itself:
+    a tie writes nothing that differs from the defaults, and says so."""
+    score = objective(evaluation.summary(chosen))
+    base = objective(evaluation.summary(defaults))
+    ref = defaults.model_dump()
+    changed = {k: v for k, v in chosen.model_dump().items() if ref.get(k) != v}
+    if score <= base or not changed:
+        return Settled(defaults, base, base, (
+            f"nothing beat the defaults (objective {100 * score:.2f}, defaults "
+            f"{100 * base:.2f}): the defaults are written, unchanged"))
+    shown = ", ".join(f"{k}={v}" for k, v in changed.items() if k != "relevance_model")
+    if "relevance_model" in changed:
+        shown += (", " if shown else "") + "relevance_model refitted"
+    return Settled(chosen, score, base, (
+        f"objective {100 * score:.2f} (defaults {100 * base:.2f}); changed from the "
+        f"defaults: {shown}"))
 
 
 def pooled(folds: Sequence[Fold], budgets: Iterable[int]) -> Summary:
@@ -116,7 +183,10 @@ def fit_relevance(
     A logistic regression (Newton's method, a little L2) of "this candidate is relevant" on
     ``relevance_features`` of the first ``top`` distinct candidates of every labelled query,
     ranked by ``config``: what expected packing needs to weigh a line against its bytes.
+    On fewer than ``MIN_FIT_QUERIES`` questions with facts to recall, ``config`` unchanged.
     """
+    if not can_fit(evaluation):
+        return config
     ranker = Ranker(config)
     rows, labels = [], []
     for part in evaluation.parts:

@@ -34,7 +34,7 @@ from semmem.serving import logs, otel
 from semmem.serving.runtime import Runtime
 from semmem.settings import Settings
 from semmem.store import quiet_engine_logs
-from semmem.store.modes import owner_only
+from semmem.store.modes import check_data_dir, owner_only
 from semmem.store.upkeep.scratch import private_temp
 
 log = logging.getLogger("semmem.mcp")
@@ -175,6 +175,16 @@ async def serve_stdio(settings: Settings, *, partition: str, writable: bool = Tr
         logging.shutdown()
         os._exit(0)
 
+    def cannot_serve(exc: SemmemError) -> None:
+        # As `semmem serve` (docs/operating.md, "Start-up"): a store of another model, a broken
+        # one, no retry helps, so the process ends with the fix in its last line instead of
+        # answering every call "not ready". At once: the SDK's stdin thread would hold it up.
+        print(f"error: {exc.message}", file=sys.stderr, flush=True)
+        logging.shutdown()
+        os._exit(1)
+
+    runtime.on_fatal = cannot_serve
+
     with contextlib.suppress(NotImplementedError, RuntimeError):  # no signals here
         loop.add_signal_handler(signal.SIGTERM, lambda: stop_once().add_done_callback(exit_now))
     try:
@@ -190,6 +200,7 @@ def run_stdio(settings: Settings, *, partition: str | None = None, writable: boo
               embedder: Embedder | None = None) -> None:
     """``semmem mcp``: checks the model, logs to stderr (stdout carries the protocol), serves."""
     quiet_engine_logs()  # before the store loads the engine
+    check_data_dir(settings.data)  # as serve: the data folder's line before the model's
     if embedder is None:
         from semmem.embedding.choice import check_model
 

@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from semmem.embedding.files import manifest_root
 from semmem.ranking.ranker import RankingConfig
 
 REFERENCE_MODEL = "all-MiniLM-L6-v2"
@@ -125,7 +126,7 @@ def calibrated(config: RankingConfig, calibration: Calibration,
 def load_calibration(folder: Path) -> Calibration:
     """The calibration of the model in ``folder`` from ``calibration.json`` beside the
     manifest: identity for the reference model and for a model the file does not list."""
-    path = folder.parent / CALIBRATION_NAME
+    path = manifest_root(folder) / CALIBRATION_NAME
     if folder.name == REFERENCE_MODEL or not path.is_file():
         return Calibration(folder.name)
     entries: dict[str, Any] = json.loads(path.read_text())

@@ -12,6 +12,7 @@ import itertools
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 from semmem.embedding.embedder import Embedder
 from semmem.errors import NotReady, Overloaded, RateLimited, SemmemError, Unavailable
@@ -22,6 +23,7 @@ from semmem.scheduling.schedule import Maintenance
 from semmem.serving.auth import ProviderAuth, Tokens, bearer_of
 from semmem.serving.dispatch import Dispatcher
 from semmem.serving.metrics import Metrics
+from semmem.serving.ranked import ranking_line, ranking_status
 from semmem.serving.rates import RateLimiter
 from semmem.settings import Settings
 from semmem.store.modes import local_path
@@ -88,6 +90,8 @@ class Runtime:
                                 self.metrics, accepted=self.accepted)
         self.memory: Memory | None = None
         self.failure: SemmemError | None = None
+        # the ranking file and what it changed from the defaults (/readyz, serving/ranked.py)
+        self.ranking: dict[str, Any] | None = None
         self._embedder = embedder
         self._given = memory
         self._owned = memory is None  # the store is closed at stop only if we opened it
@@ -110,8 +114,10 @@ class Runtime:
     async def _load(self) -> None:
         try:
             memory = self._given or await self._open()
+            self.ranking = ranking_status(self.settings, memory.ranker.config)
             self.memory = memory
             log.info("ready: model %s, store %s", memory.embedder.model_id, memory.uri)
+            log.info("%s", ranking_line(self.ranking))
         except SemmemError as exc:
             self._fail(exc)
         except Exception as exc:  # any engine error: report it as unavailable

@@ -44,6 +44,74 @@ def check_default_dir(uri: str) -> None:
             f"directory you mean")
 
 
+def check_data_dir(uri: str) -> None:
+    """Refuse, in one line that says what semmem needs and what to do, a local data folder
+    this user cannot keep a store in: a file, one it may not read, write and enter, or a new
+    one whose parent it may not write (the engine's bare ``[Errno 13]`` and ``[Errno 17]``
+    lines said neither).
+
+    Raises:
+        InvalidInput: the folder cannot hold this user's store.
+    """
+    path = local_path(uri)
+    if path is None:
+        return
+    fix = "set SEMMEM_DATA (or --data) to a folder this user owns (a new one is made)"
+    existing = path
+    while True:
+        try:
+            st = existing.stat()
+        except FileNotFoundError:
+            if existing == existing.parent:
+                return  # nothing to tell: the engine says it
+            existing = existing.parent
+            continue
+        except PermissionError:
+            raise InvalidInput(
+                f"the data folder {path} is behind a folder this user ({_who()}) may not "
+                f"enter: semmem reads, writes and creates files in it; {fix}") from None
+        except OSError:
+            return  # a link loop, a name too long: the engine's own words
+        owner = st.st_uid
+        break
+    if existing == path and not stat.S_ISDIR(st.st_mode):
+        raise InvalidInput(f"the data folder {path} is a file, not a folder: semmem keeps its "
+                           f"store in a folder of its own; {fix}")
+    if existing == path:
+        if _may(path, os.R_OK | os.W_OK | os.X_OK):
+            return
+        raise InvalidInput(
+            f"the data folder {path} is not open to this user ({_who()}; it is {_whose(owner)}): "
+            f"semmem reads, writes and creates files in it; run semmem as its owner, give "
+            f"the folder to this user (`chown`), or {fix}")
+    if not _may(existing, os.W_OK | os.X_OK):
+        raise InvalidInput(
+            f"cannot make the data folder {path}: {existing} is not writable by this user "
+            f"({_who()}; it is {_whose(owner)}); make the folder for this user, or {fix}")
+
+
+def _may(path: Path, mode: int) -> bool:
+    """Whether this process (its effective user, as the engine's calls are checked) may."""
+    return os.access(path, mode, effective_ids=os.access in os.supports_effective_ids)
+
+
+def _who() -> str:
+    uid = os.geteuid()
+    with contextlib.suppress(ImportError, KeyError):
+        import pwd
+
+        return f"{pwd.getpwuid(uid).pw_name}, uid {uid}"
+    return f"uid {uid}"
+
+
+def _whose(uid: int) -> str:
+    with contextlib.suppress(ImportError, KeyError):
+        import pwd
+
+        return f"owned by {pwd.getpwuid(uid).pw_name}, uid {uid}"
+    return f"owned by uid {uid}"
+
+
 def _private_dir(path: Path) -> None:
     """The rule for a store directory that was already there: private to its owner. An empty
     one of this user (made by hand for the store: `mkdir`, 0755) is made 0700, as semmem makes
@@ -56,8 +124,13 @@ def _private_dir(path: Path) -> None:
     if st.st_uid == os.geteuid() and stat.S_ISDIR(st.st_mode) and not any(path.iterdir()):
         path.chmod(0o700)
         return
-    log.warning("the store directory %s is open to other users (mode %o): `chmod 700 %s` "
-                "(new files in it are private anyway)", path, mode, path)
+    if st.st_uid == os.geteuid():
+        log.warning("the store directory %s is open to other users (mode %o): `chmod 700 %s` "
+                    "(new files in it are private anyway)", path, mode, path)
+    else:  # the advice is its owner's to follow
+        log.warning("the store directory %s is open to other users (mode %o) and %s: its owner "
+                    "can `chmod 700 %s` (new files in it are private anyway)",
+                    path, mode, _whose(st.st_uid), path)
 
 
 @contextlib.contextmanager
@@ -66,10 +139,12 @@ def owner_only(uri: str, *, default_dir: bool = False) -> Iterator[None]:
     (one already holding files that others may read is logged, left as its owner set it).
 
     Raises:
-        InvalidInput: ``default_dir`` and the directory is a symbolic link.
+        InvalidInput: ``default_dir`` and the directory is a symbolic link; a folder this
+            user cannot keep a store in (``check_data_dir``).
     """
     if default_dir:
         check_default_dir(uri)
+    check_data_dir(uri)
     before = os.umask(PRIVATE_UMASK)
     try:
         path = local_path(uri)

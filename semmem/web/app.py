@@ -119,7 +119,7 @@ async def readyz(request: Request) -> Response:
     except Exception as exc:  # the engine's own errors: the store is not reachable
         return error_response(Unavailable(f"store not reachable: {type(exc).__name__}"), "readyz")
 
-    body = {"status": "ready", "model": memory.embedder.model_id}
+    body = {"status": "ready", "model": memory.embedder.model_id, "ranking": rt.ranking}
     return Response(dumps(body), 200, media_type=MEDIA_TYPE)
 
 

@@ -16,7 +16,7 @@ from semmem.protocol.declaration import check_path
 from semmem.serving.auth import MIN_TOKEN_BYTES, check_lengths, generate_token, load_tokens
 from semmem.settings import Settings
 from semmem.store import quiet_engine_logs
-from semmem.store.modes import check_default_dir, local_path, owner_only
+from semmem.store.modes import check_data_dir, check_default_dir, local_path, owner_only
 from semmem.store.upkeep.scratch import private_temp
 from semmem.web.net import is_loopback
 
@@ -47,6 +47,7 @@ def prepare(settings: Settings, out: TextIO) -> Settings:
     check_path(settings.path)
     if settings.default_data:
         check_default_dir(settings.data)  # before anything is written there
+    check_data_dir(settings.data)  # the generated token's file is kept there
     check_lengths(settings.tokens, settings.tokens_file, "SEMMEM_TOKENS")
     check_lengths(settings.admin_tokens, settings.admin_tokens_file, "SEMMEM_ADMIN_TOKENS")
     if settings.insecure:

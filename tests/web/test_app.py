@@ -43,10 +43,12 @@ def test_healthz_ok(tmp_path: Path) -> None:
 
 
 def test_readyz_ready_names_model(tmp_path: Path) -> None:
-    """Readiness answers 200 once the model and the store are up."""
+    """Readiness answers 200 once the model and the store are up, naming the model and the
+    ranking (no file here: nothing changed from the defaults)."""
     with app_client(tmp_path / "db") as c:
         r = c.get("/readyz")
-    assert (r.status_code, r.json()) == (200, {"status": "ready", "model": "hashing-64"})
+    assert (r.status_code, r.json()) == (200, {"status": "ready", "model": "hashing-64",
+                                               "ranking": {"file": None, "changed": {}}})
 
 
 def test_readyz_model_missing_unavailable(tmp_path: Path) -> None:
