@@ -95,6 +95,8 @@ class Runtime:
         self.ready = asyncio.Event()
         # Called once when loading failed in a way no retry fixes (``semmem serve`` stops).
         self.on_fatal: Callable[[SemmemError], None] | None = None
+        # Called once when the model and the store are open (``semmem serve``: the token file).
+        self.on_ready: Callable[[], None] | None = None
 
     @property
     def accepted(self) -> bool:
@@ -110,6 +112,8 @@ class Runtime:
     async def _load(self) -> None:
         try:
             memory = self._given or await self._open()
+            if self.on_ready is not None:
+                self.on_ready()
             self.memory = memory
             log.info("ready: model %s, store %s", memory.embedder.model_id, memory.uri)
         except SemmemError as exc:
