@@ -96,7 +96,8 @@ def kept(view: WriteView, decision: Mutation, secret: bytes,
         old = view.get(row.n) if row.forgotten else None
         piece = old.attrs.get(PIECE) if old is not None else None
         address = address_of(old) if old is not None else None
-        if address is None or address.space != SESSION or not isinstance(piece, dict) \
+        if old is None or address is None or address.space != SESSION \
+                or not isinstance(piece, dict) \
                 or not isinstance(piece.get(DIGEST), str):
             continue
         mac = mac_of(piece[DIGEST], secret)
