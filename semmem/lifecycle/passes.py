@@ -46,12 +46,19 @@ async def reindex(store: Store, model: ModelQueue, partition: str | None = None,
                   batch_size: int = 256,
                   progress: Callable[[int, int], None] | None = None) -> int:
     """Re-embed every item with ``model``: of one partition, or of every partition
-    and then record the model as the store's. An offline migration: run it with no server
-    writing. Returns how many items were re-embedded.
+    and then record the model as the store's. Returns how many items were re-embedded.
+
+    A whole store's reindex first moves the store's generation (``store/identity.py``) and
+    gives the processes serving it the time to read that (``settle_s``): each then refuses
+    every write and stops, so none writes a vector of the old model while (or after) the
+    partitions are re-embedded; recording the new model moves the generation again.
 
     Args:
         progress: called with (items done so far, items in all).
     """
+    if partition is None:
+        await store.move_generation()
+        await asyncio.sleep(settle_s(store))
     names = [partition] if partition is not None else await store.partitions()
     done = await reembed(store, model.embed, names, batch_size, progress)
     if partition is None:
@@ -59,3 +66,11 @@ async def reindex(store: Store, model: ModelQueue, partition: str | None = None,
         await store.set_meta({**meta, "model": model.embedder.model_id,
                               "dim": model.embedder.dim})
     return done
+
+
+def settle_s(store: Store) -> float:
+    """How long after a store-wide change every process serving the store has read it and
+    ended the commits it decided before: its policies' refresh, then a commit's budget."""
+    from semmem.lifecycle.retention import REFRESH_S
+
+    return REFRESH_S + store.fence.floor

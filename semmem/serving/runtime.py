@@ -114,6 +114,7 @@ class Runtime:
             memory = self._given or await self._open()
             if self.on_ready is not None:
                 self.on_ready()
+            memory.store.on_changed = self._changed
             self.memory = memory
             log.info("ready: model %s, store %s", memory.embedder.model_id, memory.uri)
         except SemmemError as exc:
@@ -152,6 +153,12 @@ class Runtime:
         ``on_fatal`` (``semmem serve`` then ends the process with the message)."""
         self.failure = exc
         log.error("cannot start: %s", exc.message)  # a log collector's copy (JSON logs too)
+        if self.on_fatal is not None:
+            self.on_fatal(exc)
+
+    def _changed(self, exc: SemmemError) -> None:
+        """The store changed store-wide under this server (``store/identity.py``): it can
+        serve no more, so it stops as a failed load does (``on_fatal``)."""
         if self.on_fatal is not None:
             self.on_fatal(exc)
 
