@@ -108,9 +108,10 @@ def serve(settings: Settings, *, embedder: Embedder | None = None,
     # access_log=False: uvicorn's line shows the query string (admin partitions); ours doesn't.
     # Heads: at most 16 KiB, within SEMMEM_HEAD_TIMEOUT_S (web/heads.py); a body has
     # SEMMEM_BODY_TIMEOUT_S (web/bodies.py), read before a concurrency slot is taken.
-    # The port first: a start that cannot have it has written, removed, made nothing yet.
-    sockets = listen(settings.host, settings.port)
+    sockets: list[socket.socket] = []
     try:
+        # The port first: a start that cannot have it has written, removed, made nothing yet.
+        sockets = listen(settings.host, settings.port)
         with owner_only(settings.data, default_dir=settings.default_data), \
                 private_temp(settings.data):  # the engine's spill files: removed if left by a kill
             # log_config=None: uvicorn's own lines go through the root handler (logs.OneLine)
