@@ -1,7 +1,7 @@
 """The store's identity record: one per store, in the registry's metadata (``meta``): its
 ``id``, its ``format``, its ``model`` and a ``generation`` that every store-wide change moves
-(a reindex, before it re-embeds anything and once it is done; a restore; an upgrade: any
-change of the model or the format recorded moves it too).
+(a reindex, with the new model, before it re-embeds anything; a restore; an upgrade: any
+change of the model or the format recorded moves it).
 
 Every process holds the record it opened the store under (``Store.open``) and compares it with
 the store's whenever it reads the registry's policies again (``Store.retention_policies``: at

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from semmem.errors import StoreChanged, Unavailable
 from semmem.store.connection import Connection
-from semmem.store.identity import GENERATION, Identity, moved
+from semmem.store.identity import GENERATION, Identity
 from semmem.store.registry import GONE_KEEP_MS
 from semmem.store.rows import table_name
 
@@ -76,11 +76,6 @@ class Registered:
             value = {**value, GENERATION: old.generation + changed}
         await self.conn.registry.set_meta(value)
         self.identity = Identity.of(value)
-
-    async def move_generation(self) -> None:
-        """Move the store's generation (a store-wide change begins): every other process that
-        opened it stops writing to it once it reads the registry again."""
-        await self.set_meta(moved(await self.meta() or {}))
 
     def current(self) -> None:
         """Refuse when this process found the store changed since it opened it.
