@@ -6,12 +6,14 @@ vectors of two models."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
 from semmem.embedding.files import default_model_dir, load_spec
 from semmem.store.identity import generation_of
@@ -20,13 +22,15 @@ from tests.support.server import REPO, ServerProcess
 from tests.support.web import remember, send, tool
 
 
-def _reindex(data: Path) -> subprocess.CompletedProcess[str]:
-    """`semmem reindex` to the bundled default model, to its end."""
+def _reindex(data: Path, model: Path | None = None, *args: str
+             ) -> subprocess.CompletedProcess[str]:
+    """`semmem <args>` (default: `reindex`) under ``model`` (default: the bundled default
+    model), to its end."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEMMEM_")}
     env.update({"PYTHONPATH": str(REPO), "SEMMEM_DATA": str(data),
-                "SEMMEM_MODEL": str(default_model_dir())})
-    return subprocess.run([sys.executable, "-m", "semmem.cli", "reindex"], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)
+                "SEMMEM_MODEL": str(model or default_model_dir())})
+    return subprocess.run([sys.executable, "-m", "semmem.cli", *(args or ("reindex",))],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
 
 
 async def _models_and_generation(data: Path) -> tuple[set[str | None], int, list[str]]:
@@ -70,3 +74,42 @@ def test_a_reindex_beside_a_live_server_stops_it_and_leaves_one_model(tmp_path: 
     assert models == {load_spec(default_model_dir()).model_id}, models  # one model, the new one
     assert texts == ["Prefers metric units"]  # the refused write stored nothing
     assert generation == 2  # moved once, with the model, before anything was re-embedded
+
+
+FACTS = ["Prefers metric units", "Has a cat named Tom", "Lives in Lyon", "Works night shifts",
+         "Is allergic to peanuts", "Plays the cello on Sundays", "Drives a blue Volvo",
+         "Speaks Portuguese at home", "Collects vintage stamps"]
+
+
+@pytest.mark.timeout(600)
+def test_the_issues_reindex_to_e5_beside_a_default_model_server(tmp_path: Path) -> None:
+    """The issue's run with both bundled models and `semmem serve` itself: the default-model
+    server's next remember after `semmem reindex` to multilingual-e5-small is refused (it was
+    acknowledged and embedded by the old model), the server ends with the one line, and under
+    the new model every stored sentence is first in its own search."""
+    data = tmp_path / "db"
+    e5 = REPO / "models" / "multilingual-e5-small"
+    server = ServerProcess(data, model=True).start()
+    try:
+        server.wait_ready(timeout=300)
+        with server.client() as c:
+            for fact in FACTS:
+                remember(c, "p", fact)
+            done = _reindex(data, e5)
+            assert done.returncode == 0, done.stderr
+            try:
+                r = send(c, tool("remember", {"text": "Keeps bees in the garden"},
+                                 partition="p"))
+                assert r.status_code == 503, r.text
+            except httpx.TransportError:
+                pass
+        assert server.proc is not None and server.proc.wait(60) == 1, server.output()[-2000:]
+        last = server.output().strip().splitlines()[-1]
+        assert last.startswith(f"error: store {data} was changed by another process"), last
+    finally:
+        server.stop()
+    for fact in (*FACTS[:2], FACTS[6]):
+        found = _reindex(data, e5, "search", fact, "-p", "p", "--limit", "9")
+        assert found.returncode == 0, found.stderr
+        texts = [it["text"] for it in json.loads(found.stdout)["items"]]
+        assert texts[0] == fact and "Keeps bees in the garden" not in texts, texts
