@@ -21,7 +21,8 @@ maps each class to a status in one table, the CLI prints the message.
     └── Unavailable           code unavailable
         ├── NotReady          (the server itself is still loading, or failed to)
         ├── ModelError        (model files missing or altered)
-        └── ModelMismatch     (store written by another model)
+        ├── ModelMismatch     (store written by another model)
+        └── StoreChanged      (a reindex, restore or upgrade since this process opened it)
 """
 
 from __future__ import annotations
@@ -155,7 +156,13 @@ class ModelMismatch(Unavailable):
             f"{where} was embedded with model {stored!r}, not {model!r} (the model configured "
             f"here); either serve it with its own model (set SEMMEM_MODEL to that model's "
             f"folder, e.g. SEMMEM_MODEL=models/{name}), or move it to this model with "
-            f"`semmem reindex` (servers on it stopped first; it re-embeds every stored text, "
-            f"about as long as importing them again)",
+            f"`semmem reindex` (the servers serving it stop once it begins; it re-embeds every "
+            f"stored text, about as long as importing them again)",
             {"store_model": stored, "model": model},
         )
+
+
+class StoreChanged(Unavailable):
+    """The store was changed store-wide (its identity record moved: ``store/identity.py``)
+    since this process opened it: it writes no more to it and stops."""
+

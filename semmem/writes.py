@@ -117,6 +117,7 @@ class Writes:
         Every decision passes ``forgotten.kept``: a piece of a session it forgets is named in
         the session's ledger, so no re-send brings it back."""
         await self.retention.refresh()
+        self.store.current()  # a process that found the store changed writes no more
         lookup = Lookup(ops=[*([op.key] if op is not None else []), *records],
                         numbers=rules.as_numbers(list(numbers)), texts=texts or [])
         attempted = lost = False

@@ -122,12 +122,13 @@ def restore(
 ) -> None:
     """Restore a backup into a new store (no embedding); prints what it wrote and withheld."""
     from semmem.lifecycle.backup import load_manifest
-    from semmem.lifecycle.backup_restore import restore_backup
+    from semmem.lifecycle.backup_restore import check_format, restore_backup
     from semmem.store.copies.dump import is_empty
 
     async def go(chosen: Settings) -> dict[str, Any]:
         target = _target(chosen, at)
         manifest = await asyncio.to_thread(load_manifest, target, backup_id)
+        check_format(manifest)  # before the new store is made
         if not await asyncio.to_thread(is_empty, into, chosen.storage_options):
             raise InvalidInput(f"{into} is not empty: a backup is restored into a new store")
         live = await _open(chosen, ledger) if ledger is not None else None

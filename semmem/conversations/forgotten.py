@@ -5,12 +5,16 @@ turn) never brings one back.
 The memory's write path (``semmem.writes``) passes every decided write through ``kept``: a
 write that replaces a live piece of a session by a tombstone (a forget by number, a session
 forgotten whole, the retention sweep, a delete by filter: every door's forget) commits with
-it the session's *ledger*: an idempotency-like record row (no expiry) whose key is an HMAC of
-the session under the store's secret and whose value lists the forgotten messages' digests
-(HMACs of role and content). No text and no session id in clear; it goes with its partition.
-Ingestion (``conversations.ingest``) looks the ledger up with its write and stores no message
-it names. The same rule holds for every piece of a message: forgetting one piece of two makes
-the message forgotten, as forgetting its only piece does.
+it the session's *ledger* of the piece's scope: an idempotency-like record row (no expiry)
+whose key is an HMAC of the session and of the scope the piece was stored under (its
+metadata: what a scoped token stamps, nothing for an unscoped one) under the store's secret,
+and whose value lists the forgotten messages' digests (HMACs of role and content). No text, no
+session id, no scope in clear; it goes with its partition. Ingestion
+(``conversations.ingest``) looks up the ledger of its own scope with its write and stores no
+message it names: what one scope forgot neither blocks another's ingest nor is revealed to it
+(a ledger written before ledgers had scopes, ``ledger_key`` without one, is still read by
+every scope and no longer written). The same rule holds for every piece of a message:
+forgetting one piece of two makes the message forgotten, as forgetting its only piece does.
 """
 
 from __future__ import annotations
@@ -18,11 +22,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import replace
+from typing import Any
 
 from semmem.conversations.pieces import DIGEST, PIECE, SESSION
 from semmem.items.address import Address, address_of
+from semmem.items.metadata import canonical
 from semmem.rules import MissingRecords
 from semmem.store.rows import Mutation, op_key
 from semmem.store.views import OpRecord, WriteView
@@ -51,21 +57,30 @@ def mac_of(stored: str, secret: bytes) -> str | None:
     return stored if len(stored) == 32 else None
 
 
-def ledger_key(secret: bytes, session: Address) -> str:
-    """The row key of a session's ledger: keyed, so it names no session to a reader of the
-    files."""
-    mac = hmac.new(secret, f"\x00forgotten\x00{session.space}\x00{session.key}".encode(),
-                   hashlib.sha256).hexdigest()
+def ledger_key(secret: bytes, session: Address,
+               scope: Mapping[str, Any] | None = None) -> str:
+    """The row key of a session's ledger for the pieces stored under ``scope`` (a piece's
+    metadata, a scoped token's stamp; ``{}``: unscoped); keyed, so it names no session and no
+    scope to a reader of the files. ``None``: the one ledger of a session written before
+    ledgers had scopes (read, never written)."""
+    text = f"\x00forgotten\x00{session.space}\x00{session.key}"
+    if scope is not None:
+        text += "\x00scope\x00" + canonical(dict(scope))
+    mac = hmac.new(secret, text.encode(), hashlib.sha256).hexdigest()
     return op_key("\x00forgotten/" + mac)
 
 
-def forgotten(view: WriteView, key: str) -> set[str]:
-    """The message HMACs a session's ledger (looked up with the write) names."""
-    record = view.ops.get(key)
-    if record is None or record.fingerprint != LEDGER:
-        return set()
-    found = json.loads(record.result)
-    return {m for m in found if isinstance(m, str)} if isinstance(found, list) else set()
+def forgotten(view: WriteView, *keys: str) -> set[str]:
+    """The message HMACs the ledgers at ``keys`` (looked up with the write) name."""
+    names: set[str] = set()
+    for key in keys:
+        record = view.ops.get(key)
+        if record is None or record.fingerprint != LEDGER:
+            continue
+        found = json.loads(record.result)
+        if isinstance(found, list):
+            names.update(m for m in found if isinstance(m, str))
+    return names
 
 
 def kept(view: WriteView, decision: Mutation, secret: bytes,
@@ -81,12 +96,13 @@ def kept(view: WriteView, decision: Mutation, secret: bytes,
         old = view.get(row.n) if row.forgotten else None
         piece = old.attrs.get(PIECE) if old is not None else None
         address = address_of(old) if old is not None else None
-        if address is None or address.space != SESSION or not isinstance(piece, dict) \
+        if old is None or address is None or address.space != SESSION \
+                or not isinstance(piece, dict) \
                 or not isinstance(piece.get(DIGEST), str):
             continue
         mac = mac_of(piece[DIGEST], secret)
         if mac is not None:
-            gone.setdefault(ledger_key(secret, address), set()).add(mac)
+            gone.setdefault(ledger_key(secret, address, old.metadata), set()).add(mac)
     if not gone:
         return decision
     missing = sorted(k for k in gone if k not in looked)

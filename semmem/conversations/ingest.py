@@ -153,7 +153,10 @@ class Conversations:
             DeadlineExceeded, Unavailable, QuotaExceeded: nothing stored.
         """
         op = op and op.keyed(self.host.secret)
-        ledger = ledger_key(self.host.secret, session)
+        # Its own scope's ledger, and the one written before ledgers had scopes.
+        ledgers = (ledger_key(self.host.secret, session,
+                              scope.metadata if scope is not None else {}),
+                   ledger_key(self.host.secret, session))
         held = await self.keyed.held(partition, session)
         replayed = await self._replayed(partition, session, held, op)
         if replayed is not None:
@@ -172,10 +175,11 @@ class Conversations:
             stored = known(await self.keyed.items(held), alive, within, self.host.secret)
             await self._embed(partition, [text for c in cuts if stored.find(c) is None
                                for text in c.pieces], vectors, deadline)
-            decide = _decider(session, cuts, held, vectors, stamp, op, ledger,
+            decide = _decider(session, cuts, held, vectors, stamp, op, ledgers,
                               self.host.idempotency_ttl_ms)
             try:
-                result = await self.keyed.commit(partition, held, decide, op, records=[ledger])
+                result = await self.keyed.commit(partition, held, decide, op,
+                                                 records=list(ledgers))
             except (Moved, rules.MissingRows, _NeedVectors):
                 held = await self.keyed.held(partition, session)
                 continue
@@ -265,14 +269,15 @@ class _Stamp:
 
 
 def _decider(session: Address, cuts: list[Cut], held: Held, vectors: dict[str, np.ndarray],
-             stamp: _Stamp, op: Operation | None, ledger: str, ttl_ms: int) -> Any:
+             stamp: _Stamp, op: Operation | None, ledgers: tuple[str, ...], ttl_ms: int
+             ) -> Any:
     def decide(view: WriteView, pieces: list[Item]) -> Decision:
         if (view.head.gone and not held.view.head.gone and held.view.hwm > 0) \
                 or view.seq < held.view.seq or view.hwm < held.view.hwm:
             raise Conflict("the partition was deleted while this ingest ran; nothing was "
                            "stored", {"partition": "deleted"})
         found = known(pieces, stamp.alive, stamp.within, stamp.secret,
-                      forgotten(view, ledger))
+                      forgotten(view, *ledgers))
         last = max((p[MESSAGE] for it in pieces if isinstance(p := it.attrs.get(PIECE), dict)
                     and isinstance(p.get(MESSAGE), int)), default=-1)
         n, now, rows = view.hwm, now_ms(), []

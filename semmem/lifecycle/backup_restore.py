@@ -28,12 +28,12 @@ import numpy as np
 from semmem.errors import InvalidInput
 from semmem.items import Item, now_ms
 from semmem.lifecycle.backup import live_only, load_manifest, override_of, read_object
-from semmem.lifecycle.backup_format import decode
+from semmem.lifecycle.backup_format import Manifest, decode
 from semmem.lifecycle.liveness import Live, policies
 from semmem.lifecycle.retention import is_live
 from semmem.store.copies.dump import Dump, created_at, write_partition
 from semmem.store.copies.objects import Objects
-from semmem.store.formats import KEY, format_of
+from semmem.store.formats import FORMAT, KEY, format_of
 from semmem.store.views import Head, PartitionSnapshot, Tombstone
 
 if TYPE_CHECKING:
@@ -71,6 +71,7 @@ async def restore_backup(target: Objects, backup_id: str, into: Store,
     live there by ``live``, else by the ledger's retention, whose default is
     ``default_retention_ms``)."""
     manifest = await asyncio.to_thread(load_manifest, target, backup_id)
+    check_format(manifest)
     report = RestoreReport(manifest.id, into.uri)
     if await into.partitions():
         raise InvalidInput(f"{into.uri} is not empty: a backup is restored into a new store")
@@ -114,6 +115,21 @@ async def restore_backup(target: Objects, backup_id: str, into: Store,
     elif manifest.store_format is not None and manifest.store_format < format_of(meta):
         await into.set_meta({**meta, KEY: manifest.store_format})  # its first open upgrades it
     return report
+
+
+def check_format(manifest: Manifest) -> None:
+    """Refuse a backup of a store of a later format, as opening that store is refused
+    (``lifecycle/upgrading.py``): this release would label it with its own format and serve
+    what it cannot read.
+
+    Raises:
+        InvalidInput: its store's format is newer than this release's.
+    """
+    if manifest.store_format > FORMAT:
+        raise InvalidInput(
+            f"backup {manifest.id} is of a store of format {manifest.store_format}, written by "
+            f"a later release; this one reads format {FORMAT} and earlier: restore it with "
+            f"that release")
 
 
 def _under(max_age_ms: int | None) -> Live:

@@ -142,10 +142,15 @@ class Owners:
         return await self.store.numbered(view, numbers=numbers, after=after, limit=limit)
 
     async def check(self, partition: str, *, repair: bool = False) -> CheckReport:
-        """A partition's invariants, repaired with ``repair`` (``store/upkeep/check.py``)."""
+        """A partition's invariants, repaired with ``repair`` (``store/upkeep/check.py``),
+        and its vectors: the store's model's (``lifecycle/vectors.py``)."""
+        from semmem.lifecycle.vectors import check_vectors
         from semmem.store.upkeep.check import check_partition
 
         report = await check_partition(self.store, partition, repair=repair)
+        vectors = await check_vectors(self.store, self.model, partition, repair=repair)
+        report.problems += vectors
+        report.repaired = report.repaired or (repair and bool(vectors))
         if await self.store.relist(partition, repair=repair):  # a system record, from the data
             report.problems.append("the partition's listing record was not as its store "
                                    "items make it" + (" (rebuilt)" if repair else ""))

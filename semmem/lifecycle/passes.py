@@ -11,6 +11,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from semmem.importing import reembed
+from semmem.store.identity import moved
 
 if TYPE_CHECKING:
     from semmem.embedding.queue import ModelQueue
@@ -46,16 +47,30 @@ async def reindex(store: Store, model: ModelQueue, partition: str | None = None,
                   batch_size: int = 256,
                   progress: Callable[[int, int], None] | None = None) -> int:
     """Re-embed every item with ``model``: of one partition, or of every partition
-    and then record the model as the store's. An offline migration: run it with no server
-    writing. Returns how many items were re-embedded.
+    and then record the model as the store's. Returns how many items were re-embedded.
+
+    A whole store's reindex first records the new model as the store's, moving its
+    generation (``store/identity.py``), and gives the processes serving it the time to read
+    that (``settle_s``): each then refuses every write and stops, and a server started with
+    the old model meanwhile is refused at open, so none writes a vector of the old model while
+    (or after) the partitions are re-embedded. One cut short leaves partitions of the old
+    model, refused to every writer and reported by ``semmem check``: run it again.
 
     Args:
         progress: called with (items done so far, items in all).
     """
-    names = [partition] if partition is not None else await store.partitions()
-    done = await reembed(store, model.embed, names, batch_size, progress)
     if partition is None:
         meta = await store.meta() or {}
-        await store.set_meta({**meta, "model": model.embedder.model_id,
-                              "dim": model.embedder.dim})
-    return done
+        await store.set_meta(moved({**meta, "model": model.embedder.model_id,
+                                    "dim": model.embedder.dim}))
+        await asyncio.sleep(settle_s(store))
+    names = [partition] if partition is not None else await store.partitions()
+    return await reembed(store, model.embed, names, batch_size, progress)
+
+
+def settle_s(store: Store) -> float:
+    """How long after a store-wide change every process serving the store has read it and
+    ended the commits it decided before: its policies' refresh, then a commit's budget."""
+    from semmem.lifecycle.retention import REFRESH_S
+
+    return REFRESH_S + store.fence.floor

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from semmem.contract import check_partition
-from semmem.errors import InvalidArguments, Unavailable
+from semmem.errors import InvalidArguments, StoreChanged, Unavailable
 from semmem.items import EXPIRES, Item, now_ms, parse_iso
 from semmem.store.rows import ITEM_COLUMNS, table_name
 from semmem.store.views import Candidates, IndexedView, ItemSet, PartitionSnapshot, ReadView
@@ -181,6 +181,8 @@ class Retention:
         if time.monotonic() - self._read_at >= self.refresh_s:
             try:
                 self._overrides, self._applied = await self.store.retention_policies()
+            except StoreChanged:
+                raise  # not a failed read: this process may write no more
             except Exception as exc:  # the engine's errors are not a typed tree
                 if self._read_at == float("-inf"):
                     raise Unavailable(f"cannot read the retention policies: {exc}") from exc

@@ -99,6 +99,8 @@ class Runtime:
         self.ready = asyncio.Event()
         # Called once when loading failed in a way no retry fixes (``semmem serve`` stops).
         self.on_fatal: Callable[[SemmemError], None] | None = None
+        # Called once when the model and the store are open (``semmem serve``: the token file).
+        self.on_ready: Callable[[], None] | None = None
 
     @property
     def accepted(self) -> bool:
@@ -115,6 +117,9 @@ class Runtime:
         try:
             memory = self._given or await self._open()
             self.ranking = ranking_status(self.settings, memory.ranker.config)
+            if self.on_ready is not None:
+                self.on_ready()
+            memory.store.on_changed = self._changed
             self.memory = memory
             log.info("ready: model %s, store %s", memory.embedder.model_id, memory.uri)
             log.info("%s", ranking_line(self.ranking))
@@ -154,6 +159,12 @@ class Runtime:
         ``on_fatal`` (``semmem serve`` then ends the process with the message)."""
         self.failure = exc
         log.error("cannot start: %s", exc.message)  # a log collector's copy (JSON logs too)
+        if self.on_fatal is not None:
+            self.on_fatal(exc)
+
+    def _changed(self, exc: SemmemError) -> None:
+        """The store changed store-wide under this server (``store/identity.py``): it can
+        serve no more, so it stops as a failed load does (``on_fatal``)."""
         if self.on_fatal is not None:
             self.on_fatal(exc)
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from semmem.errors import Unavailable
+from semmem.errors import StoreChanged, Unavailable
 from semmem.store.connection import Connection
+from semmem.store.identity import GENERATION, Identity
 from semmem.store.registry import GONE_KEEP_MS
 from semmem.store.rows import table_name
 
@@ -32,6 +34,9 @@ class Registered:
     upkeep: Upkeep
     _asked: tuple[int, dict[str, int]] | None
     _gone: tuple[float, dict[str, int]] | None = None  # deleted tables followed: when, which
+    identity: Identity | None = None  # what this process opened the store as (``open``)
+    changed: StoreChanged | None = None  # set once it found the store changed since
+    on_changed: Callable[[StoreChanged], None] | None = None  # told of that, once
 
     async def request_purge(self, *partitions: str) -> None:
         """Ask the servers of this store to purge ``partitions`` (this process runs no
@@ -61,8 +66,34 @@ class Registered:
         return await self.conn.registry.meta()
 
     async def set_meta(self, value: dict[str, Any]) -> None:
-        """Replace the store's metadata (used on creation and by reindex)."""
+        """Replace the store's metadata (used on creation, by reindex, restore and upgrade):
+        a change of its model or format moves its generation (``store/identity.py``). This
+        process holds the identity it wrote."""
+        before = await self.conn.registry.meta()
+        old, new = Identity.of(before), Identity.of(value)
+        if before is not None and new.generation <= old.generation:  # never back
+            changed = (new.model, new.format) != (old.model, old.format)
+            value = {**value, GENERATION: old.generation + changed}
         await self.conn.registry.set_meta(value)
+        self.identity = Identity.of(value)
+
+    def current(self) -> None:
+        """Refuse when this process found the store changed since it opened it.
+
+        Raises:
+            StoreChanged: it did (``retention_policies``).
+        """
+        if self.changed is not None:
+            raise self.changed
+
+    def stale(self, exc: StoreChanged) -> None:
+        """This process can no longer write to the store: from now on it refuses, and whoever
+        runs it is told once (``on_changed``: a server stops)."""
+        if self.changed is None:
+            self.changed = exc
+            log.error("%s", exc.message)
+            if self.on_changed is not None:
+                self.on_changed(exc)
 
     async def retention(self) -> dict[str, int | None]:
         """Retention overrides by partition table name (max age in ms; ``None``: forever)."""
@@ -75,6 +106,15 @@ class Registered:
         deleted since the last call is dropped (``follow_deleted``)."""
         policies = await self.conn.registry.policies()
         self.follow_deleted(self.conn.registry.gone)
+        seen = self.conn.registry.seen_meta
+        if seen is not None and self.identity is not None and self.changed is None:
+            now = Identity.of(seen)
+            changed = self.identity.changed(now, self.conn.uri)
+            if changed is not None:
+                self.stale(changed)
+            else:
+                self.identity = now
+        self.current()
         return policies
 
     @property

@@ -50,6 +50,7 @@ class Registry:
         # Retention overrides and the default last applied, by version.
         self._policies: tuple[int, dict[str, int | None], tuple[bool, int | None]] | None = None
         self.gone: dict[str, int] = {}  # deleted tables and when, as of the last policies read
+        self.seen_meta: dict[str, Any] | None = None  # the metadata, as of that read
         # New tables' entries waiting for the append in flight (``add_table``).
         self._adding: list[tuple[dict[str, str], asyncio.Future[None]]] = []
         self._appender: asyncio.Future[None] | None = None
@@ -171,7 +172,8 @@ class Registry:
 
     async def policies(self) -> tuple[dict[str, int | None], tuple[bool, int | None]]:
         """The overrides, and whether a deployment default was recorded as applied by a sweep
-        with its max age in ms (``None``: forever): one read."""
+        with its max age in ms (``None``: forever): one read, which reads the store's metadata
+        too (``seen_meta``: its identity record, ``store/identity.py``)."""
         reg = self._followed or await self._table(create=False)
         if reg is None:
             return {}, (False, None)
@@ -180,12 +182,14 @@ class Registry:
         version = int(await reg.version())
         if self._policies is not None and self._policies[0] == version:
             return self._policies[1], self._policies[2]
-        rows = (await reg.query().where(f"key LIKE 'r:%' OR key = '{APPLIED}' OR key LIKE 'g:%'")
-                .to_arrow()).to_pylist()
+        rows = (await reg.query().where(f"key LIKE 'r:%' OR key = '{APPLIED}' OR key LIKE 'g:%' "
+                                        f"OR key = '{META}'").to_arrow()).to_pylist()
         found = {str(r["key"])[2:]: json.loads(r["value"])["maxAgeMs"] for r in rows
                  if str(r["key"]).startswith("r:")}
         self.gone = {str(r["key"])[2:]: int(json.loads(r["value"])["at"]) for r in rows
                      if str(r["key"]).startswith("g:")}
+        self.seen_meta = next((json.loads(r["value"]) for r in rows if r["key"] == META),
+                              None)
         applied = next(((True, json.loads(r["value"])["maxAgeMs"]) for r in rows
                         if r["key"] == APPLIED), (False, None))
         self._policies = (version, found, applied)

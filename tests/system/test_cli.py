@@ -141,9 +141,12 @@ def test_cli_check_finds_a_number_held_twice_and_repair_renumbers_it(tmp_path: P
     uri = str(tmp_path / "db" / f"{table_name('alice')}.lance")
     ds = lance.dataset(uri)
     two = next(r for r in ds.to_table().to_pylist() if r["key"] == "i:2")
+    _run(tmp_path, "remember", "Lives in Lyon", "-p", "bob")  # its text's vector, as written
+    lyon = next(r for r in lance.dataset(str(tmp_path / "db" / f"{table_name('bob')}.lance"))
+                .to_table().to_pylist() if r["key"] == "i:1")
     lance.write_dataset(pa.Table.from_pylist(  # what a blind commit left: #2 handed out twice
-        [{**two, "text": "Lives in Lyon", "ts": two["ts"] + 1, "seq": 9}], schema=ds.schema),
-        uri, mode="append")
+        [{**two, "text": "Lives in Lyon", "vector": lyon["vector"], "ts": two["ts"] + 1,
+          "seq": 9}], schema=ds.schema), uri, mode="append")
     code, out, _ = _run(tmp_path, "check", "-p", "alice")
     assert code == 1 and json.loads(out)[0]["problems"] == ["2 rows for number 2"]
     code, out, _ = _run(tmp_path, "check", "--repair")

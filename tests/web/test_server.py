@@ -248,11 +248,15 @@ def test_serve_generates_token_printed_once(tmp_path: Path) -> None:
 @pytest.mark.timeout(120)
 def test_serve_in_json_log_mode_writes_only_json_lines(tmp_path: Path) -> None:
     """With ``SEMMEM_LOG_FORMAT=json`` the generated token's note is a JSON log line like
-    every other (it was a plain line a collector could not parse)."""
-    proc, log, port = _serve_tokenless(tmp_path, SEMMEM_LOG_FORMAT="json")
+    every other (it was a plain line a collector could not parse). The note comes once the
+    server holds its port and its store (the token's file is written then)."""
+    proc, log, _ = _serve_tokenless(tmp_path, SEMMEM_LOG_FORMAT="json")
     try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as c:
-            _wait_healthy(c, proc, log, time.monotonic() + 60)
+        deadline = time.monotonic() + 90
+        while "bearer token is not printed" not in log.read_text():
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
     finally:
         proc.terminate()
         proc.wait(30)
