@@ -6,6 +6,9 @@ embedding and a brute-force scan)."""
 from __future__ import annotations
 
 import contextlib
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections import defaultdict
@@ -194,6 +197,51 @@ def serve(memory: Any, embedder: Any) -> tuple[str, Any]:
     while not server.started and thread.is_alive():
         time.sleep(0.05)
     return f"http://127.0.0.1:{port}", server
+
+
+async def seed_partition(data: Path, size: int) -> None:
+    """``size`` facts with real embeddings (the cached benchmark base set), through the store,
+    then one maintenance pass (a compacted partition, as after an import)."""
+    from benchmarks.vectors import base_set
+    from semmem.embedding.files import default_model_dir
+    from semmem.embedding.reference import SentenceTransformerEmbedder
+    from semmem.memory import Memory
+
+    model = SentenceTransformerEmbedder(default_model_dir())
+    texts, vectors, _ = base_set(model, max(size, 10_000))
+    memory = await Memory.open(str(data), model)
+    await fill(memory.store, PARTITION, texts, vectors, size)
+    await memory.maintain(PARTITION)
+    await memory.close()
+
+
+def serve_tree(data: Path, port: int, repo: Path, log: Path,
+          argv: tuple[str, ...] = ("-m", "semmem.cli", "serve")) -> subprocess.Popen[bytes]:
+    """``semmem serve`` of ``repo``'s code on ``data`` (or Python with ``argv`` that serves
+    it), ready, in its own process (``tests.support.server`` serves only this checkout's code:
+    ``-m`` puts the working directory first on the path)."""
+    import httpx
+
+    from tests.support.server import REPO, TOKEN
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("SEMMEM_") or k in ("SEMMEM_MODEL", "SEMMEM_ENCODER")}
+    env.update({"SEMMEM_TOKENS": TOKEN, "SEMMEM_DATA": str(data), "SEMMEM_PORT": str(port),
+                "SEMMEM_LOG_LEVEL": "warning", "PYTHONPATH": str(repo),
+                "SEMMEM_MODEL": env.get("SEMMEM_MODEL",
+                                        str(REPO / "models" / "all-MiniLM-L6-v2"))})
+    with log.open("w") as sink:
+        server = subprocess.Popen([sys.executable, *argv], cwd=repo,
+                                  env=env, stdout=sink, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 180
+    while True:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=5).status_code == 200:
+                return server
+        except httpx.TransportError:
+            pass
+        if server.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"server did not start:\n{log.read_text()}")
+        time.sleep(0.2)
 
 
 # ---- where a step's time goes ---------------------------------------------------------------

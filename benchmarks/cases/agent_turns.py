@@ -25,9 +25,9 @@ from typing import Any
 
 import httpx
 
-from benchmarks.cases.live_path import serve
 from benchmarks.envelopes import NAMES, QUERIES, make_facts
 from benchmarks.harness import pct
+from benchmarks.harness import serve_tree as serve
 from tests.support.server import REPO, TOKEN, free_port, iso_in
 
 

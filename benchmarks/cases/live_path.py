@@ -23,8 +23,6 @@ import asyncio
 import json
 import os
 import random
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -32,7 +30,9 @@ from typing import Any
 
 import httpx
 
-from benchmarks.envelopes import NAMES, PARTITION, QUERIES, envelope, make_facts, summary
+from benchmarks.envelopes import NAMES, QUERIES, envelope, make_facts, summary
+from benchmarks.harness import seed_partition as seed
+from benchmarks.harness import serve_tree as serve
 from tests.support.server import REPO, TOKEN, free_port
 
 
@@ -116,49 +116,6 @@ async def run(port: int, facts: list[str], rng: random.Random, reps: int,
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", headers=headers,
                                  timeout=60, limits=limits) as client:
         return await measure(Live(client, facts, rng), reps, burst_s)
-
-
-async def seed(data: Path, size: int) -> None:
-    """``size`` facts with real embeddings (the cached benchmark base set), through the store,
-    then one maintenance pass (a compacted partition, as after an import)."""
-    from benchmarks.harness import fill
-    from benchmarks.vectors import base_set
-    from semmem.embedding.files import default_model_dir
-    from semmem.embedding.reference import SentenceTransformerEmbedder
-    from semmem.memory import Memory
-
-    model = SentenceTransformerEmbedder(default_model_dir())
-    texts, vectors, _ = base_set(model, max(size, 10_000))
-    memory = await Memory.open(str(data), model)
-    await fill(memory.store, PARTITION, texts, vectors, size)
-    await memory.maintain(PARTITION)
-    await memory.close()
-
-
-def serve(data: Path, port: int, repo: Path, log: Path,
-          argv: tuple[str, ...] = ("-m", "semmem.cli", "serve")) -> subprocess.Popen[bytes]:
-    """``semmem serve`` of ``repo``'s code on ``data`` (or Python with ``argv`` that serves
-    it), ready (the shared harness serves only this checkout's code: ``-m`` puts the working
-    directory first on the path)."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("SEMMEM_") or k in ("SEMMEM_MODEL", "SEMMEM_ENCODER")}
-    env.update({"SEMMEM_TOKENS": TOKEN, "SEMMEM_DATA": str(data), "SEMMEM_PORT": str(port),
-                "SEMMEM_LOG_LEVEL": "warning", "PYTHONPATH": str(repo),
-                "SEMMEM_MODEL": env.get("SEMMEM_MODEL",
-                                        str(REPO / "models" / "all-MiniLM-L6-v2"))})
-    with log.open("w") as sink:
-        server = subprocess.Popen([sys.executable, *argv], cwd=repo,
-                                  env=env, stdout=sink, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 180
-    while True:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=5).status_code == 200:
-                return server
-        except httpx.TransportError:
-            pass
-        if server.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit(f"server did not start:\n{log.read_text()}")
-        time.sleep(0.2)
 
 
 def main() -> None:

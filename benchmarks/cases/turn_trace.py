@@ -42,8 +42,9 @@ from typing import Any
 
 import httpx
 
-from benchmarks.cases.live_path import seed, serve
 from benchmarks.envelopes import envelope, make_facts
+from benchmarks.harness import seed_partition as seed
+from benchmarks.harness import serve_tree as serve
 from tests.support.server import REPO, TOKEN, free_port
 
 TAG = "x-bench-tag"

@@ -28,9 +28,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.cases.live_path import seed
 from benchmarks.envelopes import PARTITION, make_facts
 from benchmarks.harness import Steps, pct
+from benchmarks.harness import seed_partition as seed
 from semmem import tracing
 from semmem.settings import Settings
 from semmem.wiring import open_memory
