@@ -116,8 +116,14 @@ ts-test: $(STAMP) $(MODEL)/.verified
 
 test: setup-dev lint pytest client-test ts-test
 
+# The quick set of docs/benchmarks.md, one case after another (each appends its results to
+# data/benchmarks.jsonl; `python -m benchmarks list` names every case)
 bench: setup-dev
-	$(BIN)/python benchmarks/run_all.py
+	$(BIN)/python -m benchmarks recall --sizes 100,1000,10000
+	$(BIN)/python -m benchmarks writes
+	$(BIN)/python -m benchmarks partitions --partitions 1000
+	$(BIN)/python -m benchmarks http_load
+	$(BIN)/python -m benchmarks s3_writes
 
 docker-smoke:
 	scripts/docker-smoke.sh

@@ -1,9 +1,10 @@
-"""The datasets and metrics of ``benchmarks/conversations.py``: LongMemEval-S and LoCoMo
+"""The datasets and metrics of ``benchmarks/cases/conversations.py``: LongMemEval-S and LoCoMo
 haystacks as sessions of turns, and turn coverage, full coverage, answer in text, session@5."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import defaultdict
 from collections.abc import Sequence
@@ -96,7 +97,7 @@ def load_longmemeval(folder: Path, limit: int | None) -> Dataset:
                     evidence.append(turn)
                     where.add(sid)
             sessions.append(session)
-        out.haystacks[partition] = sessions
+        out.haystacks[partition] = smoke_cut(sessions, where)
         out.questions.append(Question(data["question_id"], data["question_type"],
                                       data["question"], str(data["answer"]), partition,
                                       evidence, frozenset(where),
@@ -134,8 +135,18 @@ def load_locomo(folder: Path, limit: int | None) -> Dataset:
     if limit is not None:
         out.questions = out.questions[:limit]
         keep = {q.partition for q in out.questions}
-        out.haystacks = {p: s for p, s in out.haystacks.items() if p in keep}
+        out.haystacks = {p: smoke_cut(s, {w for q in out.questions if q.partition == p
+                                          for w in q.sessions})
+                         for p, s in out.haystacks.items() if p in keep}
     return out
+
+
+def smoke_cut(sessions: list[Session], evidence: set[str] | frozenset[str]) -> list[Session]:
+    """In a smoke run (``SEMMEM_BENCH_SMOKE``), a haystack of its evidence's sessions and the
+    first two; else all of it."""
+    if not os.environ.get("SEMMEM_BENCH_SMOKE"):
+        return sessions
+    return [s for k, s in enumerate(sessions) if s.id in evidence or k < 2]
 
 
 # --- metrics ---------------------------------------------------------------------------------

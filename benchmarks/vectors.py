@@ -10,6 +10,7 @@ the real model.
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,10 +22,14 @@ from semmem.embedding.embedder import Embedder
 from semmem.items import Vectors
 
 CACHE = Path(__file__).resolve().parent.parent / "data" / "bench-cache"  # /data/ is gitignored
+SMOKE_BASE = 64  # the base set's size in a smoke run (``SEMMEM_BENCH_SMOKE`` set by the runner)
 
 
 def base_set(model: Embedder, size: int = 10_000) -> tuple[list[str], Vectors, float]:
-    """``size`` facts and their real embeddings (cached per model); and facts/s when computed."""
+    """``size`` facts and their real embeddings (cached per model); and facts/s when computed.
+    In a smoke run, at most ``SMOKE_BASE`` facts (a larger set is cycled by ``expanded``)."""
+    if os.environ.get("SEMMEM_BENCH_SMOKE"):
+        size = min(size, SMOKE_BASE)
     texts = facts(size)
     digest = hashlib.sha256(model.model_id.encode()).hexdigest()[:12]
     path = CACHE / f"base-{size}-{digest}.npy"

@@ -1,44 +1,147 @@
-"""The benchmarks that read a public data set take it as an argument or a variable and, when
-neither names one, say which data set it is and where it is published (none is in the
-repository: tests/test_docs.py checks no tracked file names a folder of one machine)."""
+"""The benchmarks stay runnable: no module of benchmarks/ shadows an installed package, every
+case runs at its smallest size, a kept store is reused, and the cases that read a public data
+set say where it is published when none is given (tests/test_benchmark_docs.py runs every
+command docs/benchmarks.md writes). Figures are not asserted."""
 
 from __future__ import annotations
 
+import importlib.metadata
+import importlib.util
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from benchmarks.cases import CASES
 from tests.support.server import REPO
 
-# Each script, the arguments that reach its data set, and the data set it names.
+
+def installed_names() -> set[str]:
+    """The names an import may mean elsewhere: the standard library's modules, every installed
+    distribution's top-level modules and its own name, and the optional modules the store's
+    libraries look for (lance and lancedb import ``datasets`` if there is one)."""
+    names = set(sys.stdlib_module_names) | set(importlib.metadata.packages_distributions())
+    for dist in importlib.metadata.distributions():
+        names.add(re.sub(r"[-.]+", "_", dist.metadata["Name"]).lower())
+    for library in ("lance", "lancedb"):
+        spec = importlib.util.find_spec(f"{library}.dependencies")
+        if spec is not None and spec.origin is not None:
+            names |= set(re.findall(r"_lazy_import\(\"(\w+)\"",
+                                    Path(spec.origin).read_text(encoding="utf-8")))
+    return names
+
+
+def shadowing(folder: Path, names: set[str]) -> list[str]:
+    """The modules and packages under ``folder`` named as one of ``names``."""
+    found = []
+    for path in sorted(folder.rglob("*")):
+        stem = path.stem if path.suffix == ".py" else path.name if path.is_dir() else ""
+        if stem and not stem.startswith("__") and stem in names:
+            found.append(str(path.relative_to(folder)))
+    return found
+
+
+def test_no_module_in_benchmarks_takes_the_name_of_an_installed_package(
+        tmp_path: Path) -> None:
+    """Running a script puts its folder first on sys.path: a benchmarks/datasets.py once hid
+    the ``datasets`` package Lance imports while writing a table."""
+    names = installed_names()
+    for planted in ("numpy.py", "json.py", "datasets.py", "lancedb"):
+        (tmp_path / planted).touch() if planted.endswith(".py") else (tmp_path / planted).mkdir()
+    (tmp_path / "harmless_case.py").touch()
+    # the check sees each kind: a distribution, the standard library, an optional import
+    assert shadowing(tmp_path, names) == ["datasets.py", "json.py", "lancedb", "numpy.py"]
+    assert shadowing(REPO / "benchmarks", names) == []
+
+
+def data_variables() -> dict[str, str]:
+    """The data sets' variables for this machine: as set, else from the folder beside the
+    checkout that holds them (``../shared/data``) when there is one."""
+    root = REPO.parent / "shared" / "data"
+    found = {"SEMMEM_LOCOMO": root / "locomo-dev", "SEMMEM_LONGMEMEVAL": root / "longmemeval-dev"}
+    return {k: os.environ.get(k) or str(v) for k, v in found.items()
+            if os.environ.get(k) or v.exists()}
+
+
+def smoke(runs: list[dict[str, Any]], tmp: Path) -> list[dict[str, Any]]:
+    """Run each of ``runs`` (the runner's arguments and variables) at its smallest size, in one
+    runner process; each one's outcome. None may fail; a case is skipped only for a data set
+    or a build this machine does not have, and says so."""
+    commands, report = tmp / "commands.jsonl", tmp / "report.jsonl"
+    commands.write_text("".join(json.dumps(run) + "\n" for run in runs))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEMMEM_")}
+    env.update(data_variables(), PYTHONPATH=str(REPO))
+    subprocess.run([sys.executable, "-m", "benchmarks", "smoke", "--commands", str(commands),
+                    "--report", str(report)], cwd=REPO, env=env, capture_output=True,
+                   text=True, timeout=1500)
+    outcomes = [json.loads(line) for line in report.read_text().splitlines()]
+    assert len(outcomes) == len(runs)
+    failed = [o for o in outcomes if o["status"] == "failed"]
+    assert not failed, "\n\n".join(f"{o['args']}: {o['error']}" for o in failed)
+    for outcome in outcomes:
+        if outcome["status"] == "skipped":
+            assert re.search(r"data set|needs ", outcome["reason"]), outcome
+    return outcomes
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+def test_every_case_runs_at_its_smallest_size(tmp_path: Path) -> None:
+    """``python -m benchmarks NAME --smoke`` for every case: a benchmark that cannot run fails
+    here (figures are not asserted)."""
+    outcomes = smoke([{"args": [name]} for name in CASES], tmp_path)
+    ran = {o["args"][0] for o in outcomes if o["status"] == "ok"}
+    assert {"recall", "writes", "partitions", "mcp_recall", "soak"} <= ran
+
+
+def test_a_kept_store_is_reused_by_the_next_run(tmp_path: Path) -> None:
+    """``recall --keep DIR``: the first run writes the store and tags it, the next restores it
+    without writing a row (what makes a 1M run repeatable)."""
+    out = tmp_path / "results.jsonl"
+    command = [sys.executable, "-m", "benchmarks", "recall", "--keep", str(tmp_path / "kept"),
+               "--no-http", "--smoke", "--out", str(out)]
+    for _ in range(2):
+        subprocess.run(command, cwd=REPO, check=True, capture_output=True, timeout=300,
+                       env={**os.environ, "PYTHONPATH": str(REPO)})
+    first, second = (json.loads(line) for line in out.read_text().splitlines())
+    assert "write_s" in first["figures"] and not first["figures"].get("reused")
+    assert second["figures"]["reused"] is True and "write_s" not in second["figures"]
+    assert second["command"].startswith("python -m benchmarks recall --keep ")
+    assert {"cores", "memory_gb", "cpu"} <= second["machine"].keys() and second["commit"]
+
+
+# Each case, the arguments that reach its data set, and the data set it names.
 RUNS = [
-    ("eval_locomo.py", [], "LoCoMo", "github.com/snap-research/locomo", "SEMMEM_LOCOMO"),
-    ("indexed_quality.py", [], "LoCoMo", "github.com/snap-research/locomo", "SEMMEM_LOCOMO"),
-    ("quiet_hints.py", [], "LoCoMo", "github.com/snap-research/locomo", "SEMMEM_LOCOMO"),
-    ("multilingual.py", ["--no-locomo"], "MemSim", "github.com/nuster1128/MemSim",
+    ("eval_locomo", [], "LoCoMo", "github.com/snap-research/locomo", "SEMMEM_LOCOMO"),
+    ("indexed_quality", [], "LoCoMo", "github.com/snap-research/locomo", "SEMMEM_LOCOMO"),
+    ("quiet_hints", [], "LoCoMo", "github.com/snap-research/locomo", "SEMMEM_LOCOMO"),
+    ("multilingual", ["--no-locomo"], "MemSim", "github.com/nuster1128/MemSim",
      "SEMMEM_MEMSIM"),
-    ("multilingual.py", ["--no-memsim"], "LoCoMo", "github.com/snap-research/locomo",
+    ("multilingual", ["--no-memsim"], "LoCoMo", "github.com/snap-research/locomo",
      "SEMMEM_LOCOMO"),
-    ("conversations.py", ["--dataset", "longmemeval"], "LongMemEval",
+    ("conversations", ["--dataset", "longmemeval"], "LongMemEval",
      "github.com/xiaowu0162/LongMemEval", "SEMMEM_LONGMEMEVAL"),
-    ("conversations.py", ["--dataset", "locomo"], "LoCoMo", "github.com/snap-research/locomo",
+    ("conversations", ["--dataset", "locomo"], "LoCoMo", "github.com/snap-research/locomo",
      "SEMMEM_LOCOMO"),
-    ("ingest_bench.py", ["--fake"], "LongMemEval", "github.com/xiaowu0162/LongMemEval",
+    ("ingest", ["--fake"], "LongMemEval", "github.com/xiaowu0162/LongMemEval",
      "SEMMEM_LONGMEMEVAL"),
 ]
 
 
-@pytest.mark.parametrize(("script", "args", "name", "source", "variable"), RUNS)
+@pytest.mark.parametrize(("case", "args", "name", "source", "variable"), RUNS)
 def test_a_benchmark_without_its_data_set_says_where_it_is_published(
-        tmp_path: Path, script: str, args: list[str], name: str, source: str,
+        tmp_path: Path, case: str, args: list[str], name: str, source: str,
         variable: str) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEMMEM_")}
     env["PYTHONPATH"] = str(REPO)
-    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / script), *args],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    command = [sys.executable, "-m", "benchmarks", case, *args]
+    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=120)
     assert done.returncode != 0
     said = done.stderr.strip().splitlines()[-1]
     assert said.startswith(f"{name}: no folder given. This benchmark reads the public {name} "
@@ -46,6 +149,6 @@ def test_a_benchmark_without_its_data_set_says_where_it_is_published(
     assert said.endswith(f"set {variable}."), said
     # and with the variable naming a folder that is not there, it says that
     env[variable] = str(REPO / "no-such-folder")
-    again = subprocess.run([sys.executable, str(REPO / "benchmarks" / script), *args],
-                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    again = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True,
+                           timeout=120)
     assert f"{name}: {REPO / 'no-such-folder'} does not exist." in again.stderr

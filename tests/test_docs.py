@@ -371,22 +371,26 @@ def test_records_cli_lines_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
 def test_docs_commands_name_files_and_flags_that_exist() -> None:
     """The long-running commands the docs show (benchmarks, soak and load runs, test files,
-    set-up scripts), not run here, name files that exist and flags their scripts accept."""
+    set-up scripts), not run here, name files that exist, and benchmark cases and flags the
+    runner accepts (tests/test_benchmarks.py runs docs/benchmarks.md's at their smallest size)."""
     named: list[tuple[str, list[str]]] = []
     for doc in DOCS:
         for block in fenced(doc, "sh"):
             for line in block.replace("\\\n", " ").splitlines():
                 for path in re.findall(r"(?:benchmarks|scripts|tests)/[\w/.-]+", line):
-                    named.append((path, re.findall(r"--[\w-]+", line)
-                                  if path.startswith("benchmarks/") else []))
-    assert ("benchmarks/http_latency.py", ["--facts", "--recalls", "--remembers"]) in named
+                    named.append((path, []))
+                for case in re.findall(r"-m benchmarks (\w+)", line):
+                    named.append((f"benchmarks {case}", re.findall(r"--[\w-]+", line)))
+    assert ("benchmarks recall", ["--served", "--sizes", "--reps", "--remembers"]) in named
     for path, flags in named:
-        assert (REPO / path).is_file(), path
-        if flags:
-            usage = subprocess.run([sys.executable, str(REPO / path), "--help"], cwd=REPO,
+        if not path.startswith("benchmarks "):
+            assert (REPO / path).is_file(), path
+        elif path.split()[1] not in ("list", "render", "smoke"):
+            usage = subprocess.run([sys.executable, "-m", *path.split(), "--help"], cwd=REPO,
                                    capture_output=True, text=True, check=True,
                                    env={**os.environ, "PYTHONPATH": str(REPO)}).stdout
-            assert all(flag in usage for flag in flags), (path, flags)
+            assert all(flag in usage for flag in flags if flag not in ("--smoke", "--out")), (
+                path, flags)
 
 
 def test_http_errors_table_lists_every_status_the_server_answers() -> None:

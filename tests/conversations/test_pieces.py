@@ -13,7 +13,7 @@ import pytest
 from semmem.conversations.pieces import MAX_CHARS, TARGET_CHARS, clean_piece, cut
 from semmem.errors import InvalidArguments
 
-# The LongMemEval-S questions' folder, when this machine has it (benchmarks/datasets.py).
+# The LongMemEval-S questions' folder, when this machine has it (benchmarks/data_sets.py).
 DATA = Path(os.environ.get("SEMMEM_LONGMEMEVAL", "") or "/nonexistent")
 
 

@@ -1,0 +1,147 @@
+"""Where a remember's time goes under 1 and 8 writers into one partition, step by step.
+
+    .venv/bin/python -m benchmarks writers --facts 10000 --seconds 10
+
+One 10k partition (real embeddings of the benchmark base set, one maintenance pass, as
+``live_path.py`` seeds it), opened in this process the way ``semmem serve`` opens it
+(``wiring.open_memory`` with the shipped settings: ONNX encoder, fsync on a local disk, the
+write fence, maintenance scheduled), then in one run:
+
+- **1 writer**: sequential ``Memory.remember`` calls;
+- **8 writers**: eight tasks calling ``Memory.remember`` for ``--seconds``;
+
+each with remembers/s, the remember's p50/p95, the commits made (group size) and, per step
+(the spans: embed, hints, write view, commit and the commit's own steps: files, fsync before,
+gate, the engine's commit, fsync after), its p50 and the milliseconds it costs per acknowledged
+remember (the sum of the step's time over the writes acknowledged). No HTTP: the store's path
+and the model only (``live_path.py`` measures the same load over HTTP).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.envelopes import PARTITION, make_facts
+from benchmarks.harness import Steps, pct
+from benchmarks.harness import seed_partition as seed
+from semmem import tracing
+from semmem.settings import Settings
+from semmem.wiring import open_memory
+
+STEPS = ("semmem.embed", "semmem.hints", "semmem.write_view", "semmem.commit",
+         "semmem.commit.files", "semmem.fsync.files", "semmem.commit.gate",
+         "semmem.commit.engine", "semmem.fsync.manifest")
+
+
+async def load(memory: Any, facts: list[str], writers: int, seconds: float,
+               steps: Steps) -> dict[str, Any]:
+    """``writers`` tasks remembering for ``seconds``: the figures and the step breakdown."""
+    latencies: list[float] = []
+    groups = memory.store.writer.groups
+    stop = time.perf_counter() + seconds
+    source = iter(facts)
+
+    async def writer() -> None:
+        while time.perf_counter() < stop:
+            t0 = time.perf_counter()
+            await memory.remember(PARTITION, next(source))
+            latencies.append((time.perf_counter() - t0) * 1000)
+
+    steps.ms.clear()
+    steps.on = True
+    started = time.perf_counter()
+    await asyncio.gather(*(writer() for _ in range(writers)))
+    wall = time.perf_counter() - started
+    steps.on = False
+    done = len(latencies)
+    commits = memory.store.writer.groups - groups
+    return {
+        "writers": writers, "per_s": done / wall, "p50": pct(latencies, 0.5),
+        "p95": pct(latencies, 0.95), "commits": commits, "group": done / max(commits, 1),
+        "steps": {k: (pct(v, 0.5), sum(v) / max(done, 1), len(v))
+                  for k, v in steps.ms.items()},
+    }
+
+
+async def turns(memory: Any, facts: list[str], count: int, steps: Steps) -> dict[str, Any]:
+    """``count`` turns of 4 remembers and 1 update (of the previous turn's first fact) sent
+    at once, against as many single remembers in between: the turn's ratio and breakdown."""
+    single: list[float] = []
+    turn: list[float] = []
+    steps.ms.clear()
+    n = int((await memory.remember(PARTITION, facts.pop()))["n"])
+    for _ in range(count):
+        t0 = time.perf_counter()
+        n = int((await memory.remember(PARTITION, facts.pop()))["n"])
+        single.append((time.perf_counter() - t0) * 1000)
+        steps.on = True
+        t0 = time.perf_counter()
+        out = await asyncio.gather(*(memory.remember(PARTITION, facts.pop()) for _ in range(4)),
+                                   memory.update(PARTITION, n, facts.pop()))
+        turn.append((time.perf_counter() - t0) * 1000)
+        steps.on = False
+        n = int(out[0]["n"])
+    one, five = pct(single, 0.5), pct(turn, 0.5)
+    print(f"turn of 4 remembers + 1 update: p50 {five:.1f} ms against one remember "
+          f"{one:.1f} ms: {five / one:.2f}×")
+    for name in [s for s in STEPS if s in steps.ms]:
+        v = steps.ms[name]
+        print(f"    {name:30s} p50 {pct(v, 0.5):6.2f} ms  {sum(v) / count:6.2f} ms per turn"
+              f"  ({len(v)})")
+    return {"turn": five, "one": one}
+
+
+def report(r: dict[str, Any]) -> None:
+    """Print one load's figures."""
+    print(f"{r['writers']} writer(s): {r['per_s']:.1f} remembers/s, p50 {r['p50']:.1f} ms, "
+          f"p95 {r['p95']:.1f} ms, {r['commits']} commits ({r['group']:.2f} writes each)")
+    order = [s for s in STEPS if s in r["steps"]] + sorted(set(r["steps"]) - set(STEPS))
+    for name in order:
+        p50, per_write, count = r["steps"][name]
+        print(f"    {name:30s} p50 {p50:6.2f} ms  {per_write:6.2f} ms per remember  ({count})")
+
+
+async def run(data: Path, facts: list[str], seconds: float, writers: list[int]) -> None:
+    settings = Settings(data=str(data), tokens="bench-token-0123456789")
+    memory = await open_memory(settings, maintain=True)
+    await memory.start()
+    steps = Steps()
+    tracing.install(steps)
+    try:
+        for _ in range(20):  # the model, the partition's snapshot, the tail
+            await memory.remember(PARTITION, facts.pop())
+        for n in writers:
+            report(await load(memory, facts, n, seconds, steps))
+        await turns(memory, facts, 40, steps)
+    finally:
+        tracing.install(None)
+        await memory.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--facts", type=int, default=10_000)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--writers", default="1,8")
+    parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--dir", type=Path, default=None,
+                        help="where the store is made (default: a temp folder)")
+    args = parser.parse_args()
+    facts = make_facts(20_000, random.Random(args.seed))
+    print(f"{args.facts} facts, one partition, real model, {os.cpu_count()} CPUs, in process")
+    with tempfile.TemporaryDirectory(prefix="semmem-writers-", dir=args.dir) as tmp:
+        data = Path(tmp) / "db"
+        asyncio.run(seed(data, args.facts))
+        asyncio.run(run(data, facts, args.seconds,
+                        [int(w) for w in args.writers.split(",")]))
+
+
+if __name__ == "__main__":
+    main()
