@@ -27,7 +27,7 @@ SIMILAR_THRESHOLD = 0.40
 MAX_SIMILAR = 3  # hints per write
 # How far above the rest of the memory a listed fact must be: standard deviations of the
 # write's similarity row without its MAX_SIMILAR best; chosen on the tune halves of both pair
-# sets and two LoCoMo conversations (benchmarks/quiet_hints.py, docs/consolidation.md).
+# sets and two LoCoMo conversations (benchmarks/cases/quiet_hints.py, docs/consolidation.md).
 STANDOUT = 2.75
 # The least number of facts that rest must hold for its spread to mean anything; below it the
 # threshold alone decides (a new memory).

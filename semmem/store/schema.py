@@ -83,7 +83,7 @@ def head_counts(raw: str | None) -> Counts:
 
 # The Lance file format of a new partition table's data files. 2.1 rather than LanceDB's
 # default 2.2: a recall reads its candidates' columns at random rows, and at a million rows
-# that read took 0.6-0.75x as long in 2.1 (``benchmarks/candidate_reads.py``). A table keeps
+# that read took 0.6-0.75x as long in 2.1 (``benchmarks/cases/candidate_reads.py``). A table keeps
 # the format it was created with; tables made in 2.2 are read as they are.
 FILE_FORMAT = "2.1"
 NEW_TABLE_OPTIONS = {"new_table_data_storage_version": FILE_FORMAT}

@@ -14,7 +14,7 @@ size sampled every 0.25 s).
 Phase 3 (recovery): one client recalls for a few seconds; the first answer must come quickly
 and every answer be 200.
 
-``benchmarks/load.py`` runs it from the command line; ``tests/system/test_load.py`` runs a short
+``benchmarks/cases/load.py`` runs it from the command line; ``tests/system/test_load.py`` runs a short
 version.
 """
 

@@ -17,7 +17,7 @@ left (deleted once ``SEMMEM_ORPHAN_AGE_S`` old, 5 s here, by the restarted serve
 purge).
 
 Maintenance is made aggressive (``SEMMEM_COMPACT_EVERY=4``, retention 1 s) so kills also land
-in compactions and cleanups. ``benchmarks/soak.py`` runs it from the command line;
+in compactions and cleanups. ``benchmarks/cases/soak.py`` runs it from the command line;
 ``tests/system/test_crash.py`` runs a short version.
 
 ``run_stops`` is the replicas' version: two servers share the store, and each cycle stops one

@@ -1,6 +1,6 @@
 """Crash durability: a real server process under write load, killed with SIGKILL five times.
 
-The short version of ``benchmarks/soak.py`` (which runs ≥ 20 kills and records the figures in
+The short version of ``benchmarks/cases/soak.py`` (which runs ≥ 20 kills and records the figures in
 ``docs/reliability.md``); the checks are the same code.
 """
 

@@ -1,4 +1,4 @@
-"""Load and overload on loopback, the short version of ``benchmarks/load.py`` (same code).
+"""Load and overload on loopback, the short version of ``benchmarks/cases/load.py`` (same code).
 
 10 s × 16 clients of mixed recall/search/remember/update/forget over 20 partitions, every
 acknowledged write verified afterwards; then 128 clients hammering a server that serves 32 at
