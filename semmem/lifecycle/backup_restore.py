@@ -27,10 +27,19 @@ import numpy as np
 
 from semmem.errors import InvalidInput
 from semmem.items import Item, now_ms
-from semmem.lifecycle.backup import live_only, load_manifest, override_of, read_object
+from semmem.lifecycle.backup import (
+    APPLICATION,
+    MODEL,
+    live_only,
+    load_manifest,
+    override_of,
+    read_object,
+    slot,
+)
 from semmem.lifecycle.backup_format import decode
 from semmem.lifecycle.liveness import Live, policies
 from semmem.lifecycle.retention import is_live
+from semmem.store.apart import application_store
 from semmem.store.copies.dump import Dump, created_at, write_partition
 from semmem.store.copies.objects import Objects
 from semmem.store.formats import KEY, format_of
@@ -80,6 +89,29 @@ async def restore_backup(target: Objects, backup_id: str, into: Store,
     dumps = []
     for entry in manifest.partitions:  # every checksum before the first write
         dumps.append((entry, decode(await asyncio.to_thread(read_object, target, entry))))
+    await _restore(into, ledger, [d for d in dumps if slot(d[0])[0] == MODEL], live,
+                   default_retention_ms, report)
+    theirs = [d for d in dumps if slot(d[0])[0] == APPLICATION]
+    if theirs:  # into the application's store beside ``into`` (``store/apart.py``)
+        stores = [application_store(s) for s in (into, ledger) if s is not None]
+        for opened in stores:
+            await opened.open(check_model=False)
+        try:
+            await _restore(stores[0], stores[1] if len(stores) > 1 else None, theirs, None,
+                           None, report)
+        finally:
+            for opened in stores:
+                await opened.close()
+    meta = await into.meta() or {}
+    if manifest.store_format < format_of(meta):  # the restored store's first open upgrades it
+        await into.set_meta({**meta, KEY: manifest.store_format})
+    return report
+
+
+async def _restore(into: Store, ledger: Store | None, dumps: list[tuple[dict[str, Any], Dump]],
+                   live: Live | None, default_retention_ms: int | None,
+                   report: RestoreReport) -> None:
+    """Write ``dumps`` (their manifest entries) into ``into``, against ``ledger`` if given."""
     existing = set(await ledger.partitions()) if ledger is not None else set()
     created = await created_at(ledger) if ledger is not None else {}
     policy = await policies(ledger, default_retention_ms) if ledger is not None else None
@@ -106,10 +138,6 @@ async def restore_backup(target: Objects, backup_id: str, into: Store,
         report.partitions += 1
         report.items += len(dump.items)
         report.tombstones += len(dump.tombstones)
-    meta = await into.meta() or {}
-    if manifest.store_format < format_of(meta):  # the restored store's first open upgrades it
-        await into.set_meta({**meta, KEY: manifest.store_format})
-    return report
 
 
 def _under(max_age_ms: int | None) -> Live:

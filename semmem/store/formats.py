@@ -10,6 +10,10 @@ recorded in the store's metadata (the registry's ``meta`` entry, ``format``).
   listed in the partition ``%store-namespaces`` (up to ``62c1cbc``).
 - 3: the namespaces are listed by the store's listing records (system records,
   ``store/system.py``), kept by the write path; no partition ``%store-namespaces``.
+- 4: store items live in the application's store beside the model's (``store/apart.py``:
+  ``<uri>/application``, its own registry, tables, numbers, indexes and listing records);
+  the model's store holds facts and conversation pieces only (the step from 3 moves them:
+  ``semmem/stored/apart.py``).
 
 A new store is made at ``FORMAT``. A store of an older format is brought to it by the format
 gate (``semmem/lifecycle/upgrading.py``) when a door opens it, each step in place and safe to
@@ -22,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-FORMAT = 3
+FORMAT = 4
 FIRST = 1  # what a store whose metadata records no format was written in
 KEY = "format"  # the metadata's member
 

@@ -81,7 +81,7 @@ async def list_partitions(request: Request, rt: RuntimeDep, offset: OffsetQ = 0,
     """Partition names, sorted, one page at a time."""
 
     async def work(memory: Memory) -> Response:
-        names = await memory.partitions()
+        names = await memory.owned_partitions()
         page = names[offset:offset + limit]
         nxt = offset + limit if offset + limit < len(names) else None
         return _json({"partitions": page, "total": len(names), "next": nxt})

@@ -48,19 +48,21 @@ async def opened_as_before(db: Path) -> Memory:
 
 
 async def assert_upgraded(memory: Memory) -> None:
-    """Each of the release's items a store item once, none a fact, the format recorded."""
+    """Each of the release's items a store item once, in the application's store (format 4),
+    none a fact, the format recorded."""
     assert format_of(await memory.store.meta()) == FORMAT
-    items = StoreItems(memory)
+    items = await StoreItems(memory).ready()
     for key, item in WANT["store"]["items"].items():
         record = await items.get(NS, key)
         assert record is not None and record.value == item["value"], key
         assert len(record.numbers) == 1  # one piece: made once
     snap = await memory.store.snapshot(PART)
-    assert [it.n for it in snap.items if not it.application] == sorted(
+    assert [it.n for it in snap.items] == sorted(
         [*(int(n) for n in WANT["facts"]), WANT["expired"]])  # expired, not yet swept
-    pieces = [it.n for it in snap.items if it.application]
+    pieces = (await (await memory.application()).store.snapshot(PART)).items
     assert len(pieces) == len(WANT["store"]["items"])
-    assert snap.hwm == WANT["hwm"] + len(pieces)  # no number handed out twice or wasted
+    # the numbers the step from format 1 gave stay issued in the model's store, never reused
+    assert snap.hwm == WANT["hwm"] + len(pieces)
     assert await items.registry.partitions(NS[:1]) == [PART]
 
 
@@ -79,7 +81,7 @@ async def test_an_upgrade_stopped_at_a_step_completes_on_the_next_open(db: Path,
         await upgrade(memory, hook=crash)
     assert seen[-1] == step
     assert format_of(await memory.store.meta()) == FIRST  # recorded only once all is done
-    written = await StoreItems(memory).get(NS, "profile")
+    written = await StoreItems(memory, in_place=True).get(NS, "profile")
     assert (written is not None) == (step == "written")
     await memory.close()
 
@@ -182,9 +184,11 @@ async def assert_relisted(memory: Memory) -> None:
     recorded."""
     assert format_of(await memory.store.meta()) == FORMAT
     assert FORMER_LISTING not in await memory.partitions()
-    assert await StoreItems(memory).registry.partitions() == LISTED_PARTS
-    assert sorted(r["partition"] for r in (await memory.store.records()).values()) \
+    assert await (await StoreItems(memory).ready()).registry.partitions() == LISTED_PARTS
+    app = await memory.application()  # the store items moved there (format 4)
+    assert sorted(r["partition"] for r in (await app.store.records()).values()) \
         == sorted(LISTED_PARTS)
+    assert await memory.store.records() == {}
 
 
 @pytest.mark.parametrize("step", ["relisted", "deleted"])
@@ -202,7 +206,7 @@ async def test_a_relisting_stopped_at_a_step_completes_on_the_next_open(listed_d
     with pytest.raises(Stop):
         await upgrade(memory, hook=crash)
     assert seen == ["relisted", "deleted"][:seen.index(step) + 1]
-    assert format_of(await memory.store.meta()) == FORMAT - 1  # only the steps before
+    assert format_of(await memory.store.meta()) == 2  # only the steps before
     assert (FORMER_LISTING in await memory.partitions()) == (step == "relisted")
     await memory.close()
 
@@ -236,7 +240,7 @@ async def test_two_processes_relisting_at_once_both_end_relisted(listed_db: Path
         want = sorted(["users/zoe", *LISTED_PARTS[1:]])
         for memory in (first, second):
             assert FORMER_LISTING not in await memory.partitions()
-            assert await StoreItems(memory).registry.partitions() == want
+            assert await (await StoreItems(memory).ready()).registry.partitions() == want
     finally:
         await first.close()
         await second.close()
