@@ -45,7 +45,8 @@ async def test_keys_differing_in_case_are_two_items_and_a_put_replaces_in_place(
     assert again is not None and again.value == {"v": "blue"}
     assert again.created == first.created and again.updated >= first.updated
     assert other is not None and other.value == {"v": "light"}
-    assert len((await (await memory.application()).snapshot("u")).items) == 2  # the replaced pieces are tombstones
+    app = await memory.application()
+    assert len((await app.snapshot("u")).items) == 2  # the replaced pieces are tombstones
 
 
 async def test_concurrent_puts_of_one_key_leave_one_item(memory: Memory) -> None:

@@ -101,7 +101,8 @@ async def test_an_import_restore_or_repair_lists_what_it_holds(
         assert (await into.get(("users", "alice"), "profile")) is not None
         assert await listed(into) == [["users", "alice"]]
         assert [r.key for r, _ in await into.search(("users",), None, {}, 5, 0)] == ["profile"]
-        await (await other.application()).store.drop_record("users/alice")  # as if lost: check --repair rebuilds
+        app = await other.application()
+        await app.store.drop_record("users/alice")  # as if lost: check --repair rebuilds
         assert await listed(into) == []  # positive control
         report = await other.check("users/alice", repair=True)
         assert report.repaired

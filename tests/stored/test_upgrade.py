@@ -244,3 +244,86 @@ async def test_two_processes_relisting_at_once_both_end_relisted(listed_db: Path
     finally:
         await first.close()
         await second.close()
+
+
+# The step from format 3 on the store 902e632 wrote: store items among the model's facts
+# (keyed items of its tables), moved to the application's store (format 4, ``stored/apart.py``).
+APART = REPO / "tests" / "data" / "stores" / "902e632"
+APART_WANT: dict[str, Any] = json.loads((APART / "expected.json").read_text())
+
+
+@pytest.fixture
+def apart_db(tmp_path: Path) -> Path:
+    shutil.copytree(APART / "store", tmp_path / "db")
+    return tmp_path / "db"
+
+
+async def assert_apart(memory: Memory) -> None:
+    """Every item once in the application's store, none in the model's, the model's facts
+    (the JSON-looking one too) where they were, the format recorded."""
+    assert format_of(await memory.store.meta()) == FORMAT
+    items = await StoreItems(memory).ready()
+    ns = tuple(APART_WANT["store"]["namespace"])
+    for key, item in APART_WANT["store"]["items"].items():
+        record = await items.get(ns, key)
+        assert record is not None and record.value == item["value"], key
+        assert len(record.numbers) == 1
+    ttl = APART_WANT["store_ttl"]
+    record = await items.get(tuple(ttl["namespace"]), ttl["key"])
+    assert record is not None and record.value == ttl["value"]
+    assert await items.registry.partitions() == ["/".join(n) for n in APART_WANT["namespaces"]]
+    part = APART_WANT["partition"]
+    snap = await memory.store.snapshot(part)
+    assert not any(it.application for it in snap.items)  # none left in the model's store
+    fact = APART_WANT["json_fact"]
+    kept = snap.get(fact["n"])
+    assert kept is not None and kept.text == fact["text"]
+    assert await memory.store.records() == {}  # no listing record: no store item here
+    app = await memory.application()
+    pieces = [len((await app.store.snapshot("/".join(n))).items)
+              for n in APART_WANT["namespaces"]]
+    assert pieces == [1, 2]  # one piece each: moved once
+
+
+@pytest.mark.parametrize("step", ["moved", "forgotten"])
+async def test_a_move_stopped_at_a_step_completes_on_the_next_open(apart_db: Path,
+                                                                   step: str) -> None:
+    memory = await opened_as_before(apart_db)
+    assert any(it.application for it in  # the positive control: items among the facts
+               (await memory.store.snapshot(APART_WANT["partition"])).items)
+
+    async def crash(at: str, partition: str) -> None:
+        if at == step:
+            raise Stop
+
+    with pytest.raises(Stop):
+        await upgrade(memory, hook=crash)
+    assert format_of(await memory.store.meta()) == 3  # recorded only once all is done
+    await memory.close()
+    reopened = await Memory.open(str(apart_db), HashingEmbedder())
+    try:
+        await assert_apart(reopened)
+    finally:
+        await reopened.close()
+
+
+async def test_two_processes_moving_at_once_move_each_item_once(apart_db: Path) -> None:
+    first, second = await opened_as_before(apart_db), await opened_as_before(apart_db)
+    held, go = asyncio.Event(), asyncio.Event()
+
+    async def hold(at: str, partition: str) -> None:
+        if at == "moved" and not held.is_set():  # put, about to forget from the model's
+            held.set()
+            await go.wait()
+
+    slow = asyncio.create_task(upgrade(first, hook=hold))
+    await held.wait()
+    assert await upgrade(second) == FORMAT
+    go.set()
+    assert await slow == FORMAT
+    try:
+        await assert_apart(first)
+        await assert_apart(second)
+    finally:
+        await first.close()
+        await second.close()
