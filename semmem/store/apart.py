@@ -12,6 +12,11 @@ if TYPE_CHECKING:
     from semmem.store.tables import Store
 
 APPLICATION = "application"  # the folder (or key prefix) of the application's store
+# Open tables (and cached views) the application's store keeps at least: a prefix search reads
+# every namespace under the prefix (one table each), and a table opened again costs ~2 ms
+# where an open one's version check costs ~0.1 ms (1,000 namespaces: 2 s against 80 ms,
+# docs/benchmarks.md); ~30 MB per 1,000 open tables.
+TABLES = 2048
 
 
 def application_uri(uri: str) -> str:
@@ -24,4 +29,5 @@ def application_store(store: Store) -> Store:
     """The application's store beside ``store`` (not yet opened)."""
     from semmem.store.tables import Store
 
-    return Store(application_uri(store.uri), **store.options)
+    options = {**store.options, "cache_size": max(store.options["cache_size"], TABLES)}
+    return Store(application_uri(store.uri), **options)

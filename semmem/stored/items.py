@@ -11,6 +11,7 @@ one write (``Keyed.commit``). Pieces of the ``store`` space are never surfaced
 
 from __future__ import annotations
 
+import asyncio
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ EMBED_BATCH = 64
 # A value's texts are cut like a message but into larger pieces (target, limit, least, in
 # characters): a search scores an item by its best piece, and no budget packs these lines.
 VALUE_PIECES = (360, 640, 80)
+PARALLEL = 16  # partitions a search reads at once (their tables' latest versions: I/O)
 ENTRIES = "stored:entries"  # a snapshot's items, as searches read them (``ItemSet.cached``)
 
 
@@ -301,9 +303,14 @@ class StoreItems:
         partitions = [p for p in await self.registry.partitions(prefix)
                       if only is None or p == only]
         qvec = (await self.core.model.embed([query]))[0] if query else None
+        gate = asyncio.Semaphore(PARALLEL)
+
+        async def read(partition: str) -> tuple[list[Entry], np.ndarray, rules.Alive]:
+            async with gate:
+                return await self.entries(partition)
+
         ranked: list[tuple[Record, float | None]] = []
-        for partition in partitions:
-            entries, matrix, alive = await self.entries(partition)
+        for entries, matrix, alive in await asyncio.gather(*map(read, partitions)):
             kept = [e for e in entries if alive(e.head) and matches(e.record.value, wanted)]
             scores: dict[int, float] = {}
             scored = [i for i, e in enumerate(kept) if len(e.rows)] if qvec is not None else []
