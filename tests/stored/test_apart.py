@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
+from semmem.embedding.fakes import HashingEmbedder
 from semmem.memory import Memory
 from semmem.stored.items import Put, StoreItems
 from tests.support.files import decoded_with
@@ -91,3 +92,28 @@ async def test_deleting_a_partition_leaves_no_byte_in_either_store(memory: Memor
         assert decoded_with(root, marker) == [], marker
     assert await StoreItems(memory).get(("kept",), "k") is not None
     assert (await memory.recall("kept", None, 2000)).lines == ["1. another fact"]
+
+
+async def test_on_object_storage_the_applications_store_is_a_prefix_beside(
+        fake_embedder: HashingEmbedder) -> None:
+    """``s3://bucket/prefix``: the application's store is ``s3://bucket/prefix/application``
+    (its own registry and tables, the same storage options), and a partition's delete leaves
+    no object of it under either."""
+    from tests.support.moto import moto_s3, objects, options
+
+    with moto_s3("semmem-apart") as endpoint:
+        memory = await Memory.open("s3://semmem-apart/db", fake_embedder,
+                                   storage_options=options(endpoint))
+        try:
+            await memory.remember("alice", "Alice keeps bees")
+            items = StoreItems(memory)
+            await items.put(("alice",), "k", {"hives": 2}, ["two hives of bees"], None)
+            assert (await items.get(("alice",), "k")) is not None
+            keys = objects(endpoint, "semmem-apart", "db/")
+            assert any(k.startswith("db/application/_semmem.lance/") for k in keys)
+            assert any(k.startswith("db/application/p_") for k in keys)
+            assert await memory.delete_partition("alice")
+            assert await items.get(("alice",), "k") is None
+            assert (await memory.recall("alice", None, 2000)).lines == []
+        finally:
+            await memory.close()
