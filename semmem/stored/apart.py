@@ -2,16 +2,17 @@
 earlier release kept among the model's facts, moved to the application's store
 (``semmem.store.apart``), through the cores' doors (``ports.Apart``).
 
-For each partition of the model's store, its store items' pieces (space ``store``: texts,
-vectors, record fields, times, expiries as they are, the expired too) are put in the
-application's partition of the same name, each item only if its key is absent there: decided
-inside the compare-and-swap commit on the application's partition (a lookup of the keys, and
-every number assigned since it), so of two processes moving it at once one puts it, and a key
-the application wrote since (through this release) keeps its newer value. Then the pieces are
-forgotten from the model's partition through the write path (a purge takes them off every file
-within the forget window). A rerun after a crash finds put what was put and forgets the rest;
-the model's numbers of those pieces stay issued (never reused), the application's items get
-numbers of the application's store.
+For each partition of the model's store whose head counts items that are not the model's
+(``Head.application``; a partition of facts alone is not read), its store items' pieces
+(space ``store``: texts, vectors, record fields, times, expiries as they are, the expired
+too) are put in the application's partition of the same name, each item only if its key is
+absent there: decided inside the compare-and-swap commit on the application's partition (a
+lookup of the keys, and every number assigned since it), so of two processes moving it at
+once one puts it, and a key the application wrote since (through this release) keeps its
+newer value. Then the pieces are forgotten from the model's partition through the write path
+(a purge takes them off every file within the forget window). A rerun after a crash finds
+put what was put and forgets the rest; the model's numbers of those pieces stay issued (never
+reused), the application's items get numbers of the application's store.
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ async def items_apart(core: Apart, hook: Hook | None = None) -> int:
     application = await core.application()
     moved = 0
     for partition in await core.partitions():
+        if (await core.latest_view(partition)).head.application == 0:
+            continue  # its head counts no item that is not the model's: nothing to read
         items, vectors = await core.every_row(partition)
         found = _store_pieces(items)
         if not found:
