@@ -57,15 +57,18 @@ __all__ = ["ImportReport", "Memory", "Operation", "PartitionStats", "QuietObserv
 
 
 class Memory(Writes, Owners, Filtered):
-    """Remember, update, forget, search and recall numbered facts."""
+    """Remember, update, forget, search and recall numbered facts (and, ``apart``, the
+    application's store items: ``lifecycle/apart.py``)."""
 
     def __init__(
         self, store: Store, embedder: Embedder, ranker: Ranker | None = None, *,
         idempotency_ttl_ms: int = 24 * 3600 * 1000, observer: WriteObserver | None = None,
         index_candidates: int = 100, model_executor: ThreadPoolExecutor | None = None,
         similar_threshold: float = SIMILAR_THRESHOLD, retention: Retention | None = None,
+        application: Memory | None = None, apart: bool = False,
     ) -> None:
         self.store = store
+        self.apart, self._application, self._opening = apart, application, asyncio.Lock()
         self.embedder = embedder
         self.ranker = ranker or Ranker()
         self.idempotency_ttl_ms = idempotency_ttl_ms
@@ -97,7 +100,12 @@ class Memory(Writes, Owners, Filtered):
         return Memory(self.store, self.embedder, ranker,
                       idempotency_ttl_ms=self.idempotency_ttl_ms,
                       index_candidates=self.index_candidates, model_executor=self.model_executor,
-                      similar_threshold=self.similar_threshold, retention=self.retention)
+                      similar_threshold=self.similar_threshold, retention=self.retention,
+                      application=self._application, apart=self.apart)
+
+    def _beside(self, store: Store) -> Memory:
+        return Memory(store, self.embedder, idempotency_ttl_ms=self.idempotency_ttl_ms,
+                      model_executor=self.model_executor, apart=True)
 
     @property
     def uri(self) -> str:
@@ -119,11 +127,14 @@ class Memory(Writes, Owners, Filtered):
         """Start the observer's background work (the server's maintenance)."""
         if self.observer is not None:
             self.observer.start(await self.store.partitions())
+        if not self.apart and self._application is not None:
+            await self._application.start()
 
     async def close(self) -> None:
         """Stop background work and drop the store's handles."""
         if self.observer is not None:
             await self.observer.stop()
+        await self.close_application()
         await self.store.close()
 
     async def ping(self) -> None:

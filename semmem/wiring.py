@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from datetime import timedelta
@@ -101,20 +102,32 @@ async def open_memory(
     ``maintain``, the core schedules maintenance and purges once started (a server)."""
     limit_blas_threads()
     embedder = embedder or load_embedder(settings)
+    from semmem.store.apart import application_store
+
     store = make_store(settings, embedder)
     await store.open(check_model=check_model)
-    observer = (Maintenance(store, settings.maintenance_delay_s, settings.compact_every,
-                            record_ttl_s=settings.idempotency_ttl_s)
-                if maintain else None)
+    beside = application_store(store)  # the application's store items (``store/apart.py``)
+    await beside.open(check_model=check_model)
+
+    def observing(of: Store) -> Maintenance | None:
+        return (Maintenance(of, settings.maintenance_delay_s, settings.compact_every,
+                            record_ttl_s=settings.idempotency_ttl_s) if maintain else None)
+
+    # its own retention: its items expire by their own TTL, never by the facts' max age
+    application = Memory(beside, embedder, idempotency_ttl_ms=settings.idempotency_ttl_s * 1000,
+                         observer=observing(beside), retention=Retention(beside), apart=True)
+    observer = observing(store)
     memory = Memory(
         store, embedder, Ranker(load_ranking(settings)),
         idempotency_ttl_ms=settings.idempotency_ttl_s * 1000,
         index_candidates=settings.index_candidates, observer=observer,
         similar_threshold=similar_threshold(settings),
-        retention=Retention(store, settings.retention_ms),
+        retention=Retention(store, settings.retention_ms), application=application,
     )
+    application.model = memory.model  # one model thread, one queue of callers
     await upgrade(memory)  # the format gate: this release's format before any door reads
-    if observer is not None:
-        observer.sweeping(lambda names: sweep(memory, names), settings.retention_sweep_s)
-        memory.retention.found_expired = observer.sweep_soon
+    for core in (memory, application):
+        if isinstance(core.observer, Maintenance):
+            core.observer.sweeping(functools.partial(sweep, core), settings.retention_sweep_s)
+            core.retention.found_expired = core.observer.sweep_soon
     return memory

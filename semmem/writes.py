@@ -98,6 +98,11 @@ class Writes:
         """Every row of ``partition`` that is not forgotten, the expired still in."""
         return (await self.store.snapshot(partition)).items
 
+    async def every_row(self, partition: str) -> tuple[Sequence[Item], Any]:
+        """``every_item`` and their vectors (row ``i`` is item ``i``'s)."""
+        snap = await self.store.snapshot(partition)
+        return snap.items, snap.vectors
+
     async def relist(self, partition: str) -> bool:
         """Derive ``partition``'s listing record from its data again and write it; whether
         it was not as derived (``semmem.store.system``)."""

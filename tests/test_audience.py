@@ -78,7 +78,8 @@ def test_audience_of_pieces_and_facts() -> None:
 async def test_mcp_resources_never_serve_store_items(server: ServerProcess,
                                                      c: httpx.Client) -> None:
     """A bound token's MCP host lists and reads the model's facts, never the application's
-    store value put in the same partition (it used to read back ``{"ssn": …}``)."""
+    store value put in the same partition (it used to read back ``{"ssn": …}``): the value is
+    in the application's own store, whose numbers are not the model's."""
     stored = store(c, put(["bound"], "profile", SECRET), token=WRITER)
     pieces = stored[0]["items"]
     # Positive control: the application gets its value back.
@@ -88,13 +89,15 @@ async def test_mcp_resources_never_serve_store_items(server: ServerProcess,
         listed = await client.list_resources()
         uris = {r.uri for r in listed.resources}
         assert f"semmem://items/{fact['result']['n']}" in uris  # the model's fact is listed
-        assert not uris & {f"semmem://items/{n}" for n in pieces}
+        for uri in uris:
+            read = await client.read_resource(uri)
+            assert SECRET["ssn"] not in getattr(read.contents[0], "text", "")
         read = await client.read_resource(f"semmem://items/{fact['result']['n']}")
         assert "green tea" in getattr(read.contents[0], "text", "")
-        for n in pieces:
-            with pytest.raises(MCPError) as refused:
-                await client.read_resource(f"semmem://items/{n}")
-            assert refused.value.error.message == f"item {n} does not exist in this memory"
+        unused = max(pieces) + 1_000
+        with pytest.raises(MCPError) as refused:
+            await client.read_resource(f"semmem://items/{unused}")
+        assert refused.value.error.message == f"item {unused} does not exist in this memory"
 
 
 def test_model_counts_leave_store_items_out(c: httpx.Client) -> None:
@@ -114,7 +117,7 @@ def test_model_counts_leave_store_items_out(c: httpx.Client) -> None:
     found = call(c, "counted", "search", {"query": "first text"})
     assert found.status_code == 200, found.text
     assert found.json()["result"]["count"] == 2
-    assert all(it["n"] not in numbers["items"] for it in found.json()["result"]["items"])
+    assert all("application" not in it["text"] for it in found.json()["result"]["items"])
     assert call(c, "counted", "forget", {"n": n}).json()["result"]["count"] == 1
 
 
@@ -170,22 +173,25 @@ def test_model_and_application_do_not_share_a_quota(tmp_path: Path) -> None:
 
 async def test_owner_listings_show_application_items_never_system_records(
         memory: Memory) -> None:
-    """The owner's listing and export (admin API, console, CLI) show the model's and the
-    application's items, never a system record (the namespace registry's space)."""
+    """The owner's export (CLI, admin API) shows the model's and the application's items (the
+    application's from its own store: an import puts them back there), the owner's listings by
+    number the model's store, and none of them a system record (the namespace registry's)."""
     await memory.import_("p", [
         {"text": "A fact of the model's."},
         {"text": "An application's piece.", "keyed": {"space": "store", "key": "a"}},
         {"text": "A registry entry.", "keyed": {"space": "store-ns", "key": "users"}},
     ])
     shown = ["A fact of the model's.", "An application's piece."]
-    assert [it.text for it in await memory.list("p")] == shown
+    assert [it.text for it in await memory.list("p")] == shown[:1]
+    assert [it.text for it in await (await memory.application()).list("p")] == shown[1:]
     assert [record["text"] async for record in memory.export("p")] == shown
-    assert [it.text for it in (await memory.snapshot("p")).items][2] == "A registry entry."
+    assert [it.text for it in (await memory.snapshot("p")).items][1] == "A registry entry."
 
 
 async def test_the_console_shows_application_items_never_system_records(
         tmp_path: Path) -> None:
-    """The owner console's partition page and item page follow the owner's rule."""
+    """The owner console's partition page and item page follow the owner's rule (by number:
+    the model's store; the application's items are in their own)."""
     from tests.support.memory import open_memory
     from tests.web.test_console import console_client, sign_in, wait_ready
 
@@ -200,7 +206,7 @@ async def test_the_console_shows_application_items_never_system_records(
         wait_ready(client)
         sign_in(client)
         page = client.get("/console/partition?p=p").text
-        assert re.findall(r'id="item-(\d+)"', page) == ["2", "1"]
-        assert "An application&#39;s piece." in page and "A registry entry." not in page
+        assert re.findall(r'id="item-(\d+)"', page) == ["1"]
+        assert "A fact of the model" in page and "A registry entry." not in page
         assert "A fact of the model" in client.get("/console/item?p=p&n=1").text
-        assert "A registry entry." not in client.get("/console/item?p=p&n=3").text
+        assert "A registry entry." not in client.get("/console/item?p=p&n=2").text

@@ -339,7 +339,7 @@ def stats(
     async def go(m: Memory) -> Any:
         if partition is not None:
             return await m.stats(partition)
-        names = await m.partitions()
+        names = await m.owned_partitions()
         return {"partitions": len(names), "names": names[:100]}
 
     show(run(data, model, go))

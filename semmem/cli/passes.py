@@ -45,7 +45,7 @@ def check(
     number, tombstones without text, every referenced file present. Exits 1 if any is broken
     (after --repair: if any is still broken)."""
     async def go(m: Memory) -> list[dict[str, Any]]:
-        names = [partition] if partition is not None else await m.partitions()
+        names = [partition] if partition is not None else await m.owned_partitions()
         reports = []
         for name in names:
             found = await m.check(name, repair=repair)

@@ -47,39 +47,67 @@ PARALLEL = 4
 # running may have written them and not yet its manifest.
 UNREFERENCED_AGE_S = 3600.0
 RETENTION = "retention"  # a manifest entry's retention override, when the partition has one
+STORE = "store"  # a manifest entry's store: absent for the model's, else ``APPLICATION``
+MODEL, APPLICATION = "model", "application"
 
 
 async def create_backup(store: Store, target: Objects, *, live: Live | None = None,
-                        default_retention_ms: int | None = None) -> Manifest:
+                        default_retention_ms: int | None = None,
+                        application: Store | None = None) -> Manifest:
     """Back ``store`` up into ``target``; the manifest, written last, is returned.
 
     Every fact acknowledged before this call is in the backup; one acknowledged meanwhile is
     in it whole or not at all (each partition is read at one version). A fact no longer
     live (expired, not yet swept: by ``live``, else the partition's retention, whose default is
-    ``default_retention_ms``) is written as a tombstone.
+    ``default_retention_ms``) is written as a tombstone. The application's store beside it
+    (``application``, else opened here: ``store/apart.py``) is backed up in the same manifest,
+    its entries marked ``"store": "application"`` (its items expire by their TTL alone).
     """
+    from semmem.store.apart import application_store
+
     started = now_ms()
-    names = await store.partitions()
-    created = await created_at(store)
     previous = await asyncio.to_thread(_newest, target)
-    before = {p["partition"]: p for p in previous.partitions} if previous else {}
+    before = {slot(p): p for p in previous.partitions} if previous else {}
     gate = asyncio.Semaphore(PARALLEL)
-    policy = await policies(store, default_retention_ms)
-    overrides = await store.retention()
-
-    async def one(name: str) -> dict[str, Any] | None:
-        async with gate:
-            entry = await _back_up(store, target, name, created.get(name, 0),
-                                   before.get(name), live or policy(name))
-            return None if entry is None else with_override(entry, overrides)
-
-    entries = [e for e in await asyncio.gather(*(one(n) for n in names)) if e is not None]
+    entries = await _entries(store, target, before, gate, live, default_retention_ms, MODEL)
+    beside = application or application_store(store)
+    if application is None:
+        await beside.open(check_model=False)
+    try:
+        entries += await _entries(beside, target, before, gate, None, None, APPLICATION)
+    finally:
+        if application is None:
+            await beside.close()
     meta = await store.meta()
     recorded = None if meta is not None and KEY not in meta else format_of(meta)
     manifest = Manifest(new_id(started), started, now_ms(), store.uri, store.model_id, store.dim,
                         entries, recorded)
     await asyncio.to_thread(target.put, manifest_name(manifest.id), manifest.to_bytes())
     return manifest
+
+
+def slot(entry: dict[str, Any]) -> tuple[str, str]:
+    """Which store (``MODEL`` or ``APPLICATION``) and partition a manifest entry is of."""
+    return str(entry.get(STORE, MODEL)), str(entry["partition"])
+
+
+async def _entries(store: Store, target: Objects, before: dict[tuple[str, str], Any],
+                   gate: asyncio.Semaphore, live: Live | None,
+                   default_retention_ms: int | None, which: str) -> list[dict[str, Any]]:
+    """The manifest entries of every partition of ``store`` (``which`` store it is)."""
+    names = await store.partitions()
+    created = await created_at(store)
+    policy = await policies(store, default_retention_ms)
+    overrides = await store.retention()
+    mark = {} if which == MODEL else {STORE: which}
+
+    async def one(name: str) -> dict[str, Any] | None:
+        async with gate:
+            entry = await _back_up(store, target, name, created.get(name, 0),
+                                   before.get((which, name)), live or policy(name))
+            return None if entry is None else {**with_override(entry, overrides), **mark}
+
+    return [e for e in await asyncio.gather(*(one(n) for n in names)) if e is not None]
 
 
 async def _back_up(store: Store, target: Objects, name: str, created: int,

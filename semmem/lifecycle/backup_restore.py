@@ -27,10 +27,19 @@ import numpy as np
 
 from semmem.errors import InvalidInput
 from semmem.items import Item, now_ms
-from semmem.lifecycle.backup import live_only, load_manifest, override_of, read_object
+from semmem.lifecycle.backup import (
+    APPLICATION,
+    MODEL,
+    live_only,
+    load_manifest,
+    override_of,
+    read_object,
+    slot,
+)
 from semmem.lifecycle.backup_format import Manifest, decode
 from semmem.lifecycle.liveness import Live, policies
 from semmem.lifecycle.retention import is_live
+from semmem.store.apart import application_store
 from semmem.store.copies.dump import Dump, created_at, write_partition
 from semmem.store.copies.objects import Objects
 from semmem.store.formats import FORMAT, KEY, format_of
@@ -81,6 +90,33 @@ async def restore_backup(target: Objects, backup_id: str, into: Store,
     dumps = []
     for entry in manifest.partitions:  # every checksum before the first write
         dumps.append((entry, decode(await asyncio.to_thread(read_object, target, entry))))
+    await _restore(into, ledger, [d for d in dumps if slot(d[0])[0] == MODEL], live,
+                   default_retention_ms, report)
+    theirs = [d for d in dumps if slot(d[0])[0] == APPLICATION]
+    if theirs:  # into the application's store beside ``into`` (``store/apart.py``)
+        stores = [application_store(s) for s in (into, ledger) if s is not None]
+        for opened in stores:
+            await opened.open(check_model=False)
+        try:
+            await _restore(stores[0], stores[1] if len(stores) > 1 else None, theirs, None,
+                           None, report)
+        finally:
+            for opened in stores:
+                await opened.close()
+    meta = await into.meta() or {}
+    if manifest.store_format is None and KEY in meta:
+        # The source recorded no format: neither does the copy, whose first open tells it by
+        # what its release wrote (``stored/marks.py``), as it would the source's.
+        await into.set_meta({k: v for k, v in meta.items() if k != KEY})
+    elif manifest.store_format is not None and manifest.store_format < format_of(meta):
+        await into.set_meta({**meta, KEY: manifest.store_format})  # its first open upgrades it
+    return report
+
+
+async def _restore(into: Store, ledger: Store | None, dumps: list[tuple[dict[str, Any], Dump]],
+                   live: Live | None, default_retention_ms: int | None,
+                   report: RestoreReport) -> None:
+    """Write ``dumps`` (their manifest entries) into ``into``, against ``ledger`` if given."""
     existing = set(await ledger.partitions()) if ledger is not None else set()
     created = await created_at(ledger) if ledger is not None else {}
     policy = await policies(ledger, default_retention_ms) if ledger is not None else None
@@ -107,14 +143,6 @@ async def restore_backup(target: Objects, backup_id: str, into: Store,
         report.partitions += 1
         report.items += len(dump.items)
         report.tombstones += len(dump.tombstones)
-    meta = await into.meta() or {}
-    if manifest.store_format is None and KEY in meta:
-        # The source recorded no format: neither does the copy, whose first open tells it by
-        # what its release wrote (``stored/marks.py``), as it would the source's.
-        await into.set_meta({k: v for k, v in meta.items() if k != KEY})
-    elif manifest.store_format is not None and manifest.store_format < format_of(meta):
-        await into.set_meta({**meta, KEY: manifest.store_format})  # its first open upgrades it
-    return report
 
 
 def check_format(manifest: Manifest) -> None:
@@ -125,7 +153,7 @@ def check_format(manifest: Manifest) -> None:
     Raises:
         InvalidInput: its store's format is newer than this release's.
     """
-    if manifest.store_format > FORMAT:
+    if manifest.store_format is not None and manifest.store_format > FORMAT:
         raise InvalidInput(
             f"backup {manifest.id} is of a store of format {manifest.store_format}, written by "
             f"a later release; this one reads format {FORMAT} and earlier: restore it with "

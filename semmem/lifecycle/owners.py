@@ -1,9 +1,13 @@
 """The owner's operations as ``Memory``'s doors (``Owners``, this part of ``Memory``): import,
 export and delete a partition, its counters, groups and last change, the passes run now, the
-check, a backup; each a thin call into its module here in ``lifecycle/``."""
+check, a backup; each a thin call into its module here in ``lifecycle/``. The doors of a
+partition's data cover the application's store too (``lifecycle/apart.py``: ``cores``): a
+delete leaves no byte in either, an export holds both, an import puts the store items' pieces
+back in the application's store, a backup, a check, a pass and a reindex cover both."""
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from datetime import timedelta
@@ -12,10 +16,12 @@ from typing import TYPE_CHECKING, Any
 from semmem import rules
 from semmem.importing import ImportReport, Write, import_records
 from semmem.lifecycle import inspection, passes
+from semmem.lifecycle.apart import Apart
 from semmem.lifecycle.consolidation import similar_groups
 from semmem.lifecycle.retention import Retention
 from semmem.lifecycle.stats import PartitionStats, partition_stats
 from semmem.ranking.similar import Group
+from semmem.stored.fields import of_store
 
 if TYPE_CHECKING:  # the store's engine loads only where a store is opened
     from semmem.embedding.queue import ModelQueue
@@ -30,7 +36,7 @@ if TYPE_CHECKING:  # the store's engine loads only where a store is opened
     from semmem.store.views import Candidates, IndexedView, PartitionSnapshot, ReadView
 
 
-class Owners:
+class Owners(Apart):
     """The owner's doors of ``Memory``: what they use of it, and the doors (the modules of
     ``lifecycle/`` that drive a memory take an ``Owners``, so none of them imports
     ``semmem.memory``)."""
@@ -51,7 +57,19 @@ class Owners:
         progress: Callable[[int], None] | None = None,
     ) -> ImportReport:
         """Bulk-add records (``{"text", "n"?, "ts"?, "updated"?, record fields…}``): numbers
-        kept when free (an export imports back unchanged), texts already present skipped."""
+        kept when free (an export imports back unchanged), texts already present skipped;
+        a store item's piece (``store``) into the application's store."""
+        if not self.apart:
+            records = builtins.list(records)
+            theirs = [r for r in records if of_store(r)]
+            if theirs:
+                mine = await self.import_(partition, [r for r in records if not of_store(r)],
+                                          batch_size=batch_size, progress=progress)
+                other = await (await self.application()).import_(
+                    partition, theirs, batch_size=batch_size, progress=progress)
+                return ImportReport(mine.imported + other.imported,
+                                    mine.duplicates + other.duplicates,
+                                    mine.batches + other.batches)
         return await import_records(self._write, self.model.embed, partition, records,
                                     batch_size=batch_size, progress=progress,
                                     alive=self.retention.alive(
@@ -61,7 +79,14 @@ class Owners:
         """Delete the partition: at once for every reader and writer (a tombstone every racing
         write conflicts with, ``Store.drop``), and from every file within the forget window
         (a purge, as after a forget; here, with no maintenance of this process's own, before
-        this returns). Returns whether it existed."""
+        this returns); in the application's store too. Returns whether it existed."""
+        existed = False
+        for core in await self.cores():
+            existed = await core.drop_partition(partition) or existed
+        return existed
+
+    async def drop_partition(self, partition: str) -> bool:
+        """``delete_partition`` in this core's store alone."""
         existed = await self.store.drop(partition)
         if not existed:
             return False
@@ -75,14 +100,20 @@ class Owners:
         return existed
 
     async def export(self, partition: str) -> AsyncIterator[dict[str, Any]]:
-        """Every live item as a JSON-ready record (the JSONL export format)."""
-        for item in await self.list(partition):
-            yield item.public()
+        """Every live item as a JSON-ready record (the JSONL export format): the model's,
+        then the application's store items' pieces (their ``store`` field)."""
+        for core in await self.cores():
+            for item in await core.list(partition):
+                yield item.public()
 
     async def stats(self, partition: str) -> PartitionStats:
         """Counters of one partition (the expired left out), its text bytes and the quotas
-        (see ``semmem.lifecycle.stats``)."""
-        return await partition_stats(self.store, self.observer, await self.read_view(partition))
+        (see ``semmem.lifecycle.stats``); ``application``: the live pieces of the application's
+        store items under its name (their own store's)."""
+        stats = await partition_stats(self.store, self.observer, await self.read_view(partition))
+        for core in (await self.cores())[1:]:
+            stats["application"] = (await core.read_view(partition)).count
+        return stats
 
     async def similar(self, partition: str, threshold: float | None = None) -> builtins.list[Group]:
         """Groups of recallable facts that probably restate or supersede each other: each fact
@@ -99,15 +130,19 @@ class Owners:
     async def maintain(self, partition: str | None = None, *,
                        retention: timedelta | None = None
                        ) -> builtins.list[MaintenanceReport]:
-        """Compact, prune and purge one partition, or every partition and the registry."""
-        return await passes.maintain(self.store, partition, retention=retention)
+        """Compact, prune and purge one partition, or every partition and the registry (of
+        both stores)."""
+        return [r for core in await self.cores()
+                for r in await passes.maintain(core.store, partition, retention=retention)]
 
     async def reindex(self, partition: str | None = None, *, batch_size: int = 256,
                       progress: Callable[[int, int], None] | None = None) -> int:
         """Re-embed every item with this memory's model (an offline migration); see
         ``semmem.lifecycle.passes.reindex``."""
-        return await passes.reindex(self.store, self.model, partition, batch_size=batch_size,
-                                    progress=progress)
+        return sum([await passes.reindex(core.store, self.model, partition,
+                                         batch_size=batch_size, progress=progress)
+                    for core in await self.cores()
+                    if partition is None or partition in await core.store.partitions()])
 
 
     async def expire(self, partition: str, numbers: builtins.list[int]) -> builtins.list[int]:
@@ -133,8 +168,11 @@ class Owners:
         return self.store.version_retention
 
     async def purge(self, partition: str) -> None:
-        """Take what writes dropped off every file of ``partition`` now (``passes.purge``)."""
-        await passes.purge(self.store, partition)
+        """Take what writes dropped off every file of ``partition`` now (``passes.purge``),
+        in each store that holds it."""
+        await asyncio.gather(*[passes.purge(core.store, partition)
+                               for core in await self.cores()
+                               if core is self or partition in await core.store.partitions()])
 
     async def numbered(self, view: IndexedView, *, numbers: builtins.list[int] | None = None,
                        after: int = 0, limit: int = 100) -> Candidates:
@@ -142,8 +180,24 @@ class Owners:
         return await self.store.numbered(view, numbers=numbers, after=after, limit=limit)
 
     async def check(self, partition: str, *, repair: bool = False) -> CheckReport:
-        """A partition's invariants, repaired with ``repair`` (``store/upkeep/check.py``),
-        and its vectors: the store's model's (``lifecycle/vectors.py``)."""
+        """A partition's invariants, repaired with ``repair`` (``store/upkeep/check.py``)."""
+        report = await self.check_here(partition, repair=repair)
+        for core in (await self.cores())[1:]:  # its store items, if it has any
+            if partition in await core.store.partitions():
+                found = await core.check_here(partition, repair=repair)
+                report.problems += [f"the application's store: {p}" for p in found.problems]
+                report.rows += found.rows
+                report.repaired = report.repaired or found.repaired
+        return report
+
+    async def owned_partitions(self) -> builtins.list[str]:
+        """Names of every partition of either store (the owner's listings), sorted."""
+        return sorted({name for core in await self.cores()
+                       for name in await core.store.partitions()})
+
+    async def check_here(self, partition: str, *, repair: bool = False) -> CheckReport:
+        """``check`` of this core's store alone, its vectors included: the store's model's
+        (``lifecycle/vectors.py``)."""
         from semmem.lifecycle.vectors import check_vectors
         from semmem.store.upkeep.check import check_partition
 
@@ -162,4 +216,5 @@ class Owners:
         """Back the store up into ``target`` (``semmem.lifecycle.backup.create_backup``)."""
         from semmem.lifecycle.backup import create_backup
 
-        return await create_backup(self.store, target, default_retention_ms=default_retention_ms)
+        return await create_backup(self.store, target, default_retention_ms=default_retention_ms,
+                                   application=(await self.application()).store)

@@ -24,6 +24,7 @@ class PartitionStats(TypedDict):
     bytes: int  # UTF-8 bytes of the live texts (what SEMMEM_PARTITION_MAX_BYTES counts)
     max_items: int | None  # the partition quotas, if set
     max_bytes: int | None
+    application: int  # the live pieces of the application's store items (their own store's)
 
 
 async def partition_stats(store: Store, observer: object, view: ReadView) -> PartitionStats:
@@ -38,4 +39,4 @@ async def partition_stats(store: Store, observer: object, view: ReadView) -> Par
             "forgotten": forgotten, "version": view.version, "seq": view.seq,
             "model": view.model, "purge_pending_s": pending,
             "bytes": await store.text_bytes(view),
-            "max_items": quota.max_items, "max_bytes": quota.max_bytes}
+            "max_items": quota.max_items, "max_bytes": quota.max_bytes, "application": 0}

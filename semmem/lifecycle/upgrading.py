@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from semmem.errors import Unavailable
 from semmem.store.formats import FORMAT, KEY, format_of
+from semmem.stored.apart import items_apart
 from semmem.stored.marks import written_format
-from semmem.stored.ports import Holdings
+from semmem.stored.ports import Apart
 from semmem.stored.upgrade import Hook, items_from_facts, listings_from_partition
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("semmem.upgrade")
 
 
-class Opened(Holdings, Protocol):
+class Opened(Apart, Protocol):
     """A store opened with its model, and the core's doors the steps need (``Memory`` is one)."""
 
     @property
@@ -50,8 +51,8 @@ class Opened(Holdings, Protocol):
 
 
 # Each format's step to the next (each given the core's doors it needs: ``Memory`` is them).
-STEPS: dict[int, Callable[[Holdings, Hook | None], Awaitable[int]]] = {
-    1: items_from_facts, 2: listings_from_partition}
+STEPS: dict[int, Callable[[Apart, Hook | None], Awaitable[int]]] = {
+    1: items_from_facts, 2: listings_from_partition, 3: items_apart}
 
 
 async def upgrade(opened: Opened, *, hook: Hook | None = None) -> int:

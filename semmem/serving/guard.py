@@ -81,6 +81,6 @@ async def nameable(rt: Runtime, partition: str) -> str:
     except InvalidInput:
         memory = rt.require_memory()
         async with rt.limiter.slot():
-            if partition in await memory.partitions():
+            if partition in await memory.owned_partitions():
                 return partition
         raise

@@ -87,6 +87,8 @@ class Store(Registered, IndexedReads, SystemRecords):
         fence: Fence | None = None,
         quota: Quota | None = None,
     ) -> None:
+        self.options: dict[str, Any] = {k: v for k, v in locals().items()  # ``store/apart.py``
+                                        if k not in ("self", "uri")}
         self.uri = uri
         self.dim = dim
         self.model_id = model_id

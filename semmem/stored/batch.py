@@ -25,6 +25,7 @@ async def run(items: StoreItems, ops: list[StoreOp], *, only: str | None = None
     Raises:
         Forbidden: an operation outside ``only``. Whatever the store raises.
     """
+    await items.ready()  # the application's core (``StoreItems``)
     if only is not None:
         for op in ops:
             if op.op in ("get", "put") and partition_of(op.namespace) != only:

@@ -16,6 +16,14 @@ from semmem.errors import InvalidArguments
 STORE = "store"  # the record field
 
 
+def of_store(record: dict[str, Any]) -> bool:
+    """Whether an export's record is a store item's piece (the application's store takes it
+    back: ``lifecycle/owners.py``)."""
+    keyed = record.get("keyed")
+    return record.get(STORE) is not None \
+        or (isinstance(keyed, dict) and keyed.get("space") == STORE)
+
+
 def clean_store(value: object) -> dict[str, Any]:
     """A ``store`` record field as stored (an import's).
 

@@ -11,6 +11,7 @@ one write (``Keyed.commit``). Pieces of the ``store`` space are never surfaced
 
 from __future__ import annotations
 
+import asyncio
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ EMBED_BATCH = 64
 # A value's texts are cut like a message but into larger pieces (target, limit, least, in
 # characters): a search scores an item by its best piece, and no budget packs these lines.
 VALUE_PIECES = (360, 640, 80)
+PARALLEL = 16  # partitions a search reads at once (their tables' latest versions: I/O)
 ENTRIES = "stored:entries"  # a snapshot's items, as searches read them (``ItemSet.cached``)
 
 
@@ -142,20 +144,34 @@ def _entries(namespace: tuple[str, ...], pieces: list[tuple[int, Item]]) -> list
 
 
 class StoreItems:
-    """The application's store items in a memory."""
+    """The application's store items of a memory: in the application's core
+    (``core.application()``: its own store, ``semmem.store.apart``), whatever core is given;
+    ``in_place``: in the given core's own store (the format gate's step from format 1, which
+    forgets an earlier release's facts in the same write)."""
 
-    def __init__(self, core: Core) -> None:
+    def __init__(self, core: Core, *, in_place: bool = False) -> None:
+        self.owner, self._resolved = core, in_place
         self.core = core
         self.keyed = Keyed(core)
         self.registry = Registry(core)
 
+    async def ready(self) -> StoreItems:
+        """This, its core resolved to the application's (once)."""
+        if not self._resolved:
+            self.core = await self.owner.application()
+            self.keyed, self.registry = Keyed(self.core), Registry(self.core)
+            self._resolved = True
+        return self
+
     async def get(self, namespace: tuple[str, ...], key: str) -> Record | None:
         """The live item at ``namespace``/``key`` (through the address index)."""
+        await self.ready()
         pieces = await self.keyed.pieces(partition_of(namespace), Address.of(SPACE, key))
         return record_of(namespace, key, pieces)
 
     async def delete(self, namespace: tuple[str, ...], key: str) -> list[int]:
         """Forget the item through the forget path; its piece numbers."""
+        await self.ready()
         return await self.keyed.forget(partition_of(namespace), Address.of(SPACE, key))
 
     async def put(self, namespace: tuple[str, ...], key: str, value: dict[str, Any],
@@ -168,6 +184,7 @@ class StoreItems:
                        ) -> list[dict[str, Any]]:
         """``put`` of several items of one namespace in one write (a key given twice: the
         last value); each put's ``{"items": [n…], "replaced": [n…]}``."""
+        await self.ready()
         partition = partition_of(namespace)
         last = {p.key: p for p in puts}
         addresses_ = {key: Address.of(SPACE, key) for key in last}
@@ -245,6 +262,7 @@ class StoreItems:
         head), the vectors its rows index, and the partition's test of "not expired now".
         Below the index threshold, built once per snapshot from the address index (kept with
         the snapshot until the next write); past it, read through the ``tags`` index."""
+        await self.ready()
         view = await self.core.latest_view(partition)
         alive = await self.core.liveness(partition)
         namespace = namespace_of(partition)
@@ -265,6 +283,7 @@ class StoreItems:
 
     async def live(self, partition: str) -> bool:
         """Whether the partition holds a live store item (a namespace ``list`` answers)."""
+        await self.ready()
         view = await self.core.latest_view(partition)
         if isinstance(view, IndexedView):
             entries, _, alive = await self.entries(partition)
@@ -280,12 +299,18 @@ class StoreItems:
         best first by the cosine of ``query`` with their best index piece (LangGraph's score),
         else the latest updated first; ``offset``/``limit`` paged. ``only``: the one
         partition a bound caller may read."""
+        await self.ready()
         partitions = [p for p in await self.registry.partitions(prefix)
                       if only is None or p == only]
         qvec = (await self.core.model.embed([query]))[0] if query else None
+        gate = asyncio.Semaphore(PARALLEL)
+
+        async def read(partition: str) -> tuple[list[Entry], np.ndarray, rules.Alive]:
+            async with gate:
+                return await self.entries(partition)
+
         ranked: list[tuple[Record, float | None]] = []
-        for partition in partitions:
-            entries, matrix, alive = await self.entries(partition)
+        for entries, matrix, alive in await asyncio.gather(*map(read, partitions)):
             kept = [e for e in entries if alive(e.head) and matches(e.record.value, wanted)]
             scores: dict[int, float] = {}
             scored = [i for i, e in enumerate(kept) if len(e.rows)] if qvec is not None else []
@@ -302,6 +327,7 @@ class StoreItems:
     async def refresh(self, records: Sequence[Record]) -> None:
         """Move each item's expiry to its TTL from now, one write per partition; its
         ``updatedAt`` stays as it is."""
+        await self.ready()
         by_partition: dict[str, list[Record]] = defaultdict(list)
         for r in records:
             if r.ttl is not None:

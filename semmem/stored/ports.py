@@ -39,6 +39,10 @@ class Core(Partitions, Protocol):
         """Every listing record (``{"partition", "until"}``), by table."""
         ...
 
+    async def application(self) -> Core:
+        """The application's core: its store items' own store (itself when it is that one)."""
+        ...
+
 
 class Holdings(Core, Protocol):
     """What an upgrade step reads and changes across the store, through the core's doors."""
@@ -51,6 +55,10 @@ class Holdings(Core, Protocol):
         """Every row of ``partition`` that is not forgotten, the expired still in."""
         ...
 
+    async def every_row(self, partition: str) -> tuple[Sequence[Item], np.ndarray]:
+        """``every_item`` and their vectors (row ``i`` is item ``i``'s)."""
+        ...
+
     async def relist(self, partition: str) -> bool:
         """Derive ``partition``'s listing record from its data again (and write it);
         whether it was not as derived."""
@@ -59,4 +67,13 @@ class Holdings(Core, Protocol):
     async def delete_partition(self, partition: str) -> bool:
         """Delete ``partition`` through the delete path (from every file within the forget
         window); whether it existed."""
+        ...
+
+
+class Apart(Holdings, Protocol):
+    """An upgrade's doors of the model's core, and the application's core beside it
+    (``semmem.lifecycle.apart``)."""
+
+    async def application(self) -> Holdings:
+        """The application's core (its store items' own store)."""
         ...

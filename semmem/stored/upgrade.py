@@ -84,7 +84,7 @@ def former_put(item: Item) -> Put | None:
 
 async def items_from_facts(core: Holdings, hook: Hook | None = None) -> int:
     """Make every earlier release's store item of ``core`` a store item; how many."""
-    items = StoreItems(core)
+    items = StoreItems(core, in_place=True)  # the facts are forgotten in the same write
     done = 0
     for partition in await core.partitions():
         try:

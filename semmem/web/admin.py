@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from starlette.responses import Response, StreamingResponse
@@ -54,6 +54,9 @@ RuntimeDep = Annotated[Runtime, Depends(runtime)]
 # Keys past the contract's bound are refused (400) unless they name a partition that exists.
 PartitionQ = Annotated[str, Depends(_partition)]
 OffsetQ = Annotated[int, Query(ge=0)]
+# Which store an item number is of: the model's (facts, conversation pieces) or the
+# application's (its store items' pieces, numbered by their own sequence: store/apart.py).
+StoreQ = Annotated[Literal["model", "application"], Query()]
 LimitQ = Annotated[int, Query(ge=1, le=MAX_PAGE)]
 
 router = APIRouter(prefix="/admin", dependencies=[Depends(require_admin)])
@@ -81,7 +84,7 @@ async def list_partitions(request: Request, rt: RuntimeDep, offset: OffsetQ = 0,
     """Partition names, sorted, one page at a time."""
 
     async def work(memory: Memory) -> Response:
-        names = await memory.partitions()
+        names = await memory.owned_partitions()
         page = names[offset:offset + limit]
         nxt = offset + limit if offset + limit < len(names) else None
         return _json({"partitions": page, "total": len(names), "next": nxt})
@@ -147,10 +150,13 @@ async def delete_items(request: Request, rt: RuntimeDep, partition: PartitionQ,
 
 @router.get("/item")
 async def get_item(request: Request, rt: RuntimeDep, partition: PartitionQ,
-                   n: Annotated[int, Query(ge=1)]) -> Response:
-    """One live item by number (``not_found`` when forgotten, expired or never assigned)."""
+                   n: Annotated[int, Query(ge=1)], store: StoreQ = "model") -> Response:
+    """One live item by number (``not_found`` when forgotten, expired or never assigned) of
+    the model's store, or with ``store=application`` of the application's."""
 
     async def work(memory: Memory) -> Response:
+        if store == "application":
+            memory = await memory.application()
         item = await memory.get(partition, n)
         if item is None:
             raise NotFound(f"no live item {n} in this partition", {"n": n})
@@ -164,9 +170,9 @@ EDITABLE = ("text", *(f for f in RECORD_FIELDS if f != "slug"))
 
 @router.patch("/items")
 async def edit_item(request: Request, rt: RuntimeDep, partition: PartitionQ,
-                    n: Annotated[int, Query(ge=1)]) -> Response:
+                    n: Annotated[int, Query(ge=1)], store: StoreQ = "model") -> Response:
     """Change item ``n``'s text and/or record fields (note, status, surfacing, mergedInto,
-    expiresAt).
+    expiresAt); with ``store=application``, a piece of the application's store items.
 
     The body is a JSON object with any of those keys; ``null`` clears a record field.
     """
@@ -186,6 +192,8 @@ async def edit_item(request: Request, rt: RuntimeDep, partition: PartitionQ,
             raise InvalidArguments(f"unknown fields {unknown}; editable: {list(EDITABLE)}")
         text = body.get("text")
         attrs = {k: v for k, v in body.items() if k != "text"}
+        if store == "application":
+            memory = await memory.application()
         result = await memory.update(partition, n, text, attrs=attrs)
         item = await memory.get(partition, n)
         return _json({**result, "item": item.public() if item else None})

@@ -69,11 +69,13 @@ def test_the_previous_releases_store_reads_as_it_was_written(
     # its namespaces listed in a partition of their own
     assert decoded_with(base / "db", secret)
     listing = base / "db" / f"{table_name(FORMER_LISTING)}.lance"
-    if "namespaces" in want:
+    if "json_fact" in want:  # store format 3: the store items' values in the model's tables
+        former, where = "vegetarian", base / "db"
+    elif "namespaces" in want:
         former, where = "/".join(want["namespaces"][0]), listing
     else:  # (a release without store items: the secret again)
         former, where = ('{"key":"profile"' if "store" in want else secret), base / "db"
-    assert decoded_with(where, former)
+    assert model_files(where, former)
     with served(base / "db", {"SEMMEM_TOOL_METADATA": "true",
                               "SEMMEM_VERSION_RETENTION_S": str(RETENTION)}) as server, \
             server.client() as c:
@@ -91,7 +93,14 @@ def test_the_previous_releases_store_reads_as_it_was_written(
     assert all(r["ok"] for r in json.loads(checked.stdout))
     asyncio.run(_maintained(base / "db", [part, want["other"]]))
     assert decoded_with(base / "db", secret) == []
-    assert decoded_with(where, former) == []
+    assert model_files(where, former) == []
+
+
+def model_files(where: Path, text: str) -> list[Path]:
+    """The files under ``where`` holding ``text``, but the application's store's (format 4:
+    ``<data>/application``, where the store items' values belong)."""
+    return [p for p in decoded_with(where, text)
+            if p.relative_to(where).parts[0] != "application"]
 
 
 def _items_back(c: httpx.Client, stored: dict[str, Any]) -> None:
@@ -133,7 +142,7 @@ def _listed_back(c: httpx.Client, want: dict[str, Any]) -> None:
 def _purged(server: ServerProcess, where: Path, former: str) -> None:
     """Wait, within the forget window, until no file of ``where`` holds ``former``."""
     deadline = time.monotonic() + WINDOW + 30
-    while decoded_with(where, former):
+    while model_files(where, former):
         assert server.proc is not None and server.proc.poll() is None, server.output()
         assert time.monotonic() < deadline, "the former listing's names are still on disk"
         time.sleep(0.5)
@@ -144,8 +153,8 @@ def _read_back(c: httpx.Client, part: str, want: dict[str, Any]) -> None:
     the override; the model sees none of the application's items; the next number."""
     listed = c.get("/admin/items", params={"partition": part, "limit": 100},
                    headers=ADMIN).json()["items"]
-    facts = {str(f["n"]): f for f in listed if "keyed" not in f}  # the owner sees both
-    assert {n: f["text"] for n, f in facts.items()} == want["facts"]
+    facts = {str(f["n"]): f for f in listed if "keyed" not in f}
+    assert {n: f["text"] for n, f in facts.items()} == model_facts(want)
     for n, metadata in want["metadata"].items():
         assert facts[n]["metadata"] == metadata
     assert facts[str(want["updated"])]["revision"] == 2
@@ -163,6 +172,7 @@ def _read_back(c: httpx.Client, part: str, want: dict[str, Any]) -> None:
     assert policy["maxAgeS"] * 1000 == want["retention"]["maxAgeMs"]
 
     # the model sees its facts (the positive control) and none of the application's items
+    json_text = want.get("json_fact", {}).get("text")
     recalled = result_of(send(c, recall("Alice vegetarian diet profile", partition=part)))
     assert "metric units" in recalled["text"]
     hits = call(c, part, "search", {"query": "metric units", "limit": 50})["items"]
@@ -170,8 +180,10 @@ def _read_back(c: httpx.Client, part: str, want: dict[str, Any]) -> None:
     for text in ("vegetarian", "kiln", '"key"'):
         assert text not in recalled["text"]
         hits = call(c, part, "search", {"query": text, "limit": 50})["items"]
-        assert all(text not in h["text"] for h in hits)
-    assert all('"key":"' not in f["text"] for f in listed)  # the release's facts are gone
+        assert all(text not in h["text"] for h in hits if h["text"] != json_text)
+    # the release's item facts are gone; a fact that merely looks like one is the model's
+    assert [f["text"] for f in listed if '"key":"' in f["text"]] == \
+        ([json_text] if json_text else [])
 
     # a new fact takes the next number: none the release handed out
     stored = call(c, part, "remember", {"text": "Alice now lives in Nantes"})
@@ -179,6 +191,12 @@ def _read_back(c: httpx.Client, part: str, want: dict[str, Any]) -> None:
     pieces = want.get("upgrade_numbers", len(want.get("store", {}).get("items", {})))
     assert stored["n"] == want["hwm"] + pieces + 1
     assert call(c, part, "remember", {"text": "Alice has a cello"})["n"] == stored["n"] + 1
+
+
+def model_facts(want: dict[str, Any]) -> dict[str, str]:
+    """The model's facts the release wrote, a JSON-looking one included (a fact still)."""
+    extra = want.get("json_fact")
+    return {**want["facts"], **({str(extra["n"]): extra["text"]} if extra else {})}
 
 
 async def _maintained(path: Path, partitions: list[str]) -> None:
@@ -209,8 +227,8 @@ async def _restored(path: Path, want: dict[str, Any]) -> None:
     try:
         part = want["partition"]
         listed = await memory.list(part)
-        facts = {str(it.n): it.text for it in listed if not it.application}
-        assert facts == want["facts"]  # the release's store items are not among them
+        facts = {str(it.n): it.text for it in listed}
+        assert facts == model_facts(want)  # the release's store items are not among them
         assert await memory.get(part, want["forgotten"]["n"]) is None
         items = StoreItems(memory)
         stored = want.get("store", {"namespace": ["users"], "items": {}})

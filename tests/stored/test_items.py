@@ -20,9 +20,11 @@ from tests.support.memory import small_indexed_memory
 async def test_a_put_is_one_write_with_its_expiry_and_a_get_reads_it_back(
         memory: Memory) -> None:
     items = StoreItems(memory)
-    before = (await memory.store.snapshot("users/alice")).seq
+    app = await memory.application()  # the application's store (``store/apart.py``)
+    before = (await app.store.snapshot("users/alice")).seq
     await items.put(("users", "alice"), "profile", {"name": "Alice"}, ["Alice"], 30.0)
-    snap = await memory.store.snapshot("users/alice")
+    snap = await app.store.snapshot("users/alice")
+    assert not await memory.store.partitions()  # nothing in the model's store
     assert snap.seq == before + 1  # value, index piece and expiry: one commit
     record = await items.get(("users", "alice"), "profile")
     assert record is not None and record.value == {"name": "Alice"}
@@ -43,7 +45,8 @@ async def test_keys_differing_in_case_are_two_items_and_a_put_replaces_in_place(
     assert again is not None and again.value == {"v": "blue"}
     assert again.created == first.created and again.updated >= first.updated
     assert other is not None and other.value == {"v": "light"}
-    assert len((await memory.snapshot("u")).items) == 2  # the replaced pieces are tombstones
+    app = await memory.application()
+    assert len((await app.snapshot("u")).items) == 2  # the replaced pieces are tombstones
 
 
 async def test_concurrent_puts_of_one_key_leave_one_item(memory: Memory) -> None:
@@ -52,7 +55,7 @@ async def test_concurrent_puts_of_one_key_leave_one_item(memory: Memory) -> None
                            for i in range(8)))
     record = await items.get(("u",), "k")
     assert record is not None and len(record.numbers) == 1
-    assert len((await memory.snapshot("u")).items) == 1
+    assert len((await (await memory.application()).snapshot("u")).items) == 1
 
 
 async def test_search_filters_before_ranking_and_scores_the_best_piece(memory: Memory) -> None:
@@ -113,12 +116,13 @@ async def test_the_models_tools_neither_see_nor_edit_store_items(memory: Memory)
     await memory.remember("alice", '{"key":"profile","value":{"diet":"carnivore"}}')
     record = await items.get(("alice",), "profile")
     assert record is not None and record.value == {"diet": "vegan"}
-    n = record.numbers[0]
-    # to the model a store piece's number is one never given (semmem.audience), not 403
-    with pytest.raises(NotFound, match=f"item {n} does not exist"):
-        await memory.update("alice", n, "Alice eats meat", owner=False)
-    with pytest.raises(NotFound, match=f"item {n} does not exist"):
-        await memory.forget("alice", n, owner=False)
+    # the numbers are each store's own: the model's first fact is 1 though the application
+    # wrote first, and a number the model was never given is one that does not exist
+    assert fact["n"] == 1 and record.numbers == (1,)
+    with pytest.raises(NotFound, match="item 3 does not exist"):
+        await memory.update("alice", 3, "Alice eats meat", owner=False)
+    with pytest.raises(NotFound, match="item 3 does not exist"):
+        await memory.forget("alice", 3, owner=False)
 
 
 def test_unknown_operators_and_oversized_values_are_refused() -> None:
@@ -131,19 +135,20 @@ def test_unknown_operators_and_oversized_values_are_refused() -> None:
 
 async def test_a_run_of_puts_is_one_write_per_namespace(memory: Memory) -> None:
     items = StoreItems(memory)
+    app = await memory.application()
     await items.put(("u",), "a", {"v": 0}, ["zero"], None)
-    before = (await memory.store.snapshot("u")).seq
+    before = (await app.store.snapshot("u")).seq
     out = await run(items, parse_request({"ops": [
         {"op": "put", "namespace": ["u"], "key": "a", "value": {"v": 1}, "index": ["one"]},
         {"op": "put", "namespace": ["u"], "key": "b", "value": {"v": 2}},
         {"op": "put", "namespace": ["w"], "key": "a", "value": {"v": 3}},
         {"op": "put", "namespace": ["u"], "key": "a", "value": {"v": 4}, "ttl": 5},
         {"op": "get", "namespace": ["u"], "key": "a"}]}))
-    assert (await memory.store.snapshot("u")).seq == before + 1
+    assert (await app.store.snapshot("u")).seq == before + 1
     assert out[0] == out[3] and out[4]["value"] == {"v": 0}  # read before the batch's writes
     first = await items.get(("u",), "a")
     assert first is not None and first.value == {"v": 4} and first.expires
-    assert len((await memory.snapshot("u")).items) == 2
+    assert len((await app.snapshot("u")).items) == 2
 
 
 async def test_past_the_index_threshold_get_search_and_list_use_the_tags_index(
@@ -154,8 +159,8 @@ async def test_past_the_index_threshold_get_search_and_list_use_the_tags_index(
         await run(items, parse_request({"ops": [
             {"op": "put", "namespace": ["big"], "key": f"k{i}", "value": {"i": i},
              "index": [f"note number {i}"]} for i in range(60)]}))
-        await memory.maintain("big")
-        assert (await memory.store.read_view("big")).indexed
+        await memory.maintain("big")  # both stores' passes
+        assert (await (await memory.application()).store.read_view("big")).indexed
         got = await items.get(("big",), "k7")
         assert got is not None and got.value == {"i": 7}
         found = await items.search(("big",), "note number 42", {"i": {"$gte": 40}}, 3, 0)
@@ -170,15 +175,17 @@ async def test_an_export_imported_into_another_store_keeps_the_items(
     items = StoreItems(memory)
     await memory.remember("u", "Alice is vegan")  # a fact with an index text's words
     await items.put(("u",), "profile", {"diet": "vegan"}, ["Alice is vegan", "x " * 400], 60.0)
-    exported = [it.public() for it in (await memory.snapshot("u")).items]
+    exported = [r async for r in memory.export("u")]  # the fact, then the item's pieces
+    assert len(exported) == 4
     other = await Memory.open(str(tmp_path / "other"), memory.embedder)
     try:
         await other.import_("u", exported)
         again = StoreItems(other)
         got = await again.get(("u",), "profile")
         assert got is not None and got.value == {"diet": "vegan"} and got.ttl == 60.0
-        assert len((await other.snapshot("u")).items) == len(exported)
+        both = [len((await core.snapshot("u")).items) for core in await other.cores()]
+        assert both == [1, 3]  # the fact in the model's store, the pieces in the other
         await other.import_("u", exported)  # a second import adds nothing
-        assert len((await other.snapshot("u")).items) == len(exported)
+        assert [len((await core.snapshot("u")).items) for core in await other.cores()] == both
     finally:
         await other.close()

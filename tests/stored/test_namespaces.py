@@ -33,8 +33,9 @@ async def listed(items: StoreItems, **op: object) -> list[list[str]]:
 
 async def test_retention_never_expires_a_namespace_whose_items_live(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``SEMMEM_RETENTION=20s``: a namespace first written 24 s ago, written again 14 s ago,
-    is still listed and searched after the retention sweep (its entry is no item to expire)."""
+    """``SEMMEM_RETENTION=20s``, the model's facts' max age: the application's items, in
+    their own store, expire by their own TTL alone (``store/apart.py``), so items written 24 s
+    and 14 s ago are still got, listed and searched after the model's retention sweep."""
     embedder = HashingEmbedder()
     store = Store(str(tmp_path / "db"), dim=embedder.dim, model_id=embedder.model_id)
     await store.open()
@@ -44,16 +45,19 @@ async def test_retention_never_expires_a_namespace_whose_items_live(
     monkeypatch.setattr(time, "time_ns", lambda: real() + skew[0])  # the wall clock, moved
     try:
         items = StoreItems(memory)
+        await memory.remember("users/alice", "an old fact")
         await items.put(("users", "alice"), "first", {"v": 1}, ["first value"], None)
         skew[0] = 10 * 10**9
         await items.put(("users", "alice"), "second", {"v": 2}, ["second value"], None)
         skew[0] = 24 * 10**9
         await sweep(memory)  # the retention machinery: what expired is forgotten
-        assert await items.get(("users", "alice"), "first") is None  # positive control
+        await sweep(await memory.application())
+        assert (await memory.recall("users/alice", None, 2000)).lines == []  # positive control
+        assert await items.get(("users", "alice"), "first") is not None
         assert await items.get(("users", "alice"), "second") is not None
         assert await listed(items) == [["users", "alice"]]
         found = await items.search(("users",), None, {}, 10, 0)
-        assert [r.key for r, _ in found] == ["second"]
+        assert [r.key for r, _ in found] == ["second", "first"]
     finally:
         await memory.close()
 
@@ -79,7 +83,8 @@ async def test_the_listing_is_no_partition_an_owner_lists_or_deletes(memory: Mem
     items = StoreItems(memory)
     await items.put(("users", "alice"), "k", {"v": 1}, [], None)
     await memory.remember("plain", "an ordinary fact")
-    assert await memory.partitions() == ["plain", "users/alice"]
+    assert await memory.partitions() == ["plain"]  # the model's store holds no store item
+    assert await memory.owned_partitions() == ["plain", "users/alice"]
     assert await memory.delete_partition("%store-namespaces") is False
     assert await listed(items) == [["users", "alice"]]
 
@@ -96,7 +101,8 @@ async def test_an_import_restore_or_repair_lists_what_it_holds(
         assert (await into.get(("users", "alice"), "profile")) is not None
         assert await listed(into) == [["users", "alice"]]
         assert [r.key for r, _ in await into.search(("users",), None, {}, 5, 0)] == ["profile"]
-        await other.store.drop_record("users/alice")  # as if lost: check --repair rebuilds
+        app = await other.application()
+        await app.store.drop_record("users/alice")  # as if lost: check --repair rebuilds
         assert await listed(into) == []  # positive control
         report = await other.check("users/alice", repair=True)
         assert report.repaired
@@ -112,15 +118,16 @@ async def test_a_namespace_entry_goes_with_its_last_item_and_its_name_with_the_p
     await items.put((name,), "k", {"v": 1}, [], None)
     await items.put((name,), "k2", {"v": 2}, [], None)
     await memory.remember("kept", "another fact")
-    await memory.store.maintain_registry(retention=timedelta(0))
+    app = await memory.application()
+    await app.store.maintain_registry(retention=timedelta(0))
     assert decoded_with(Path(memory.uri), name)  # positive control: the name is in the files
     await items.delete((name,), "k")
     assert await listed(items) == [[name]]
     await items.delete((name,), "k2")
     assert await listed(items) == []
-    assert name not in {r["partition"] for r in (await memory.store.records()).values()}
+    assert name not in {r["partition"] for r in (await app.store.records()).values()}
     await memory.delete_partition(name)
-    await memory.store.maintain_registry(retention=timedelta(0))
+    await app.store.maintain_registry(retention=timedelta(0))
     assert decoded_with(Path(memory.uri), name) == []
 
 
@@ -163,6 +170,9 @@ class Counting:
         self.commit = memory.commit
         self.listings = memory.listings
 
+    async def application(self) -> Counting:
+        return self
+
     async def latest_view(self, partition: str) -> ReadView:
         self.opened.append(partition)
         return await self.memory.latest_view(partition)
@@ -171,7 +181,7 @@ class Counting:
 async def test_a_listing_opens_only_the_namespaces_it_answers(memory: Memory) -> None:
     for i in range(30):
         await StoreItems(memory).put(("users", f"u{i:02d}"), "k", {"i": i}, [], None)
-    core = Counting(memory)
+    core = Counting(await memory.application())
     items = StoreItems(core)
     assert await listed(items, conditions=[{"type": "prefix", "path": ["users"]}],
                         limit=3) == [["users", "u00"], ["users", "u01"], ["users", "u02"]]

@@ -175,11 +175,12 @@ def test_a_put_killed_right_after_its_answer_still_expires(tmp_path: Path) -> No
 async def _ends_at(data: Path, partition: str, at: int) -> None:
     """Every piece of ``partition`` is live until ``at`` and expired from it on (retention's
     rule, as every read applies it)."""
-    memory = await Memory.open(str(data), HashingEmbedder())
+    opened = await Memory.open(str(data), HashingEmbedder())
+    memory = await opened.application()  # the store items' own store
     try:
         max_age = await memory.retention.max_age(partition)
         pieces = await memory.every_item(partition)
         assert pieces  # the positive control
         assert all(is_live(p, max_age, at - 1) and not is_live(p, max_age, at) for p in pieces)
     finally:
-        await memory.close()
+        await opened.close()

@@ -48,19 +48,21 @@ async def opened_as_before(db: Path) -> Memory:
 
 
 async def assert_upgraded(memory: Memory) -> None:
-    """Each of the release's items a store item once, none a fact, the format recorded."""
+    """Each of the release's items a store item once, in the application's store (format 4),
+    none a fact, the format recorded."""
     assert format_of(await memory.store.meta()) == FORMAT
-    items = StoreItems(memory)
+    items = await StoreItems(memory).ready()
     for key, item in WANT["store"]["items"].items():
         record = await items.get(NS, key)
         assert record is not None and record.value == item["value"], key
         assert len(record.numbers) == 1  # one piece: made once
     snap = await memory.store.snapshot(PART)
-    assert [it.n for it in snap.items if not it.application] == sorted(
+    assert [it.n for it in snap.items] == sorted(
         [*(int(n) for n in WANT["facts"]), WANT["expired"]])  # expired, not yet swept
-    pieces = [it.n for it in snap.items if it.application]
+    pieces = (await (await memory.application()).store.snapshot(PART)).items
     assert len(pieces) == len(WANT["store"]["items"])
-    assert snap.hwm == WANT["hwm"] + len(pieces)  # no number handed out twice or wasted
+    # the numbers the step from format 1 gave stay issued in the model's store, never reused
+    assert snap.hwm == WANT["hwm"] + len(pieces)
     assert await items.registry.partitions(NS[:1]) == [PART]
 
 
@@ -79,7 +81,7 @@ async def test_an_upgrade_stopped_at_a_step_completes_on_the_next_open(db: Path,
         await upgrade(memory, hook=crash)
     assert seen[-1] == step
     assert format_of(await memory.store.meta()) == FIRST  # recorded only once all is done
-    written = await StoreItems(memory).get(NS, "profile")
+    written = await StoreItems(memory, in_place=True).get(NS, "profile")
     assert (written is not None) == (step == "written")
     await memory.close()
 
@@ -182,9 +184,11 @@ async def assert_relisted(memory: Memory) -> None:
     recorded."""
     assert format_of(await memory.store.meta()) == FORMAT
     assert FORMER_LISTING not in await memory.partitions()
-    assert await StoreItems(memory).registry.partitions() == LISTED_PARTS
-    assert sorted(r["partition"] for r in (await memory.store.records()).values()) \
+    assert await (await StoreItems(memory).ready()).registry.partitions() == LISTED_PARTS
+    app = await memory.application()  # the store items moved there (format 4)
+    assert sorted(r["partition"] for r in (await app.store.records()).values()) \
         == sorted(LISTED_PARTS)
+    assert await memory.store.records() == {}
 
 
 @pytest.mark.parametrize("step", ["relisted", "deleted"])
@@ -202,7 +206,7 @@ async def test_a_relisting_stopped_at_a_step_completes_on_the_next_open(listed_d
     with pytest.raises(Stop):
         await upgrade(memory, hook=crash)
     assert seen == ["relisted", "deleted"][:seen.index(step) + 1]
-    assert format_of(await memory.store.meta()) == FORMAT - 1  # only the steps before
+    assert format_of(await memory.store.meta()) == 2  # only the steps before
     assert (FORMER_LISTING in await memory.partitions()) == (step == "relisted")
     await memory.close()
 
@@ -236,7 +240,90 @@ async def test_two_processes_relisting_at_once_both_end_relisted(listed_db: Path
         want = sorted(["users/zoe", *LISTED_PARTS[1:]])
         for memory in (first, second):
             assert FORMER_LISTING not in await memory.partitions()
-            assert await StoreItems(memory).registry.partitions() == want
+            assert await (await StoreItems(memory).ready()).registry.partitions() == want
+    finally:
+        await first.close()
+        await second.close()
+
+
+# The step from format 3 on the store 902e632 wrote: store items among the model's facts
+# (keyed items of its tables), moved to the application's store (format 4, ``stored/apart.py``).
+APART = REPO / "tests" / "data" / "stores" / "902e632"
+APART_WANT: dict[str, Any] = json.loads((APART / "expected.json").read_text())
+
+
+@pytest.fixture
+def apart_db(tmp_path: Path) -> Path:
+    shutil.copytree(APART / "store", tmp_path / "db")
+    return tmp_path / "db"
+
+
+async def assert_apart(memory: Memory) -> None:
+    """Every item once in the application's store, none in the model's, the model's facts
+    (the JSON-looking one too) where they were, the format recorded."""
+    assert format_of(await memory.store.meta()) == FORMAT
+    items = await StoreItems(memory).ready()
+    ns = tuple(APART_WANT["store"]["namespace"])
+    for key, item in APART_WANT["store"]["items"].items():
+        record = await items.get(ns, key)
+        assert record is not None and record.value == item["value"], key
+        assert len(record.numbers) == 1
+    ttl = APART_WANT["store_ttl"]
+    record = await items.get(tuple(ttl["namespace"]), ttl["key"])
+    assert record is not None and record.value == ttl["value"]
+    assert await items.registry.partitions() == ["/".join(n) for n in APART_WANT["namespaces"]]
+    part = APART_WANT["partition"]
+    snap = await memory.store.snapshot(part)
+    assert not any(it.application for it in snap.items)  # none left in the model's store
+    fact = APART_WANT["json_fact"]
+    kept = snap.get(fact["n"])
+    assert kept is not None and kept.text == fact["text"]
+    assert await memory.store.records() == {}  # no listing record: no store item here
+    app = await memory.application()
+    pieces = [len((await app.store.snapshot("/".join(n))).items)
+              for n in APART_WANT["namespaces"]]
+    assert pieces == [1, 2]  # one piece each: moved once
+
+
+@pytest.mark.parametrize("step", ["moved", "forgotten"])
+async def test_a_move_stopped_at_a_step_completes_on_the_next_open(apart_db: Path,
+                                                                   step: str) -> None:
+    memory = await opened_as_before(apart_db)
+    assert any(it.application for it in  # the positive control: items among the facts
+               (await memory.store.snapshot(APART_WANT["partition"])).items)
+
+    async def crash(at: str, partition: str) -> None:
+        if at == step:
+            raise Stop
+
+    with pytest.raises(Stop):
+        await upgrade(memory, hook=crash)
+    assert format_of(await memory.store.meta()) == 3  # recorded only once all is done
+    await memory.close()
+    reopened = await Memory.open(str(apart_db), HashingEmbedder())
+    try:
+        await assert_apart(reopened)
+    finally:
+        await reopened.close()
+
+
+async def test_two_processes_moving_at_once_move_each_item_once(apart_db: Path) -> None:
+    first, second = await opened_as_before(apart_db), await opened_as_before(apart_db)
+    held, go = asyncio.Event(), asyncio.Event()
+
+    async def hold(at: str, partition: str) -> None:
+        if at == "moved" and not held.is_set():  # put, about to forget from the model's
+            held.set()
+            await go.wait()
+
+    slow = asyncio.create_task(upgrade(first, hook=hold))
+    await held.wait()
+    assert await upgrade(second) == FORMAT
+    go.set()
+    assert await slow == FORMAT
+    try:
+        await assert_apart(first)
+        await assert_apart(second)
     finally:
         await first.close()
         await second.close()

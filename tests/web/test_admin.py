@@ -181,3 +181,27 @@ def test_admin_similar_groups_likely_restatements(client: Client) -> None:
                       headers=ADMIN).json()["groups"] == []
     assert_error(client.get("/admin/similar?partition=d&threshold=2", headers=ADMIN), 400,
                  "invalid_request")
+
+
+def test_an_item_of_the_applications_store_by_number(client: Client) -> None:
+    """``store=application`` reads and edits a store item's piece by its own number (the
+    application's store numbers its pieces apart from the model's facts)."""
+    put = {"ops": [{"op": "put", "namespace": ["a"], "key": "k", "value": {"v": 1},
+                    "index": ["Ann's kayak club"]}]}
+    n = send(client, put, path="/store").json()["results"][0]["items"][0]
+    assert n == 1  # the model's fact 1 of partition a is another item
+    model = client.get("/admin/item", params={"partition": "a", "n": n}, headers=ADMIN)
+    assert model.json()["item"]["text"] == "Ann speaks Greek"
+    theirs = client.get("/admin/item", params={"partition": "a", "n": n,
+                                               "store": "application"}, headers=ADMIN)
+    assert theirs.json()["item"]["text"] == "Ann's kayak club"
+    edited = client.patch("/admin/items", params={"partition": "a", "n": n,
+                                                  "store": "application"},
+                          json={"expiresAt": "2099-01-01T00:00:00Z"}, headers=ADMIN)
+    assert edited.status_code == 200, edited.text
+    got = send(client, {"ops": [{"op": "get", "namespace": ["a"], "key": "k",
+                                 "refreshTtl": False}]}, path="/store").json()["results"][0]
+    assert got["expiresAt"].startswith("2099-01-01")
+    other = client.get("/admin/item", params={"partition": "a", "n": 1, "store": "nope"},
+                       headers=ADMIN)
+    assert other.status_code == 400, other.text

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, TTLConfig
@@ -186,9 +187,12 @@ def expire_now(store: BaseStore, namespace: tuple[str, ...], key: str) -> None:
     partition, pieces = _pieces(store, namespace, key)
     assert isinstance(store, SemmemStore)
     past = iso_in(-60)
-    with Client(store.client.url, TOKEN, admin_token=ADMIN_TOKEN, memory_path=PATH) as owner:
-        for piece in pieces:
-            owner.edit(partition, piece["n"], {"expiresAt": past})
+    with httpx.Client(base_url=store.client.url, timeout=30,
+                      headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}) as owner:
+        for piece in pieces:  # a piece of the application's store (its own numbers)
+            owner.patch("/admin/items", params={"partition": partition, "n": piece["n"],
+                                                "store": "application"},
+                        json={"expiresAt": past}).raise_for_status()
     _EXPIRED[(store.client.url, namespace, key)] = past
 
 

@@ -60,7 +60,7 @@ async def partitions_page(memory: Memory, prefix: str, page: int
     reads): a large, indexed partition gives its count without loading its items, and its last
     update is that of its most recently updated live item.
     """
-    names = [n for n in await memory.partitions() if n.startswith(prefix)]
+    names = [n for n in await memory.owned_partitions() if n.startswith(prefix)]
     paging = Paging.of(page, len(names), PARTITIONS_PAGE_SIZE)
     rows = []
     for name in names[paging.offset:paging.offset + paging.size]:

@@ -77,12 +77,15 @@ def write(old: Path, out: Path, python: str) -> dict[str, Any]:
 
     # What the release has: metadata on facts (e7c9746), the LangGraph adapter (its client).
     metadata = (old / "semmem" / "metadata.py").exists() \
-        or (old / "semmem" / "scoped" / "metadata.py").exists()
+        or (old / "semmem" / "scoped" / "metadata.py").exists() \
+        or (old / "semmem" / "items" / "metadata.py").exists()
     langgraph = (old / "clients" / "python" / "src" / "semmem_client" / "langgraph.py").exists()
     # Store items as keyed items (POST /store) and the listing partition %store-namespaces
     # (wave 6, up to 62c1cbc); conversations through POST /ingest.
     keyed = (old / "semmem" / "stored").is_dir()
     ingest = (old / "semmem" / "conversations").is_dir()
+    # Listing records (store format 3, up to 902e632): store items in the model's tables.
+    listed = (old / "semmem" / "store" / "system.py").exists()
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     log = out.parent / f"{out.name}.log"
@@ -113,6 +116,9 @@ def write(old: Path, out: Path, python: str) -> dict[str, Any]:
             bees = client.remember(OTHER, "Bob keeps two hives of bees")["n"]
             http.put("/admin/retention", params={"partition": OTHER, "policy": "3650d"},
                      headers=admin).raise_for_status()
+            if listed:  # a fact of the model's that merely parses as an old item's JSON
+                text = '{"key":"k","value":{"a":1}}'
+                written["json_fact"] = {"n": client.remember(USER, text)["n"], "text": text}
             if langgraph and keyed:
                 written.update(_keyed_items(Client(url, TOKEN, admin_token=ADMIN_TOKEN), http))
             elif langgraph:
