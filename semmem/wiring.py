@@ -5,11 +5,13 @@ from __future__ import annotations
 import functools
 import json
 import logging
+from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Protocol
 
 from semmem.embedding.choice import open_model
 from semmem.embedding.embedder import CachedEmbedder, Embedder
+from semmem.errors import SemmemError
 from semmem.lifecycle.retention import Retention
 from semmem.lifecycle.sweep import sweep
 from semmem.lifecycle.upgrading import upgrade
@@ -96,10 +98,12 @@ def make_store(settings: Settings, embedder: ModelIdentity) -> Store:
 
 async def open_memory(
     settings: Settings, embedder: Embedder | None = None, *, check_model: bool = True,
-    maintain: bool = False,
+    maintain: bool = False, on_changed: Callable[[SemmemError], None] | None = None,
 ) -> Memory:
     """Load the model (unless given), open the store and return the memory core; with
-    ``maintain``, the core schedules maintenance and purges once started (a server)."""
+    ``maintain``, the core schedules maintenance and purges once started (a server);
+    ``on_changed`` is told once when either store is changed store-wide under this process
+    (``store/identity.py``: a server then stops)."""
     limit_blas_threads()
     embedder = embedder or load_embedder(settings)
     from semmem.store.apart import application_store
@@ -108,6 +112,7 @@ async def open_memory(
     await store.open(check_model=check_model)
     beside = application_store(store)  # the application's store items (``store/apart.py``)
     await beside.open(check_model=check_model)
+    store.on_changed = beside.on_changed = on_changed
 
     def observing(of: Store) -> Maintenance | None:
         return (Maintenance(of, settings.maintenance_delay_s, settings.compact_every,

@@ -119,7 +119,6 @@ class Runtime:
             self.ranking = ranking_status(self.settings, memory.ranker.config)
             if self.on_ready is not None:
                 self.on_ready()
-            memory.store.on_changed = self._changed
             self.memory = memory
             log.info("ready: model %s, store %s", memory.embedder.model_id, memory.uri)
             log.info("%s", ranking_line(self.ranking))
@@ -141,7 +140,8 @@ class Runtime:
             embedder = await asyncio.to_thread(load_embedder, self.settings)
         for attempt in itertools.count(1):
             try:
-                memory = await open_memory(self.settings, embedder, maintain=True)
+                memory = await open_memory(self.settings, embedder, maintain=True,
+                                           on_changed=self._changed)
             except Unavailable as exc:
                 if not transient(exc, self.settings.data):
                     raise

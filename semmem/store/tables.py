@@ -52,7 +52,8 @@ from semmem.store.schema import (
     partition_schema,
 )
 from semmem.store.system import SystemRecords, Touch, touched
-from semmem.store.upkeep.compaction import MaintenanceReport, Upkeep
+from semmem.store.upkeep.compaction import Upkeep
+from semmem.store.upkeep.doors import Maintained
 from semmem.store.upkeep.indexes import INDEX_THRESHOLD
 from semmem.store.views import Head, IndexedView, PartitionSnapshot, ReadView, WriteView
 
@@ -65,7 +66,7 @@ log = logging.getLogger("semmem.store")
 RETRIES = {"client_max_retries": "3", "client_retry_timeout": "10", "download_retry_count": "2"}
 
 
-class Store(Registered, IndexedReads, SystemRecords):
+class Store(Registered, IndexedReads, SystemRecords, Maintained):
     """Partitions of numbered items in LanceDB (local directory or object storage URI)."""
 
     def __init__(
@@ -374,28 +375,3 @@ class Store(Registered, IndexedReads, SystemRecords):
                       "; ".join(found.problems), found.repaired)
         if found.repaired and found.forgotten:  # the text of a forget that won: purge it
             await self.request_purge(partition)
-
-    # ----- upkeep ----------------------------------------------------------------------------
-    async def maintain(self, partition: str, *, retention: timedelta | None = None,
-                       purge: bool = True) -> MaintenanceReport | None:
-        """Prune expired op records, compact (materialising deletions) and remove old versions.
-
-        After this returns, forgotten texts are in no file of the partition unless they are in a
-        version younger than ``retention`` (default: the store's ``version_retention``).
-        """
-        tbl = await self.conn.writable(partition)
-        if tbl is None:
-            return None
-        report = await asyncio.to_thread(self.upkeep.maintain, await tbl.uri(), retention,
-                                         purge)
-        await tbl.checkout_latest()
-        return replace(report, partition=partition)
-
-    async def build_index(self, partition: str) -> str:
-        """Build (or bring up to date) the indexes of a partition past the index threshold."""
-        tbl = await self.conn.writable(partition)
-        if tbl is None:
-            return ""
-        done = await asyncio.to_thread(self.upkeep.build_index, await tbl.uri())
-        await tbl.checkout_latest()
-        return done

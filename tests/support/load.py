@@ -14,8 +14,8 @@ size sampled every 0.25 s).
 Phase 3 (recovery): one client recalls for a few seconds; the first answer must come quickly
 and every answer be 200.
 
-``benchmarks/cases/load.py`` runs it from the command line; ``tests/system/test_load.py`` runs a short
-version.
+``benchmarks/cases/load.py`` runs it from the command line; ``tests/system/test_load.py``
+runs a short version.
 """
 
 from __future__ import annotations
