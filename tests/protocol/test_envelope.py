@@ -274,5 +274,10 @@ def test_data_dir_has_only_hashed_names(tmp_path: Path) -> None:
         for p in HOSTILE_PARTITIONS:
             send(c, tool("remember", {"text": "A fact"}, partition=p))
     names = {p.name for p in (tmp_path / "db").iterdir()}
+    # the application's store beside the model's (``store/apart.py``): a fixed name
+    assert "application" in names
+    names.discard("application")
     assert all(re.fullmatch(r"(_semmem|p_[0-9a-f]{40})\.lance", n) for n in names), names
     assert len(names) == 1 + len(HOSTILE_PARTITIONS)
+    beside = {p.name for p in (tmp_path / "db" / "application").iterdir()}
+    assert all(re.fullmatch(r"(_semmem|p_[0-9a-f]{40})\.lance", n) for n in beside), beside
