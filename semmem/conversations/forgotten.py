@@ -22,18 +22,18 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
 from semmem.conversations.pieces import DIGEST, PIECE, SESSION
+from semmem.items import Item
 from semmem.items.address import Address, address_of
 from semmem.items.metadata import canonical
 from semmem.rules import MissingRecords
-from semmem.store.rows import Mutation, op_key
+from semmem.store.rows import LEDGER, Mutation, op_key
 from semmem.store.views import OpRecord, WriteView
 
-LEDGER = "forgotten"  # the record's fingerprint: never an operation's (those are hex)
 KEY_ID_CHARS = 8  # a digest leads with its store's key id: whose secret made it
 
 
@@ -83,6 +83,23 @@ def forgotten(view: WriteView, *keys: str) -> set[str]:
     return names
 
 
+def ledgered(items: Iterable[Item], secret: bytes) -> dict[str, set[str]]:
+    """What forgetting ``items`` adds to the ledgers of the store whose secret is ``secret``:
+    by ledger key, the HMACs of the messages the pieces among them belong to (a piece whose
+    digest another secret made names nothing here and adds nothing)."""
+    gone: dict[str, set[str]] = {}
+    for old in items:
+        piece = old.attrs.get(PIECE)
+        address = address_of(old)
+        if address is None or address.space != SESSION or not isinstance(piece, dict) \
+                or not isinstance(piece.get(DIGEST), str):
+            continue
+        mac = mac_of(piece[DIGEST], secret)
+        if mac is not None:
+            gone.setdefault(ledger_key(secret, address, old.metadata), set()).add(mac)
+    return gone
+
+
 def kept(view: WriteView, decision: Mutation, secret: bytes,
          looked: Collection[str]) -> Mutation:
     """``decision`` with the ledger of each session whose pieces it forgets grown by those
@@ -91,18 +108,8 @@ def kept(view: WriteView, decision: Mutation, secret: bytes,
     Raises:
         MissingRecords: a ledger the write did not look up (decide again with it).
     """
-    gone: dict[str, set[str]] = {}
-    for row in decision.items:
-        old = view.get(row.n) if row.forgotten else None
-        piece = old.attrs.get(PIECE) if old is not None else None
-        address = address_of(old) if old is not None else None
-        if old is None or address is None or address.space != SESSION \
-                or not isinstance(piece, dict) \
-                or not isinstance(piece.get(DIGEST), str):
-            continue
-        mac = mac_of(piece[DIGEST], secret)
-        if mac is not None:
-            gone.setdefault(ledger_key(secret, address, old.metadata), set()).add(mac)
+    gone = ledgered([old for row in decision.items if row.forgotten
+                     and (old := view.get(row.n)) is not None], secret)
     if not gone:
         return decision
     missing = sorted(k for k in gone if k not in looked)
