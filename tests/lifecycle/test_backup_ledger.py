@@ -150,3 +150,23 @@ async def test_a_backup_carrying_no_secret_takes_the_live_stores_or_says_so(
             assert again["items"][0] == [6] and "a new one" in report.as_dict()["secret"]
     finally:
         await copy.close()
+
+
+async def test_with_the_ledger_a_message_stored_and_forgotten_since_the_backup_stays_forgotten(
+        memory: Memory, tmp_path: Path, talked: tuple[list[list[int]], str]) -> None:
+    items, backup = talked
+    late = said("user", "Miso hid in the laundry basket.", "2023-05-01T08:00:00Z")
+    later = said("user", "Miso likes the balcony.", "2023-05-02T08:00:00Z")
+    stored = await Conversations(memory).ingest("p", S1, [*CHAT, late, later])
+    [n], [m] = stored["items"][4:]
+    await memory.forget("p", n, owner=False)  # stored and forgotten after the backup
+    copy, _ = await restored(memory, tmp_path, backup, ledger=True)
+    try:
+        again = await Conversations(copy).ingest("p", S1, [*CHAT, late, later])
+        # the backup never held it; the live store's ledger names it. ``later`` (never
+        # forgotten, not in the backup) is stored: the positive control
+        assert again["items"][:5] == [[], items[1], items[2], items[3], []]
+        assert again["items"][5] and again["items"][5][0] > m
+        assert late.content not in await texts(copy) and later.content in await texts(copy)
+    finally:
+        await copy.close()
