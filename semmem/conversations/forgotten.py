@@ -22,13 +22,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from semmem.conversations.pieces import DIGEST, PIECE, SESSION
+from semmem.conversations.pieces import DIGEST, MESSAGE, PART, PIECE, ROLE, SESSION
 from semmem.items import Item
-from semmem.items.address import Address, address_of
+from semmem.items.address import KEYED, Address, address_of
 from semmem.items.metadata import canonical
 from semmem.rules import MissingRecords
 from semmem.store.rows import LEDGER, Mutation, op_key
@@ -46,6 +46,44 @@ def digest(secret: bytes, role: str, content: str) -> str:
     """A message's digest: the store's key id, then an HMAC of its role and exact content."""
     mac = hmac.new(secret, f"{role}\x00{content}".encode(), hashlib.sha256).hexdigest()[:32]
     return key_id(secret) + mac
+
+
+def shape_digest(secret: bytes, role: str, pieces: Sequence[str]) -> str:
+    """A message's digest by its role and its pieces' exact texts (the store's key id, then an
+    HMAC): what an import gives a message whose digest another store's secret made, when it
+    holds every piece of it (its exact content is not: pieces are trimmed), so a re-send finds
+    it (``Cut.keys``) and a forget of it reaches the ledger."""
+    text = "\x00shape\x00" + role + "\x00" + "\x01".join(pieces)
+    mac = hmac.new(secret, text.encode("utf-8", "surrogatepass"), hashlib.sha256)
+    return key_id(secret) + mac.hexdigest()[:32]
+
+
+def rekeyed(records: Sequence[dict[str, Any]], secret: bytes) -> list[dict[str, Any]]:
+    """``records`` (an import's) whose conversation pieces carrying another store's digest
+    carry this store's instead (``shape_digest``), for each message whose pieces are all there
+    (parts 0…k-1); a message missing a piece keeps its digest (it names nothing here)."""
+    messages: dict[tuple[str, str, int], list[tuple[int, int]]] = {}
+    for i, rec in enumerate(records):
+        piece, where = rec.get(PIECE), rec.get(KEYED)
+        if not isinstance(piece, dict) or not isinstance(where, dict) \
+                or where.get("space") != SESSION or not isinstance(piece.get(DIGEST), str) \
+                or mac_of(piece[DIGEST], secret) is not None \
+                or not isinstance(piece.get(MESSAGE), int) \
+                or not isinstance(piece.get(PART), int):
+            continue
+        messages.setdefault((str(where.get("key")), str(piece.get(DIGEST)), piece[MESSAGE]),
+                            []).append((piece[PART], i))
+    out = list(records)
+    for parts in messages.values():
+        parts.sort()
+        if [p for p, _ in parts] != list(range(len(parts))):
+            continue
+        first = out[parts[0][1]][PIECE]
+        texts = [str(out[i].get("text")) for _, i in parts]
+        made = shape_digest(secret, str(first.get(ROLE)), texts)
+        for _, i in parts:
+            out[i] = {**out[i], PIECE: {**out[i][PIECE], DIGEST: made}}
+    return out
 
 
 def mac_of(stored: str, secret: bytes) -> str | None:
