@@ -16,6 +16,7 @@ import typer
 
 from semmem.cli.options import DataOpt, errors, settings, show
 from semmem.errors import InvalidInput
+from semmem.store.identity import model_of
 
 if TYPE_CHECKING:
     from semmem.settings import Settings
@@ -54,7 +55,7 @@ async def _open(chosen: Settings, uri: str, model: _Model | None = None) -> Stor
         await probe.open(check_model=False)
         meta = await probe.meta() or {}
         await probe.close()
-        model = _Model(str(meta.get("model")), int(meta.get("dim") or 1))
+        model = _Model(str(model_of(meta)), int(meta.get("dim") or 1))
     store = make_store(here, model)
     await store.open()
     return store

@@ -22,18 +22,18 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from semmem.conversations.pieces import DIGEST, PIECE, SESSION
-from semmem.items.address import Address, address_of
+from semmem.conversations.pieces import DIGEST, MESSAGE, PART, PIECE, ROLE, SESSION
+from semmem.items import Item
+from semmem.items.address import KEYED, Address, address_of
 from semmem.items.metadata import canonical
 from semmem.rules import MissingRecords
-from semmem.store.rows import Mutation, op_key
+from semmem.store.rows import LEDGER, Mutation, op_key
 from semmem.store.views import OpRecord, WriteView
 
-LEDGER = "forgotten"  # the record's fingerprint: never an operation's (those are hex)
 KEY_ID_CHARS = 8  # a digest leads with its store's key id: whose secret made it
 
 
@@ -46,6 +46,44 @@ def digest(secret: bytes, role: str, content: str) -> str:
     """A message's digest: the store's key id, then an HMAC of its role and exact content."""
     mac = hmac.new(secret, f"{role}\x00{content}".encode(), hashlib.sha256).hexdigest()[:32]
     return key_id(secret) + mac
+
+
+def shape_digest(secret: bytes, role: str, pieces: Sequence[str]) -> str:
+    """A message's digest by its role and its pieces' exact texts (the store's key id, then an
+    HMAC): what an import gives a message whose digest another store's secret made, when it
+    holds every piece of it (its exact content is not: pieces are trimmed), so a re-send finds
+    it (``Cut.keys``) and a forget of it reaches the ledger."""
+    text = "\x00shape\x00" + role + "\x00" + "\x01".join(pieces)
+    mac = hmac.new(secret, text.encode("utf-8", "surrogatepass"), hashlib.sha256)
+    return key_id(secret) + mac.hexdigest()[:32]
+
+
+def rekeyed(records: Sequence[dict[str, Any]], secret: bytes) -> list[dict[str, Any]]:
+    """``records`` (an import's) whose conversation pieces carrying another store's digest
+    carry this store's instead (``shape_digest``), for each message whose pieces are all there
+    (parts 0…k-1); a message missing a piece keeps its digest (it names nothing here)."""
+    messages: dict[tuple[str, str, int], list[tuple[int, int]]] = {}
+    for i, rec in enumerate(records):
+        piece, where = rec.get(PIECE), rec.get(KEYED)
+        if not isinstance(piece, dict) or not isinstance(where, dict) \
+                or where.get("space") != SESSION or not isinstance(piece.get(DIGEST), str) \
+                or mac_of(piece[DIGEST], secret) is not None \
+                or not isinstance(piece.get(MESSAGE), int) \
+                or not isinstance(piece.get(PART), int):
+            continue
+        messages.setdefault((str(where.get("key")), str(piece.get(DIGEST)), piece[MESSAGE]),
+                            []).append((piece[PART], i))
+    out = list(records)
+    for parts in messages.values():
+        parts.sort()
+        if [p for p, _ in parts] != list(range(len(parts))):
+            continue
+        first = out[parts[0][1]][PIECE]
+        texts = [str(out[i].get("text")) for _, i in parts]
+        made = shape_digest(secret, str(first.get(ROLE)), texts)
+        for _, i in parts:
+            out[i] = {**out[i], PIECE: {**out[i][PIECE], DIGEST: made}}
+    return out
 
 
 def mac_of(stored: str, secret: bytes) -> str | None:
@@ -83,6 +121,23 @@ def forgotten(view: WriteView, *keys: str) -> set[str]:
     return names
 
 
+def ledgered(items: Iterable[Item], secret: bytes) -> dict[str, set[str]]:
+    """What forgetting ``items`` adds to the ledgers of the store whose secret is ``secret``:
+    by ledger key, the HMACs of the messages the pieces among them belong to (a piece whose
+    digest another secret made names nothing here and adds nothing)."""
+    gone: dict[str, set[str]] = {}
+    for old in items:
+        piece = old.attrs.get(PIECE)
+        address = address_of(old)
+        if address is None or address.space != SESSION or not isinstance(piece, dict) \
+                or not isinstance(piece.get(DIGEST), str):
+            continue
+        mac = mac_of(piece[DIGEST], secret)
+        if mac is not None:
+            gone.setdefault(ledger_key(secret, address, old.metadata), set()).add(mac)
+    return gone
+
+
 def kept(view: WriteView, decision: Mutation, secret: bytes,
          looked: Collection[str]) -> Mutation:
     """``decision`` with the ledger of each session whose pieces it forgets grown by those
@@ -91,18 +146,8 @@ def kept(view: WriteView, decision: Mutation, secret: bytes,
     Raises:
         MissingRecords: a ledger the write did not look up (decide again with it).
     """
-    gone: dict[str, set[str]] = {}
-    for row in decision.items:
-        old = view.get(row.n) if row.forgotten else None
-        piece = old.attrs.get(PIECE) if old is not None else None
-        address = address_of(old) if old is not None else None
-        if old is None or address is None or address.space != SESSION \
-                or not isinstance(piece, dict) \
-                or not isinstance(piece.get(DIGEST), str):
-            continue
-        mac = mac_of(piece[DIGEST], secret)
-        if mac is not None:
-            gone.setdefault(ledger_key(secret, address, old.metadata), set()).add(mac)
+    gone = ledgered([old for row in decision.items if row.forgotten
+                     and (old := view.get(row.n)) is not None], secret)
     if not gone:
         return decision
     missing = sorted(k for k in gone if k not in looked)

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from semmem import rules
-from semmem.conversations.forgotten import digest, forgotten, ledger_key, mac_of
+from semmem.conversations.forgotten import digest, forgotten, ledger_key, mac_of, shape_digest
 from semmem.conversations.host import Host
 from semmem.conversations.messages import Message
 from semmem.conversations.pieces import AT, DIGEST, MESSAGE, PART, PIECE, ROLE, cut
@@ -55,13 +55,16 @@ class Cut:
     message: Message
     digest: str
     pieces: tuple[str, ...]
+    shaped: str = ""  # its digest by its pieces (``forgotten.shape_digest``): an import's
 
     @property
-    def keys(self) -> tuple[str, str]:
+    def keys(self) -> tuple[str, ...]:
         """What a held message is known by: its digest's HMAC (its exact role and content),
-        or its role and pieces' exact texts (for a message held with another store's
-        digest: a session imported from it)."""
-        return "d:" + self.digest[-32:], "s:" + _shape(self.message.role, self.pieces)
+        its digest by its pieces (what an import gives a message of another store's), or its
+        role and pieces' exact texts (for a message held with another store's digest: a
+        session imported from it that lacks a piece of it)."""
+        return ("d:" + self.digest[-32:], "d:" + self.shaped[-32:],
+                "s:" + _shape(self.message.role, self.pieces))
 
 
 def _shape(role: str, texts: Sequence[str]) -> str:
@@ -193,7 +196,9 @@ class Conversations:
 
     def cuts(self, messages: Sequence[Message]) -> list[Cut]:
         """Each message cut into pieces, with its digest."""
-        return [Cut(m, self.digest(m), tuple(cut(m.content))) for m in messages]
+        return [Cut(m, self.digest(m), pieces,
+                    shape_digest(self.host.secret, m.role, pieces))
+                for m in messages for pieces in [tuple(cut(m.content))]]
 
     async def ingest_many(self, partition: str,
                           sessions: Sequence[tuple[Address, Sequence[Message]]], *,

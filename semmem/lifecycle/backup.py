@@ -81,7 +81,7 @@ async def create_backup(store: Store, target: Objects, *, live: Live | None = No
     meta = await store.meta()
     recorded = None if meta is not None and KEY not in meta else format_of(meta)
     manifest = Manifest(new_id(started), started, now_ms(), store.uri, store.model_id, store.dim,
-                        entries, recorded)
+                        entries, recorded, store.secret.hex() or None)
     await asyncio.to_thread(target.put, manifest_name(manifest.id), manifest.to_bytes())
     return manifest
 

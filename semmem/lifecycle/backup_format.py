@@ -6,7 +6,9 @@ one object shared by every backup that holds it — and ``manifests/<id>.json``,
 a backup exists once its manifest does. The manifest carries its own digest.
 
 An object is a line ``semmem-partition/1``, a line of JSON (head, items without vectors,
-tombstones), then the items' vectors as little-endian float32 rows in the items' order.
+tombstones, and the partition's ledgers of forgotten messages when it has any), then the items'
+vectors as little-endian float32 rows in the items' order. The manifest carries the source
+store's secret, which the ledgers and the pieces' digests are keyed by (a restore keeps it).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ def encode(dump: Dump) -> bytes:
                    "attrs": it.attrs, "created": it.created} for it in dump.items],
         "tombstones": [{"n": t.n, "seq": t.seq, "updated": t.updated, "created": t.created}
                        for t in sorted(dump.tombstones.values(), key=lambda t: t.n)],
+        **({"ledgers": dict(sorted(dump.ledgers.items()))} if dump.ledgers else {}),
     }
     vectors = np.ascontiguousarray(dump.vectors, dtype="<f4")
     return MAGIC + _utf8(json.dumps(header, ensure_ascii=False)) + b"\n" + vectors.tobytes()
@@ -83,7 +86,8 @@ def decode(data: bytes) -> Dump:
                   created=r["created"]) for r in header["items"]]
     tombstones = {int(t["n"]): Tombstone(int(t["n"]), int(t["seq"]), int(t["updated"]),
                                          t["created"]) for t in header["tombstones"]}
-    return Dump(head, items, vectors, tombstones)
+    ledgers = {str(k): [str(m) for m in v] for k, v in header.get("ledgers", {}).items()}
+    return Dump(head, items, vectors, tombstones, ledgers)
 
 
 def sha256(data: bytes) -> str:
@@ -118,13 +122,17 @@ class Manifest:
     # manifest, or store): the restored store records none either, and its first open tells
     # its format by what its release wrote (``stored/marks.py``).
     store_format: int | None = None
+    # The source store's secret (hex): its ledgers' keys and its pieces' digests are HMACs
+    # under it, so a restore keeps it. ``None``: an earlier release's manifest (none carried).
+    secret: str | None = None
 
     def body(self) -> dict[str, Any]:
         """The manifest's fields, as written (without the digest)."""
         return {"format": FORMAT, "id": self.id, "created": self.created,
                 "finished": self.finished, "source": self.source, "model": self.model,
                 "dim": self.dim, "partitions": self.partitions,
-                **({} if self.store_format is None else {"storeFormat": self.store_format})}
+                **({} if self.store_format is None else {"storeFormat": self.store_format}),
+                **({} if self.secret is None else {"secret": self.secret})}
 
     def to_bytes(self) -> bytes:
         """The manifest file: its fields and a digest over them."""
@@ -148,7 +156,8 @@ class Manifest:
             raise InvalidInput("backup manifest damaged (its digest does not match)")
         return cls(raw["id"], raw["created"], raw["finished"], raw["source"], raw["model"],
                    raw["dim"], raw["partitions"], formats.format_of(
-                       {formats.KEY: raw["storeFormat"]}) if "storeFormat" in raw else None)
+                       {formats.KEY: raw["storeFormat"]}) if "storeFormat" in raw else None,
+                   str(raw["secret"]) if isinstance(raw.get("secret"), str) else None)
 
     def summary(self) -> dict[str, Any]:
         """What ``backup list`` shows of it."""

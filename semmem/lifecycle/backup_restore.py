@@ -15,16 +15,26 @@ With a ledger (the live store) the restore honours what happened after the backu
 Each partition gets its retention override: the live store's now with a ledger, else the one
 its backup entry carries; without a ledger, a fact expired since under that policy (or the
 restoring deployment's default) is written as a tombstone, as a backup writes one.
+
+Forgotten stays forgotten in the restored store: it keeps the backup's secret (the manifest
+carries it; a backup of an earlier release carries none: then the live store's, with a ledger,
+else a new one, and the report says so), so its pieces' digests and its sessions' ledgers of
+forgotten messages (in the partitions' objects) keep naming what they named. Each piece
+withheld as forgotten or expired joins its session's ledger, as a forget would have made it;
+with a ledger of the same secret, the live store's ledgers are taken too (a message stored and
+forgotten since the backup).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from semmem.conversations.forgotten import ledgered
 from semmem.errors import InvalidInput
 from semmem.items import Item, now_ms
 from semmem.lifecycle.backup import (
@@ -43,6 +53,7 @@ from semmem.store.apart import application_store
 from semmem.store.copies.dump import Dump, created_at, write_partition
 from semmem.store.copies.objects import Objects
 from semmem.store.formats import FORMAT, KEY, format_of
+from semmem.store.rows import LEDGER
 from semmem.store.views import Head, PartitionSnapshot, Tombstone
 
 if TYPE_CHECKING:
@@ -61,6 +72,8 @@ class RestoreReport:
     forgotten: dict[str, list[int]] = field(default_factory=dict)
     updated: dict[str, list[int]] = field(default_factory=dict)
     records: dict[str, list[int]] = field(default_factory=dict)  # fields taken from the ledger
+    secret: str = "backup"  # whose secret the restored store keeps: "backup", "ledger", "new"
+    ledgers: int = 0  # the session ledgers written
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready."""
@@ -69,7 +82,13 @@ class RestoreReport:
                 "withheld": {"partitionsDeletedSince": self.deleted_partitions,
                              "forgottenOrExpiredSince": self.forgotten,
                              "textUpdatedSince": self.updated},
-                "recordsFromLedger": self.records}
+                "recordsFromLedger": self.records,
+                "secret": {"backup": "the backup's (as the source store's)",
+                           "ledger": "the live store's (the backup carries none)",
+                           "new": "a new one: the backup (of an earlier release) carries none, "
+                                  "so a message forgotten before it may be stored again by a "
+                                  "re-send"}[self.secret],
+                "sessionLedgers": self.ledgers}
 
 
 async def restore_backup(target: Objects, backup_id: str, into: Store,
@@ -90,6 +109,7 @@ async def restore_backup(target: Objects, backup_id: str, into: Store,
     dumps = []
     for entry in manifest.partitions:  # every checksum before the first write
         dumps.append((entry, decode(await asyncio.to_thread(read_object, target, entry))))
+    await _keep_secret(into, manifest, ledger, report)
     await _restore(into, ledger, [d for d in dumps if slot(d[0])[0] == MODEL], live,
                    default_retention_ms, report)
     theirs = [d for d in dumps if slot(d[0])[0] == APPLICATION]
@@ -128,14 +148,21 @@ async def _restore(into: Store, ledger: Store | None, dumps: list[tuple[dict[str
                 report.deleted_partitions.append(name)
                 continue
             assert policy is not None
-            dump = _against(dump, await ledger.snapshot(name), live or policy(name), report)
             # the policy is the live store's now (the owner may have changed it since)
             has, max_age = entry["table"] in overrides, overrides.get(entry["table"])
+            whole = dump
+            dump = _against(dump, snapshot := await ledger.snapshot(name),
+                            live or policy(name), report)
+            theirs = snapshot.ops.values() if ledger.secret == into.secret else ()
+            dump = _ledgered(dump, whole, report, into.secret,
+                             [(r.key, r.result) for r in theirs if r.fingerprint == LEDGER])
         else:
             has, max_age = override_of(entry)
             # what expired since the backup under its policy stays gone (a tombstone)
             test = live or _under(max_age if has else default_retention_ms)
-            dump = _withheld(live_only(dump, now_ms(), test), dump, report)
+            dump = _ledgered(_withheld(live_only(dump, now_ms(), test), dump, report), dump,
+                             report, into.secret, [])
+        report.ledgers += len(dump.ledgers)
         await write_partition(into, dump, entry["tableCreated"] or None)
         await into.relist(name)  # its system records, derived from what it restored
         if has:
@@ -143,6 +170,37 @@ async def _restore(into: Store, ledger: Store | None, dumps: list[tuple[dict[str
         report.partitions += 1
         report.items += len(dump.items)
         report.tombstones += len(dump.tombstones)
+
+
+async def _keep_secret(into: Store, manifest: Manifest, ledger: Store | None,
+                       report: RestoreReport) -> None:
+    """Give ``into`` (new, empty) the backup's secret, else the live store's."""
+    if manifest.secret is not None:
+        secret = bytes.fromhex(manifest.secret)
+    elif ledger is not None:
+        secret, report.secret = ledger.secret, "ledger"
+    else:
+        report.secret = "new"
+        return
+    await into.conn.registry.set_secret(secret)
+    into.secret = secret
+
+
+def _ledgered(dump: Dump, whole: Dump, report: RestoreReport, secret: bytes,
+              theirs: list[tuple[str, str]]) -> Dump:
+    """``dump`` whose ledgers name the messages of the pieces of ``whole`` it withholds as
+    forgotten or expired (``report``) besides what they named, and those ``theirs`` (record
+    key, result) name."""
+    ledgers = {k: set(v) for k, v in dump.ledgers.items()}
+    for key, result in theirs:
+        found = json.loads(result)
+        if isinstance(found, list):
+            ledgers.setdefault(key, set()).update(m for m in found if isinstance(m, str))
+    gone = set(report.forgotten.get(whole.head.partition, ()))
+    withheld = [it for it in whole.items if it.n in gone]
+    for key, macs in ledgered(withheld, secret).items():
+        ledgers.setdefault(key, set()).update(macs)
+    return replace(dump, ledgers={k: sorted(v) for k, v in ledgers.items()})
 
 
 def check_format(manifest: Manifest) -> None:

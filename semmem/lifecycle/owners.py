@@ -14,6 +14,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from semmem import rules
+from semmem.conversations.forgotten import rekeyed
 from semmem.importing import ImportReport, Write, import_records
 from semmem.lifecycle import inspection, passes
 from semmem.lifecycle.apart import Apart
@@ -70,6 +71,8 @@ class Owners(Apart):
                 return ImportReport(mine.imported + other.imported,
                                     mine.duplicates + other.duplicates,
                                     mine.batches + other.batches)
+        # a conversation's pieces keyed by another store's secret: keyed by this one's
+        records = rekeyed(builtins.list(records), self.store.secret)
         return await import_records(self._write, self.model.embed, partition, records,
                                     batch_size=batch_size, progress=progress,
                                     alive=self.retention.alive(

@@ -11,7 +11,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from semmem.importing import reembed
-from semmem.store.identity import moved
+from semmem.store.identity import fenced, moved
 
 if TYPE_CHECKING:
     from semmem.embedding.queue import ModelQueue
@@ -61,8 +61,8 @@ async def reindex(store: Store, model: ModelQueue, partition: str | None = None,
     """
     if partition is None:
         meta = await store.meta() or {}
-        await store.set_meta(moved({**meta, "model": model.embedder.model_id,
-                                    "dim": model.embedder.dim}))
+        await store.set_meta(moved(fenced({**meta, "dim": model.embedder.dim},
+                                          model.embedder.model_id)))
         await asyncio.sleep(settle_s(store))
     names = [partition] if partition is not None else await store.partitions()
     return await reembed(store, model.embed, names, batch_size, progress)

@@ -6,7 +6,9 @@ Each step from an older format works in place on the partitions through the core
 the listing records derived from the data): run again — after a crash, or by another process
 opening the old store at the same time — it finds done what is done and does the rest, so
 the store is never half in one format for a reader and no item is made twice. The new format
-is recorded (one registry entry) only once every step is done. A store of a format newer
+is recorded (one registry entry) only once every step is done; before the first, the model id
+is recorded as this release does (``store/identity.py``: ``fenced``), which the releases up to
+902e632 refuse. A store of a format newer
 than this release's is refused. A store opened with a model other than its own (``reindex``,
 ``check``) is left as it is: the steps embed, and its next open with its model upgrades it.
 """
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from semmem.errors import Unavailable
 from semmem.store.formats import FORMAT, KEY, format_of
+from semmem.store.identity import MODEL_ID, fenced, model_of
 from semmem.stored.apart import items_apart
 from semmem.stored.marks import written_format
 from semmem.stored.ports import Apart
@@ -67,10 +70,15 @@ async def upgrade(opened: Opened, *, hook: Hook | None = None) -> int:
     if found > FORMAT:
         raise Unavailable(f"store {opened.uri} is of format {found}, written by a later "
                           f"release; this one reads format {FORMAT} and earlier")
-    if meta is not None and meta.get("model") != opened.embedder.model_id:
+    if meta is not None and model_of(meta) != opened.embedder.model_id:
         return found  # opened with another model (reindex, check): the steps embed
     if meta is not None and KEY not in meta:
         found = await _detected(opened, meta)
+    if meta is not None and MODEL_ID not in meta:
+        # Fenced before the first step: from now on an earlier release refuses the store
+        # (``store/identity.py``), even one opening it half upgraded.
+        now = await opened.store.meta() or meta
+        await opened.store.set_meta(fenced(now, opened.embedder.model_id))
     while found < FORMAT:
         changed = await STEPS[found](opened, hook)
         log.info("store %s upgraded from format %d to %d (%d changed)", opened.uri, found,

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from semmem.importing import reembed
+from semmem.store.identity import model_of
 
 if TYPE_CHECKING:
     from semmem.embedding.queue import ModelQueue
@@ -27,7 +28,7 @@ async def check_vectors(store: Store, model: ModelQueue, partition: str, *,
                         repair: bool = False) -> list[str]:
     """What is wrong with ``partition``'s vectors (nothing: ``[]``); with ``repair``, the
     partition re-embedded by the store's model when something was."""
-    stored = (await store.meta() or {}).get("model")
+    stored = model_of(await store.meta())
     if stored != model.embedder.model_id:
         return []  # another model: nothing to compare with (the open said so already)
     snap = await store.snapshot(partition)

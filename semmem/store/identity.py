@@ -26,6 +26,11 @@ from semmem.store import formats
 
 ID = "id"
 GENERATION = "generation"
+# The model's id, as this release records it; ``model`` holds a sentence no earlier release
+# matches (``fenced``): releases up to 902e632 check only ``model`` against their own model's
+# id, so they refuse a store this release made or upgraded, with that sentence in their line.
+MODEL_ID = "modelId"
+MODEL = "model"
 
 
 @dataclass(frozen=True)
@@ -39,10 +44,7 @@ class Identity:
     @classmethod
     def of(cls, meta: dict[str, Any] | None) -> Identity:
         """The identity a store's metadata records."""
-        meta = meta or {}
-        model = meta.get("model")
-        return cls(model if isinstance(model, str) else None, formats.format_of(meta),
-                   generation_of(meta))
+        return cls(model_of(meta), formats.format_of(meta), generation_of(meta))
 
     def changed(self, now: Identity, uri: str) -> StoreChanged | None:
         """Why a process that opened the store as ``self`` may no longer write to it, now that
@@ -59,6 +61,24 @@ class Identity:
             f"restore or upgrade: {', '.join(w for w in what if w)}); this process writes no "
             f"more to it and stops: start it again (with the store's model)",
             {"generation": now.generation, "opened": self.generation})
+
+
+def model_of(meta: dict[str, Any] | None) -> str | None:
+    """The model id a store's metadata records: ``modelId`` (this release's record), else
+    ``model`` (an earlier release's store, not yet upgraded)."""
+    meta = meta or {}
+    found = meta.get(MODEL_ID, meta.get(MODEL))
+    return found if isinstance(found, str) else None
+
+
+def fenced(meta: dict[str, Any], model_id: str) -> dict[str, Any]:
+    """``meta`` recording ``model_id`` as this release does: in ``modelId``, and in ``model``
+    as a sentence that is no model's id, which an earlier release (checking ``model`` alone)
+    refuses with it in its mismatch line."""
+    return {**meta, MODEL_ID: model_id,
+            MODEL: f"a store of format {formats.FORMAT} or newer, upgraded by a later semmem "
+                   f"release: serve it with that release, never reindex it with this one; "
+                   f"its model: {model_id}"}
 
 
 def generation_of(meta: dict[str, Any] | None) -> int:

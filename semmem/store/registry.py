@@ -84,7 +84,7 @@ class Registry:
                 out[key] = value
         return out
 
-    async def put(self, key: str, value: dict[str, Any]) -> None:
+    async def put(self, key: str, value: dict[str, Any] | str) -> None:
         """Insert or replace one entry (again after losing a race to another process)."""
         data = pa.table({"key": [key], "value": [json.dumps(value)]}, schema=REGISTRY_SCHEMA)
 
@@ -128,6 +128,11 @@ class Registry:
                     raise
                 await backoff(attempt)
         raise OSError("the store's secret could not be read back")
+
+    async def set_secret(self, secret: bytes) -> None:
+        """Replace the store's secret (a restore into a new store keeps its source's: its
+        ledgers and digests are keyed by it)."""
+        await self.put(SECRET, secret.hex())
 
     async def request_purge(self, *names: str) -> None:
         """Ask the servers of this store to purge tables ``names`` (a text was dropped by a

@@ -19,6 +19,9 @@ from semmem.store.views import OpRecord, WriteView
 
 HEAD_KEY = "head"
 KIND_HEAD, KIND_ITEM, KIND_OP = 0, 1, 2
+# The fingerprint of a session's ledger of forgotten messages (``conversations/forgotten.py``):
+# a record row kept while its partition lives, never an operation's (those are hex).
+LEDGER = "forgotten"
 # An item row's columns (``schema.partition_schema`` has them all); here, beside the row
 # kinds, so the core can name what a search reads without loading the engine.
 ITEM_COLUMNS = ["key", "kind", "n", "text", "vector", "ts", "updated", "revision", "seq",

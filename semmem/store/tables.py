@@ -32,7 +32,7 @@ from semmem.store.commit.tail import head_rows
 from semmem.store.commit.writes import Writer
 from semmem.store.connection import Connection
 from semmem.store.files import incarnation, remote
-from semmem.store.identity import Identity, created
+from semmem.store.identity import Identity, created, fenced, model_of
 from semmem.store.reads.indexed import IndexedReads
 from semmem.store.reads.reading import decode, not_models_in
 from semmem.store.reads.snapshots import WRITE_LOADS, Snapshots
@@ -161,10 +161,10 @@ class Store(Registered, IndexedReads, SystemRecords, Maintained):
         except Exception as exc:
             raise Unavailable(f"cannot open store {self.uri}: {exc}") from exc
         if meta is None:
-            await self.set_meta(created({"schema": SCHEMA_VERSION, "model": self.model_id,
-                                         "dim": self.dim, formats.KEY: formats.FORMAT}))
-        elif check_model and meta.get("model") != self.model_id:
-            raise ModelMismatch.between(f"store {self.uri}", meta.get("model"), self.model_id)
+            await self.set_meta(created(fenced({"schema": SCHEMA_VERSION, "dim": self.dim,
+                                                formats.KEY: formats.FORMAT}, self.model_id)))
+        elif check_model and model_of(meta) != self.model_id:
+            raise ModelMismatch.between(f"store {self.uri}", model_of(meta), self.model_id)
         else:
             self.identity = Identity.of(meta)  # what every later registry read is held to
 

@@ -13,7 +13,15 @@ from semmem.embedding.fakes import HashingEmbedder
 from semmem.errors import StoreChanged
 from semmem.memory import Memory
 from semmem.store import Store, formats
-from semmem.store.identity import GENERATION, ID, Identity, generation_of, moved
+from semmem.store.identity import (
+    GENERATION,
+    ID,
+    Identity,
+    fenced,
+    generation_of,
+    model_of,
+    moved,
+)
 from tests.support.memory import open_memory
 
 
@@ -38,7 +46,7 @@ async def test_a_store_wide_change_elsewhere_refuses_every_later_write(
     if change == "generation":
         await other.set_meta(moved(meta))
     elif change == "model":
-        await other.set_meta({**meta, "model": "hashing-other"})
+        await other.set_meta(fenced(meta, "hashing-other"))
     else:
         await other.set_meta({**meta, formats.KEY: formats.FORMAT + 1})
     assert generation_of(await other.meta()) == 2  # each change moves it
@@ -74,7 +82,7 @@ async def test_the_generation_never_goes_back(tmp_path: Path) -> None:
     await store.open()
     stale = await store.meta() or {}
     await store.set_meta(moved(stale))
-    await store.set_meta({**stale, "model": "hashing-other"})  # written from an older read
+    await store.set_meta(fenced(stale, "hashing-other"))  # written from an older read
     found = await store.meta() or {}
-    assert found[GENERATION] == 3 and found["model"] == "hashing-other"
+    assert found[GENERATION] == 3 and model_of(found) == "hashing-other"
     await store.close()

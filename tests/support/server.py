@@ -62,7 +62,8 @@ class ServerProcess:
 
     def __init__(self, data: Path, *, env: dict[str, str] | None = None, model: bool = False,
                  log: Path | None = None, maintenance_delay_s: float | None = 0.2,
-                 python: str | None = None, launch: str | None = None) -> None:
+                 python: str | None = None, launch: str | None = None,
+                 cwd: Path | None = None) -> None:
         self.data = data
         self.port = free_port()
         self.extra_env = env or {}
@@ -70,6 +71,9 @@ class ServerProcess:
         self.maintenance_delay_s = maintenance_delay_s
         self.python = python or sys.executable
         self.launch = launch  # the ``-c`` code of a fake-embedder server (default FAKE_LAUNCH)
+        # Where it runs (default: the repository, whose ``semmem`` a ``-c`` launch imports
+        # before ``PYTHONPATH``'s: an older release's code runs elsewhere).
+        self.cwd = cwd or REPO
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = log or data.parent / f"server-{self.port}.log"
         self.ready_s = 0.0  # seconds from the latest start to ready
@@ -99,7 +103,7 @@ class ServerProcess:
         self._started = time.monotonic()
         # A file, not a pipe: nobody reads a pipe while the server runs, and a full one blocks it.
         with self.log.open("ab") as sink:
-            self.proc = subprocess.Popen(argv, env=env, cwd=REPO, stdout=sink,
+            self.proc = subprocess.Popen(argv, env=env, cwd=self.cwd, stdout=sink,
                                          stderr=subprocess.STDOUT)
         return self
 

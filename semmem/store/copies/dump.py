@@ -1,17 +1,18 @@
 """A partition read whole at one version, and a new partition written whole in one commit:
 the store's side of backups (``semmem/lifecycle/``).
 
-A dump is logical: the latest version's head, live items (with vectors) and tombstones. Deleted
-rows and older versions, which still hold forgotten or replaced texts until maintenance, are
-never read. Op records are left out (they name results, not facts, and are keyed by the
-store's own secret).
+A dump is logical: the latest version's head, live items (with vectors), tombstones and the
+ledgers of forgotten messages (``conversations/forgotten.py``: keyed digests, no text), which a
+copy needs so that what was forgotten stays forgotten in it. Deleted rows and older versions,
+which still hold forgotten or replaced texts until maintenance, are never read. Operations'
+idempotency records are left out (they name results, not facts, and expire).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow.fs as pafs
@@ -29,6 +30,7 @@ from semmem.store.rows import (
     KIND_HEAD,
     KIND_ITEM,
     KIND_OP,
+    LEDGER,
     dkey_of,
     table_name,
 )
@@ -44,12 +46,14 @@ READ_ATTEMPTS = 5
 @dataclass(frozen=True)
 class Dump:
     """One partition as of one version: head, live items in number order, their vectors
-    (one row each) and tombstones."""
+    (one row each), tombstones and its sessions' ledgers (record key → the forgotten
+    messages' HMACs, under the store's secret)."""
 
     head: Head
     items: list[Item]
     vectors: Vectors
     tombstones: dict[int, Tombstone]
+    ledgers: dict[str, list[str]] = field(default_factory=dict)
 
 
 async def read_partition(store: Store, partition: str) -> Dump | None:
@@ -68,7 +72,14 @@ async def read_partition(store: Store, partition: str) -> Dump | None:
         opened.append(int(ds.version))
         data = ds.to_table(columns=ITEM_COLUMNS, filter=f"kind != {KIND_OP}")
         got = decode(partition, int(ds.version), data, store.dim)
-        return Dump(got.head, got.items, got.vectors, got.tombstones)
+        ledgers: dict[str, list[str]] = {}
+        if "op_fp" in ds.schema.names:  # (a table of an older schema has no records)
+            for r in ds.to_table(columns=["key", "op_result"],
+                                 filter=f"kind = {KIND_OP} AND op_fp = '{LEDGER}'").to_pylist():
+                found = json.loads(r["op_result"] or "[]")
+                if isinstance(found, list):
+                    ledgers[str(r["key"])] = sorted(m for m in found if isinstance(m, str))
+        return Dump(got.head, got.items, got.vectors, got.tombstones, ledgers)
 
     for attempt in range(READ_ATTEMPTS):
         opened.clear()
@@ -112,9 +123,9 @@ async def created_at(store: Store) -> dict[str, int]:
 
 async def write_partition(store: Store, dump: Dump, created: int | None = None) -> None:
     """Create the partition's table holding exactly ``dump`` (head, items with their stored
-    vectors, tombstones) in one commit, with its registry entry first, as a first write would;
-    ``created``: the original table's creation time, kept so that the restored store can be
-    the ledger of a restore of an older backup.
+    vectors, tombstones, ledgers) in one commit, with its registry entry first, as a first
+    write would; ``created``: the original table's creation time, kept so that the restored
+    store can be the ledger of a restore of an older backup.
 
     Raises:
         InvalidInput: the partition already has a table.
@@ -149,6 +160,9 @@ def _rows(dump: Dump, model: str) -> Rows:
         rows.add(key=f"i:{t.n}", kind=KIND_ITEM, n=t.n, ts=t.updated, updated=t.updated,
                  revision=0, seq=t.seq, forgotten=True,
                  attrs=None if t.created is None else json.dumps({CREATED: t.created}))
+    for key, macs in sorted(dump.ledgers.items()):
+        rows.add(key=key, kind=KIND_OP, n=0, ts=now, updated=now, revision=0, seq=head.seq,
+                 op_fp=LEDGER, op_result=json.dumps(sorted(macs)), op_expires=None)
     return rows
 
 

@@ -1,0 +1,87 @@
+"""In an imported store a forget reaches the ledger (issue 60, item 2): ``semmem export`` of a
+session from one store and its import into another (another secret: its pieces' digests name
+nothing there) give each message whose pieces all came this store's digest of it by its pieces,
+so a whole-history re-send stores nothing again, and the model's forget, the forget of one piece
+of two and a retention expiry each stay forgotten through the next re-send."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from semmem.conversations.ingest import Conversations
+from semmem.conversations.messages import Message
+from semmem.conversations.pieces import SESSION
+from semmem.embedding.fakes import HashingEmbedder
+from semmem.items import parse_iso
+from semmem.items.address import Address
+from semmem.keyed.items import Keyed
+from semmem.lifecycle.sweep import sweep
+from semmem.memory import Memory
+from tests.support.memory import open_memory
+
+S1 = Address.of(SESSION, "s1")
+LONG = " ".join(f"Sentence {i} of a long message about the garden." for i in range(8))
+
+
+def said(role: str, text: str, at: str) -> Message:
+    return Message(role, text, parse_iso(at))
+
+
+CHAT = [said("user", "I adopted a cat named Miso.", "2023-01-10T09:00:00Z"),
+        said("assistant", "Miso is a lovely name.", "2023-01-10T09:01:00Z"),
+        said("user", "Miso now sleeps on my desk.", "2023-03-02T18:00:00Z"),
+        said("user", LONG, "2023-03-03T10:00:00Z")]
+
+
+@pytest.fixture
+async def imported(memory: Memory, tmp_path: Path,
+                   fake_embedder: HashingEmbedder) -> AsyncIterator[tuple[Memory, list[list[int]]]]:
+    """The session exported from ``memory`` and imported into a new store; its numbers."""
+    first = await Conversations(memory).ingest("p", S1, CHAT)
+    records = [r async for r in memory.export("p")]
+    other = await open_memory(tmp_path / "other", fake_embedder)
+    assert other.store.secret != memory.store.secret
+    report = await other.import_("p", records)
+    assert report.imported == 5
+    yield other, first["items"]
+    await other.close()
+
+
+async def texts(memory: Memory) -> list[str]:
+    return [it.text for it in await Keyed(memory).pieces("p", S1)]
+
+
+async def test_forgets_in_an_imported_store_reach_the_ledger(
+        imported: tuple[Memory, list[list[int]]]) -> None:
+    other, items = imported
+    talk = Conversations(other)
+    assert (await talk.ingest("p", S1, CHAT))["items"] == items  # held: nothing stored again
+    await other.forget("p", items[0][0], owner=False)  # the model's forget
+    await other.forget("p", items[3][0], owner=False)  # one piece of two
+    again = await talk.ingest("p", S1, CHAT)
+    assert again["items"] == [[], items[1], items[2], items[3][1:]]
+    assert (await other.snapshot("p")).hwm == 5  # nothing numbered anew
+    assert CHAT[0].content not in await texts(other)
+    assert CHAT[1].content in await texts(other)  # the positive control
+    assert (await other.check("p")).problems == []
+
+
+async def test_a_retention_expiry_in_an_imported_store_reaches_the_ledger(
+        imported: tuple[Memory, list[list[int]]]) -> None:
+    other, _ = imported
+    talk = Conversations(other)
+    await other.retention.set("p", "1s")
+    deadline = time.monotonic() + 10
+    while (await other.search("p", "Miso"))["count"]:
+        assert time.monotonic() < deadline, "the pieces never expired"
+        await asyncio.sleep(0.05)
+    assert await sweep(other, ["p"]) == {"p": [1, 2, 3, 4, 5]}
+    await other.retention.set("p", "never")
+    assert (await talk.ingest("p", S1, CHAT))["items"] == [[], [], [], []]
+    fresh = await talk.ingest("p", S1, [said("user", "Miso is two.", "2023-04-01T00:00:00Z")])
+    assert fresh["items"] == [[6]]  # a message never said is stored (the control)
