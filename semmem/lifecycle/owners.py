@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -70,7 +71,9 @@ class Owners(Apart):
                 return ImportReport(mine.imported + other.imported,
                                     mine.duplicates + other.duplicates,
                                     mine.batches + other.batches)
-        return await import_records(self._write, self.model.embed, partition, records,
+        return await import_records(self._write, functools.partial(self.model.embed,
+                                                                caller=partition),
+                                    partition, records,
                                     batch_size=batch_size, progress=progress,
                                     alive=self.retention.alive(
                                         await self.retention.max_age(partition)))
