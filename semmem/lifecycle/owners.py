@@ -105,9 +105,13 @@ class Owners(Apart):
     async def export(self, partition: str) -> AsyncIterator[dict[str, Any]]:
         """Every live item as a JSON-ready record (the JSONL export format): the model's,
         then the application's store items' pieces (their ``store`` field)."""
-        for core in await self.cores():
-            for item in await core.list(partition):
-                yield item.public()
+        for item in await self.exported(partition):
+            yield item.public()
+
+    async def exported(self, partition: str) -> builtins.list[Item]:
+        """The items ``export`` makes records of, in its order (a door streams their records
+        a chunk at a time: ``protocol.jsonio.jsonl_chunks``)."""
+        return [item for core in await self.cores() for item in await core.list(partition)]
 
     async def stats(self, partition: str) -> PartitionStats:
         """Counters of one partition (the expired left out), its text bytes and the quotas
