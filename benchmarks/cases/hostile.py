@@ -20,6 +20,7 @@ p50/p99 alone and beside each shape, and p99 beside / p99 alone (the goal: at mo
 
     python -m benchmarks hostile --scale 0.25 --rounds 40
     python -m benchmarks hostile --model models/multilingual-e5-small
+    python -m benchmarks hostile --repo ../before-tree   # a checkout's server (a before)
 """
 
 from __future__ import annotations
@@ -38,7 +39,16 @@ from typing import Any
 import httpx
 
 from benchmarks.harness import pct
-from tests.support.server import ADMIN, AUTH, JSON, ONE_THREAD, ServerProcess, iso_in
+from tests.support.server import (
+    ADMIN,
+    AUTH,
+    FAKE_LAUNCH,
+    JSON,
+    ONE_THREAD,
+    REPO,
+    ServerProcess,
+    iso_in,
+)
 
 SHAPES = ("store_query", "store_puts", "store_searches", "store_filtered", "export", "ingest",
           "recall_64k")
@@ -231,6 +241,8 @@ def options(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--export-items", type=int, default=40_000)
     parser.add_argument("--max-seconds", type=float, default=180.0, help="per shape")
     parser.add_argument("--shapes", default=",".join(SHAPES))
+    parser.add_argument("--repo", type=Path, help="another source tree the server runs from "
+                        "(`git archive <commit>`: a before); its model this tree's")
     return parser.parse_args(argv)
 
 
@@ -239,11 +251,18 @@ def cli(argv: list[str]) -> list[dict[str, Any]]:
     from semmem.stored.namespaces import partition_of
 
     env = {**ONE_THREAD, "SEMMEM_MAX_CONCURRENCY": "64"}
-    if args.model is not None:
+    if args.model is not None and not args.fake_model:
         env["SEMMEM_MODEL"] = str(args.model.resolve())
     with tempfile.TemporaryDirectory(prefix="semmem-hostile-") as tmp:
-        server = ServerProcess(Path(tmp) / "db", env=env, model=not args.fake_model,
-                               maintenance_delay_s=None)
+        launch = None
+        if args.repo is not None:  # ``semmem serve`` of that tree's code
+            if not args.fake_model:
+                env.setdefault("SEMMEM_MODEL", str(REPO / "models" / "all-MiniLM-L6-v2"))
+            launch = f"import runpy, sys; sys.path.insert(0, {str(args.repo.resolve())!r}); " + (
+                FAKE_LAUNCH if args.fake_model else "sys.argv = ['semmem', 'serve']; "
+                "runpy.run_module('semmem.cli', run_name='__main__')")
+        server = ServerProcess(Path(tmp) / "db", env=env, maintenance_delay_s=None,
+                               model=not args.fake_model and launch is None, launch=launch)
         server.start().wait_ready(300)
         try:
             url = server.url
@@ -263,6 +282,7 @@ def cli(argv: list[str]) -> list[dict[str, Any]]:
             alone = measure(url, args.rounds, None, 0, args.max_seconds)
             figures: dict[str, Any] = {
                 "model": "fake" if args.fake_model else str(args.model or "bundled"),
+                "tree": str(args.repo or "this"),
                 "scale": args.scale, "store_items": args.store_items,
                 "export_items": args.export_items, "fill_s": fill_s, "alone": alone,
                 "shapes": {}}
@@ -287,8 +307,9 @@ def table(figures: list[dict[str, Any]]) -> str:
              "| --- | --- | --- | --- | --- | --- |"]
     for f in figures:
         a = f["alone"]
-        lines.append(f"| alone ({f['model']}) | {a['recall']['p50_ms']}/{a['recall']['p99_ms']}"
-                     f" | 1× | {a['healthz']['p50_ms']}/{a['healthz']['p99_ms']} | 1× | – |")
+        lines.append(f"| alone ({f['model']}, tree {f.get('tree', 'this')}) | "
+                     f"{a['recall']['p50_ms']}/{a['recall']['p99_ms']} | 1× | "
+                     f"{a['healthz']['p50_ms']}/{a['healthz']['p99_ms']} | 1× | – |")
         for name, s in f["shapes"].items():
             h = s["heavy"]
             answered = f"{h['answered']} ({h['p50_s']})" + (
