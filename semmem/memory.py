@@ -364,7 +364,7 @@ class Memory(Writes, Owners, Filtered):
         near-duplicates left out: the order recall packs from (for evaluation)."""
         await self.retention.refresh()
         snap = await self.store.snapshot(partition)
-        qvec = (await self.model.embed([text], query=True))[0]
+        qvec = await self._embed_query(text, partition)
         return results.ranked(self.ranker, snap, qvec, text, await self.retention.hidden(snap))
 
     async def read_view(self, partition: str) -> ReadView:

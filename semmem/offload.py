@@ -1,8 +1,9 @@
 """The event loop's admission rule for a request's own work: what is small runs on the loop,
 what is larger runs in a worker thread. Every door calls it for its body's work (parsing,
-validation: ``serving/admission.parse_body``) and the core for cutting a conversation
-(``conversations/ingest.py``), so no body within a door's size limit stalls the others'
-requests.
+validation: ``serving/admission.parse_body``), the core for cutting a conversation
+(``conversations/ingest.py``), and a store search for its filter and ranking over more than
+:data:`INLINE_ENTRIES` items (``stored/items.py``), so no body within a door's size limit
+stalls the others' requests.
 
 Small is :data:`INLINE_BYTES`, the provider path's body limit: a 64 KiB body parses and is
 checked in about a millisecond, less than handing it to a thread and back costs a busy loop.
@@ -26,6 +27,9 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 INLINE_BYTES = 64 * 1024  # work on a body up to this size stays on the event loop
+# Entries a request's own filtering and ranking goes through on the event loop (a store
+# search's LangGraph filter is Python per item: ~1-10 µs each, a few milliseconds for these).
+INLINE_ENTRIES = 512
 
 
 async def off_loop(size: int, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
@@ -33,5 +37,15 @@ async def off_loop(size: int, fn: Callable[P, T], *args: P.args, **kwargs: P.kwa
     works through) is at most :data:`INLINE_BYTES`, else in a worker thread; what it raises,
     raised."""
     if size <= INLINE_BYTES:
+        return fn(*args, **kwargs)
+    return await asyncio.to_thread(fn, *args, **kwargs)
+
+
+async def off_loop_over(entries: int, fn: Callable[P, T], *args: P.args,
+                        **kwargs: P.kwargs) -> T:
+    """``fn(*args, **kwargs)`` that goes through ``entries`` items (a filter, a ranking): on
+    the event loop if at most :data:`INLINE_ENTRIES`, else in a worker thread (one hop for
+    all of them, not one per item); what it raises, raised."""
+    if entries <= INLINE_ENTRIES:
         return fn(*args, **kwargs)
     return await asyncio.to_thread(fn, *args, **kwargs)

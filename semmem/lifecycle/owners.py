@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -73,7 +74,9 @@ class Owners(Apart):
                                     mine.batches + other.batches)
         # a conversation's pieces keyed by another store's secret: keyed by this one's
         records = rekeyed(builtins.list(records), self.store.secret)
-        return await import_records(self._write, self.model.embed, partition, records,
+        return await import_records(self._write, functools.partial(self.model.embed,
+                                                                 caller=partition),
+                                    partition, records,
                                     batch_size=batch_size, progress=progress,
                                     alive=self.retention.alive(
                                         await self.retention.max_age(partition)))
@@ -105,9 +108,13 @@ class Owners(Apart):
     async def export(self, partition: str) -> AsyncIterator[dict[str, Any]]:
         """Every live item as a JSON-ready record (the JSONL export format): the model's,
         then the application's store items' pieces (their ``store`` field)."""
-        for core in await self.cores():
-            for item in await core.list(partition):
-                yield item.public()
+        for item in await self.exported(partition):
+            yield item.public()
+
+    async def exported(self, partition: str) -> builtins.list[Item]:
+        """The items ``export`` makes records of, in its order (a door streams their records
+        a chunk at a time: ``protocol.jsonio.jsonl_chunks``)."""
+        return [item for core in await self.cores() for item in await core.list(partition)]
 
     async def stats(self, partition: str) -> PartitionStats:
         """Counters of one partition (the expired left out), its text bytes and the quotas

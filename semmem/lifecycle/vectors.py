@@ -9,6 +9,7 @@ The check needs the store's own model: run with another, it says so and looks no
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -37,7 +38,8 @@ async def check_vectors(store: Store, model: ModelQueue, partition: str, *,
     labelled = [it.n for it in snap.items if it.model is not None and it.model != stored]
     step = max(1, len(snap.items) // SAMPLE)
     picked = list(range(0, len(snap.items), step))[:SAMPLE]
-    fresh = np.asarray(await model.embed([snap.items[i].text for i in picked]), np.float32)
+    fresh = np.asarray(await model.embed([snap.items[i].text for i in picked], caller=partition),
+                       np.float32)
     kept = np.asarray(snap.vectors[picked], np.float32)
     problems = []
     if labelled:
@@ -54,6 +56,7 @@ async def check_vectors(store: Store, model: ModelQueue, partition: str, *,
             problems.append(f"{len(off)} of {len(picked)} sampled vectors are not what the "
                             f"store's model makes of their text (e.g. n={off[0]})")
     if problems and repair:
-        await reembed(store, model.embed, [partition], 256, None)
+        await reembed(store, functools.partial(model.embed, caller=partition), [partition], 256,
+                      None)
         problems = [p + " (re-embedded)" for p in problems]
     return problems

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 from semmem.errors import InvalidInput
+
+T = TypeVar("T")
+CHUNK = 256  # records a streamed JSONL chunk holds (an export's: a few milliseconds of work)
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -104,6 +108,16 @@ def jsonl_line(value: Any) -> str:
         # only ever inside a string: JSON's whitespace outside strings is ASCII
         text = text.replace(char, f"\\u{ord(char):04x}")
     return text + "\n"
+
+
+async def jsonl_chunks(records: Sequence[T], public: Callable[[T], Any], *,
+                       size: int = CHUNK) -> AsyncIterator[bytes]:
+    """The JSONL lines of ``records`` (each as ``public`` makes it), UTF-8, ``size`` records
+    a chunk, produced as they are sent, the event loop released between chunks: a stream of
+    many records holds no other request for more than one chunk's work."""
+    for start in range(0, len(records), size):
+        yield "".join(jsonl_line(public(r)) for r in records[start:start + size]).encode()
+        await asyncio.sleep(0)
 
 
 def jsonl_lines(text: str) -> Iterator[tuple[int, str]]:

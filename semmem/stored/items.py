@@ -26,7 +26,7 @@ from semmem.items import EXPIRES, Item, iso, now_ms, parse_iso
 from semmem.items.address import KEYED, Address, address_of, space_tag
 from semmem.keyed.index import addresses
 from semmem.keyed.items import ATTEMPTS, Held, Keyed, Moved
-from semmem.offload import off_loop
+from semmem.offload import off_loop, off_loop_over
 from semmem.rules import Decision
 from semmem.store.rows import NEW, ItemRow
 from semmem.store.views import IndexedView, ItemSet, WriteView
@@ -44,6 +44,10 @@ EMBED_BATCH = 64
 # characters): a search scores an item by its best piece, and no budget packs these lines.
 VALUE_PIECES = (360, 640, 80)
 PARALLEL = 16  # partitions a search reads at once (their tables' latest versions: I/O)
+# The model-queue lane of searches not bound to one partition (a store-wide token's): one lane
+# for all of them, so they take turns with the partitions' lanes whatever prefixes they name
+# (no partition can be named so: a label holds no control character).
+STORE_WIDE = "\x00store-wide"
 ENTRIES = "stored:entries"  # a snapshot's items, as searches read them (``ItemSet.cached``)
 
 
@@ -302,27 +306,21 @@ class StoreItems:
         await self.ready()
         partitions = [p for p in await self.registry.partitions(prefix)
                       if only is None or p == only]
-        qvec = (await self.core.model.embed([query]))[0] if query else None
+        # a query, embedded as one (e5: its prefix, one window), charged to the partition
+        # searched: a bound caller's; a store-wide search's lane is every such search's
+        qvec = (await self.core.model.embed([query], query=True,
+                                            caller=only or STORE_WIDE))[0] if query else None
         gate = asyncio.Semaphore(PARALLEL)
 
         async def read(partition: str) -> tuple[list[Entry], np.ndarray, rules.Alive]:
             async with gate:
                 return await self.entries(partition)
 
-        ranked: list[tuple[Record, float | None]] = []
-        for entries, matrix, alive in await asyncio.gather(*map(read, partitions)):
-            kept = [e for e in entries if alive(e.head) and matches(e.record.value, wanted)]
-            scores: dict[int, float] = {}
-            scored = [i for i, e in enumerate(kept) if len(e.rows)] if qvec is not None else []
-            if scored:  # one product for every piece of every candidate, then each one's best
-                flat = np.concatenate([kept[i].rows for i in scored])
-                starts = np.cumsum([0] + [len(kept[i].rows) for i in scored[:-1]])
-                best = np.maximum.reduceat(matrix[flat] @ qvec, starts)
-                scores = {i: float(b) for i, b in zip(scored, best, strict=True)}
-            ranked.extend((e.record, scores.get(i)) for i, e in enumerate(kept))
-        ranked.sort(key=lambda pair: (pair[1] is None, -(pair[1] or 0.0), -pair[0].updated,
-                                      pair[0].namespace, pair[0].key))
-        return ranked[offset:offset + limit]
+        read_ = await asyncio.gather(*map(read, partitions))
+        # the filter and the ranking go through every item read: past a few, in a worker
+        # thread (one hop for the search), so a wide filter holds no other request
+        return await off_loop_over(sum(len(entries) for entries, _, _ in read_), _ranked,
+                                   read_, qvec, wanted, limit, offset)
 
     async def refresh(self, records: Sequence[Record]) -> None:
         """Move each item's expiry to its TTL from now, one write per partition; its
@@ -351,6 +349,28 @@ class StoreItems:
                     else {"refreshed": 0}
 
             await self.core.commit(partition, plan, None, numbers=numbers)
+
+
+def _ranked(read: Sequence[tuple[list[Entry], np.ndarray, rules.Alive]],
+            qvec: np.ndarray | None, wanted: dict[str, Any], limit: int, offset: int
+            ) -> list[tuple[Record, float | None]]:
+    """The live entries of ``read`` (each partition's, with its vectors and its test of
+    "not expired now") whose value passes ``wanted``, scored by their best piece's cosine with
+    ``qvec``, best first (else the latest updated first), ``offset``/``limit`` paged."""
+    ranked: list[tuple[Record, float | None]] = []
+    for entries, matrix, alive in read:
+        kept = [e for e in entries if alive(e.head) and matches(e.record.value, wanted)]
+        scores: dict[int, float] = {}
+        scored = [i for i, e in enumerate(kept) if len(e.rows)] if qvec is not None else []
+        if scored:  # one product for every piece of every candidate, then each one's best
+            flat = np.concatenate([kept[i].rows for i in scored])
+            starts = np.cumsum([0] + [len(kept[i].rows) for i in scored[:-1]])
+            best = np.maximum.reduceat(matrix[flat] @ qvec, starts)
+            scores = {i: float(b) for i, b in zip(scored, best, strict=True)}
+        ranked.extend((e.record, scores.get(i)) for i, e in enumerate(kept))
+    ranked.sort(key=lambda pair: (pair[1] is None, -(pair[1] or 0.0), -pair[0].updated,
+                                  pair[0].namespace, pair[0].key))
+    return ranked[offset:offset + limit]
 
 
 def _bodies(puts: Iterable[Put]) -> dict[str, list[str]]:

@@ -8,18 +8,18 @@ Partitions travel as a query parameter, never as a path segment, so any partitio
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from starlette.responses import Response, StreamingResponse
 
 from semmem.errors import InvalidArguments, InvalidInput, NotFound, SemmemError
-from semmem.items import RECORD_FIELDS
+from semmem.items import RECORD_FIELDS, Item
 from semmem.items.filters import Filter
 from semmem.lifecycle import policies
 from semmem.memory import Memory
-from semmem.protocol.jsonio import dumps, jsonl_line, loads
+from semmem.protocol.jsonio import dumps, jsonl_chunks, loads
 from semmem.serving.guard import nameable, served
 from semmem.serving.runtime import Runtime
 from semmem.web.bodies import read_body
@@ -206,13 +206,9 @@ async def export(request: Request, rt: RuntimeDep, partition: PartitionQ) -> Res
     """Every live item of a partition as JSONL (the `semmem import` format)."""
 
     async def work(memory: Memory) -> Response:
-        records = [rec async for rec in memory.export(partition)]
-
-        async def lines() -> AsyncIterator[bytes]:
-            for rec in records:
-                yield jsonl_line(rec).encode("utf-8")
-
-        return StreamingResponse(lines(), media_type="application/x-ndjson")
+        items = await memory.exported(partition)  # read here: its errors answered as such
+        return StreamingResponse(jsonl_chunks(items, Item.public),
+                                 media_type="application/x-ndjson")
 
     return await _guarded(request, rt, work)
 

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
 
+from semmem.memory import Memory
+from semmem.protocol.jsonio import CHUNK, jsonl_line
 from tests.support.server import ADMIN, AUTH
 from tests.support.web import Client, app_client, assert_error, recall, remember, send
 
@@ -91,6 +94,35 @@ def test_export_jsonl(client: Client) -> None:
     records = [json.loads(line) for line in r.text.splitlines()]
     assert [rec["text"] for rec in records] == ["Ann speaks Greek", "Ann lives in Rome",
                                                 "Ann runs marathons"]
+
+
+def test_export_of_many_items_streams_in_chunks_the_lines_it_always_did(
+        tmp_path: Path) -> None:
+    """Past one chunk (``jsonio.CHUNK`` records), with store items in the application's store
+    too: the stream is byte for byte the records ``Memory.export`` yields, a line each (the
+    output before the export streamed in chunks), the model's items first."""
+    with app_client(tmp_path / "db") as c:
+        memory: Memory = c.app.state.runtime.require_memory()
+        assert c.portal is not None
+        many = CHUNK * 2 + 7
+        report = c.portal.call(partial(memory.import_, "big", [
+            {"text": f"fact {i}: line\u2028break and ü", "n": i + 1} for i in range(many)]))
+        assert report.imported == many
+        stored = c.post("/store", headers={**AUTH, "Content-Type": "application/json"},
+                        json={"ops": [{"op": "put", "namespace": ["big"], "key": "k",
+                                       "value": {"v": 1}, "index": ["a store item"]}]})
+        assert stored.status_code == 200, stored.text
+
+        async def before() -> str:
+            return "".join([jsonl_line(rec) async for rec in memory.export("big")])
+
+        expected = c.portal.call(before)
+        r = c.get("/admin/export", params={"partition": "big"}, headers=ADMIN)
+    assert r.status_code == 200
+    assert r.content == expected.encode("utf-8")
+    records = [json.loads(line) for line in r.content.decode().split("\n") if line]
+    assert len(records) == many + 1 and records[-1].get("store")  # both stores, in order
+    assert [rec["n"] for rec in records[:many]] == list(range(1, many + 1))
 
 
 def test_stats_of_partition(client: Client) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
@@ -10,7 +9,8 @@ from starlette.responses import RedirectResponse, Response, StreamingResponse
 
 from semmem.contract import make_cursor
 from semmem.errors import InvalidInput, NotFound
-from semmem.protocol.jsonio import jsonl_line
+from semmem.items import Item
+from semmem.protocol.jsonio import jsonl_chunks
 from semmem.protocol.untrusted import ascii_int
 from semmem.serving.guard import nameable
 from semmem.web.console import data
@@ -193,14 +193,11 @@ async def export(request: Request) -> Response:
     require_session(request)
     key = await partition_param(request)
     async with memory_of(request) as memory:
-        records = [rec async for rec in memory.export(key)]
-
-    async def lines() -> AsyncIterator[bytes]:
-        for rec in records:
-            yield jsonl_line(rec).encode("utf-8")
+        items = await memory.exported(key)
 
     disposition = f'attachment; filename="{data.export_filename(key)}"'
-    return StreamingResponse(lines(), media_type="application/x-ndjson",
+    return StreamingResponse(jsonl_chunks(items, Item.public),
+                             media_type="application/x-ndjson",
                              headers={"Content-Disposition": disposition})
 
 
