@@ -151,7 +151,7 @@ class Manifest:
             raw = json.loads(data.decode("utf-8", "surrogatepass"))
             digest = raw.pop("digest")
         except (ValueError, KeyError, AttributeError) as exc:
-            raise InvalidInput("backup manifest unreadable") from exc
+            raise InvalidInput("backup manifest damaged (not readable as a manifest)") from exc
         if raw.get("format") != FORMAT or digest != _digest(raw):
             raise InvalidInput("backup manifest damaged (its digest does not match)")
         return cls(raw["id"], raw["created"], raw["finished"], raw["source"], raw["model"],
