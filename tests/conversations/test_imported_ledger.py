@@ -14,28 +14,11 @@ from pathlib import Path
 import pytest
 
 from semmem.conversations.ingest import Conversations
-from semmem.conversations.messages import Message
-from semmem.conversations.pieces import SESSION
 from semmem.embedding.fakes import HashingEmbedder
-from semmem.items import parse_iso
-from semmem.items.address import Address
-from semmem.keyed.items import Keyed
 from semmem.lifecycle.sweep import sweep
 from semmem.memory import Memory
+from tests.support.chats import CHAT, S1, said, texts
 from tests.support.memory import open_memory
-
-S1 = Address.of(SESSION, "s1")
-LONG = " ".join(f"Sentence {i} of a long message about the garden." for i in range(8))
-
-
-def said(role: str, text: str, at: str) -> Message:
-    return Message(role, text, parse_iso(at))
-
-
-CHAT = [said("user", "I adopted a cat named Miso.", "2023-01-10T09:00:00Z"),
-        said("assistant", "Miso is a lovely name.", "2023-01-10T09:01:00Z"),
-        said("user", "Miso now sleeps on my desk.", "2023-03-02T18:00:00Z"),
-        said("user", LONG, "2023-03-03T10:00:00Z")]
 
 
 @pytest.fixture
@@ -50,10 +33,6 @@ async def imported(memory: Memory, tmp_path: Path,
     assert report.imported == 5
     yield other, first["items"]
     await other.close()
-
-
-async def texts(memory: Memory) -> list[str]:
-    return [it.text for it in await Keyed(memory).pieces("p", S1)]
 
 
 async def test_forgets_in_an_imported_store_reach_the_ledger(

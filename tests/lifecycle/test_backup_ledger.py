@@ -16,11 +16,6 @@ from pathlib import Path
 import pytest
 
 from semmem.conversations.ingest import Conversations
-from semmem.conversations.messages import Message
-from semmem.conversations.pieces import SESSION
-from semmem.items import parse_iso
-from semmem.items.address import Address
-from semmem.keyed.items import Keyed
 from semmem.lifecycle.backup import create_backup, load_manifest
 from semmem.lifecycle.backup_format import manifest_name
 from semmem.lifecycle.backup_restore import RestoreReport, restore_backup
@@ -28,23 +23,7 @@ from semmem.lifecycle.sweep import sweep
 from semmem.memory import Memory
 from semmem.store import Store
 from semmem.store.copies.objects import Objects
-
-S1 = Address.of(SESSION, "s1")
-LONG = " ".join(f"Sentence {i} of a long message about the garden." for i in range(8))
-
-
-def said(role: str, text: str, at: str) -> Message:
-    return Message(role, text, parse_iso(at))
-
-
-CHAT = [said("user", "I adopted a cat named Miso.", "2023-01-10T09:00:00Z"),
-        said("assistant", "Miso is a lovely name.", "2023-01-10T09:01:00Z"),
-        said("user", "Miso now sleeps on my desk.", "2023-03-02T18:00:00Z"),
-        said("user", LONG, "2023-03-03T10:00:00Z")]
-
-
-async def texts(memory: Memory) -> list[str]:
-    return [it.text for it in await Keyed(memory).pieces("p", S1)]
+from tests.support.chats import CHAT, S1, said, texts
 
 
 async def restored(memory: Memory, tmp_path: Path, backup: str, *, ledger: bool

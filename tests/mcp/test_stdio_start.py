@@ -5,7 +5,6 @@ answering every tool call "not ready" (issue 62, item 4)."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
 import sys
@@ -14,21 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from semmem.embedding.fakes import HashingEmbedder
 from semmem.embedding.files import default_model_dir
-from tests.support.memory import open_memory
+from tests.support.memory import OTHER_MODEL, store_of_another_model
 from tests.support.server import REPO, TOKEN, free_port
-
-OTHER_MODEL = "multilingual-e5-small@0123456789ab"  # as a store embedded by e5 records it
-
-
-def _store_of_another_model(data: Path) -> None:
-    async def write() -> None:
-        memory = await open_memory(data, HashingEmbedder(dim=384, model_id=OTHER_MODEL))
-        await memory.remember("p", "Prefers metric units")
-        await memory.close()
-
-    asyncio.run(write())
 
 
 def _env(data: Path) -> dict[str, str]:
@@ -40,7 +27,7 @@ def _env(data: Path) -> dict[str, str]:
 @pytest.mark.model
 def test_mcp_on_a_store_of_another_model_exits_with_serves_line(tmp_path: Path) -> None:
     data = tmp_path / "db"
-    _store_of_another_model(data)
+    store_of_another_model(data)
     served = subprocess.run([sys.executable, "-m", "semmem.cli", "serve"], cwd=REPO,
                             env=_env(data), capture_output=True, text=True, timeout=120)
     assert served.returncode == 1, served.stderr

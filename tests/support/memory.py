@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from semmem.items import iso, now_ms
@@ -50,3 +51,19 @@ async def older_table(path: Path, texts: list[str], dropped: list[str]) -> str:
     uri = str(path / f"{table_name('p')}.lance")
     lance.dataset(uri).drop_columns(dropped)
     return uri
+
+
+OTHER_MODEL = "multilingual-e5-small@0123456789ab"  # as a store embedded by e5 records it
+
+
+def store_of_another_model(data: Path) -> None:
+    """A real store at ``data`` holding one fact, embedded by a model other than the default
+    one (``OTHER_MODEL``): what a start with the default model must refuse."""
+    from semmem.embedding.fakes import HashingEmbedder
+
+    async def write() -> None:
+        memory = await open_memory(data, HashingEmbedder(dim=384, model_id=OTHER_MODEL))
+        await memory.remember("p", "Prefers metric units")
+        await memory.close()
+
+    asyncio.run(write())

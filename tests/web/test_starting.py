@@ -4,7 +4,6 @@ model-mismatch message, the server's and the CLI's, names both ways out."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
@@ -14,22 +13,9 @@ from pathlib import Path
 
 import httpx
 
-from semmem.embedding.fakes import HashingEmbedder
 from semmem.embedding.files import default_model_dir, load_spec
-from tests.support.memory import open_memory
+from tests.support.memory import OTHER_MODEL, store_of_another_model
 from tests.support.server import REPO, TOKEN, free_port
-
-OTHER_MODEL = "multilingual-e5-small@0123456789ab"  # as a store embedded by e5 records it
-
-
-def _store_of_another_model(data: Path) -> None:
-    """A real store holding one fact, embedded by a model other than the default one."""
-    async def write() -> None:
-        memory = await open_memory(data, HashingEmbedder(dim=384, model_id=OTHER_MODEL))
-        await memory.remember("p", "Prefers metric units")
-        await memory.close()
-
-    asyncio.run(write())
 
 
 def _semmem(*args: str, timeout: float = 120, **env: str) -> tuple[
@@ -51,7 +37,7 @@ def _both_ways_out(line: str) -> None:
 def test_serve_on_a_store_of_another_model_exits_with_both_ways_out(tmp_path: Path) -> None:
     """The issue's `make run RUN_MODEL=…` on a store of the other model: it stayed up, /healthz
     200 and /readyz 503 for ever; now it ends within seconds, the fix in its last line."""
-    _store_of_another_model(tmp_path / "db")
+    store_of_another_model(tmp_path / "db")
     done, took = _semmem("serve", timeout=90, SEMMEM_DATA=str(tmp_path / "db"),
                          SEMMEM_PORT=str(free_port()), SEMMEM_MODEL=str(default_model_dir()))
     assert done.returncode == 1, done.stderr
@@ -65,7 +51,7 @@ def test_serve_on_a_store_of_another_model_exits_with_both_ways_out(tmp_path: Pa
 
 def test_serve_on_a_store_it_cannot_open_exits(tmp_path: Path) -> None:
     """A local store whose registry is broken: no retry fixes it, so the process ends."""
-    _store_of_another_model(tmp_path / "db")
+    store_of_another_model(tmp_path / "db")
     for version in (tmp_path / "db" / "_semmem.lance" / "_versions").iterdir():
         version.write_bytes(b"not a manifest")
     done, _ = _semmem("serve", timeout=90, SEMMEM_DATA=str(tmp_path / "db"),
@@ -79,7 +65,7 @@ def test_cli_on_a_store_of_another_model_names_both_ways_out(tmp_path: Path) -> 
     """The README's CLI lines without SEMMEM_MODEL, on a store switched to the other model:
     the message used to say only `semmem reindex`, which moves the store back under the
     server that serves it."""
-    _store_of_another_model(tmp_path / "db")
+    store_of_another_model(tmp_path / "db")
     done, _ = _semmem("recall", "-p", "p", "units", SEMMEM_DATA=str(tmp_path / "db"),
                       SEMMEM_MODEL=str(default_model_dir()))
     assert done.returncode == 1, done.stderr
