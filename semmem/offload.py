@@ -36,9 +36,7 @@ async def off_loop(size: int, fn: Callable[P, T], *args: P.args, **kwargs: P.kwa
     """``fn(*args, **kwargs)``, on the event loop if ``size`` (the bytes or characters it
     works through) is at most :data:`INLINE_BYTES`, else in a worker thread; what it raises,
     raised."""
-    if size <= INLINE_BYTES:
-        return fn(*args, **kwargs)
-    return await asyncio.to_thread(fn, *args, **kwargs)
+    return await _inline_or_thread(size <= INLINE_BYTES, fn, *args, **kwargs)
 
 
 async def off_loop_over(entries: int, fn: Callable[P, T], *args: P.args,
@@ -46,6 +44,12 @@ async def off_loop_over(entries: int, fn: Callable[P, T], *args: P.args,
     """``fn(*args, **kwargs)`` that goes through ``entries`` items (a filter, a ranking): on
     the event loop if at most :data:`INLINE_ENTRIES`, else in a worker thread (one hop for
     all of them, not one per item); what it raises, raised."""
-    if entries <= INLINE_ENTRIES:
+    return await _inline_or_thread(entries <= INLINE_ENTRIES, fn, *args, **kwargs)
+
+
+async def _inline_or_thread(inline: bool, fn: Callable[P, T], *args: P.args,
+                            **kwargs: P.kwargs) -> T:
+    """``fn(*args, **kwargs)`` on the event loop when ``inline``, else in a worker thread."""
+    if inline:
         return fn(*args, **kwargs)
     return await asyncio.to_thread(fn, *args, **kwargs)
