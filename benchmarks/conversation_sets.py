@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from semmem.evaluation.dataset import _dia_ids, _locomo_time
+from semmem.evaluation.dataset import _dia_ids, locomo_time
 from semmem.items import iso
 from semmem.ranking.lexical import tokens
 
@@ -116,7 +116,7 @@ def load_locomo(folder: Path, limit: int | None) -> Dataset:
         numbers = sorted(int(m.group(1)) for k in data
                          if (m := re.fullmatch(r"session_(\d+)", k)) and data[k])
         for number in numbers:
-            when = _locomo_time(data.get(f"session_{number}_date_time"))
+            when = locomo_time(data.get(f"session_{number}_date_time"))
             session = Session(f"S{number}", iso(when or 0), [])
             for turn in data[f"session_{number}"]:
                 t = Turn(turn["speaker"], f"{turn['speaker']}: {turn['text']}", turn["dia_id"])

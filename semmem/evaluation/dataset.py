@@ -203,7 +203,7 @@ def load_locomo(path: Path) -> Partition:
     part = Partition(path.stem)
     by_dia: dict[str, list[str]] = {}
     for number, key in sessions:
-        when = _locomo_time(data.get(f"session_{number}_date_time"))
+        when = locomo_time(data.get(f"session_{number}_date_time"))
         for entries in data[key].values():
             for entry in entries:
                 text, dias = entry[0], entry[1]
@@ -236,7 +236,8 @@ def _dia_ids(value: Any) -> list[str]:
     return out
 
 
-def _locomo_time(value: Any) -> int | None:
+def locomo_time(value: Any) -> int | None:
+    """A LoCoMo session's date-time ("1:56 pm on 8 May, 2023") in epoch ms, ``None`` if none."""
     if not isinstance(value, str):
         return None
     try:

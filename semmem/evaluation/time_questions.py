@@ -41,6 +41,7 @@ from semmem.conversations.messages import Message
 from semmem.conversations.pieces import SESSION
 from semmem.embedding.embedder import Embedder, embed_queries
 from semmem.errors import InvalidInput
+from semmem.evaluation.dataset import locomo_time
 from semmem.items.address import Address
 from semmem.memory import Memory
 from semmem.ranking.ranker import Ranker, RankingConfig
@@ -118,11 +119,10 @@ def load_sessions(path: Path) -> tuple[str, str, list[Session]]:
         if not key.startswith("session_") or not isinstance(turns, list) or not turns:
             continue
         number = int(key.removeprefix("session_"))
-        try:  # "1:56 pm on 8 May, 2023", as semmem eval reads it (``evaluation.dataset``)
-            at = datetime.strptime(str(talk.get(f"{key}_date_time", "")).strip(),
-                                   "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
-        except ValueError:
+        when = locomo_time(talk.get(f"{key}_date_time"))  # as semmem eval reads it
+        if when is None:
             continue
+        at = datetime.fromtimestamp(when / 1000, UTC)
         sessions.append(Session(number, at, tuple(
             (str(t["speaker"]), str(t["text"])) for t in turns if str(t.get("text", "")).strip())))
     return a, b, sorted(sessions, key=lambda s: s.at)
