@@ -125,7 +125,7 @@ class Maintainer:
                 if partition is REGISTRY_DUE:
                     await self.store.maintain_registry()
                     self.registry_passes += 1
-                    log.info("maintained the registry")
+                    log.info("maintained the registry of %s", self.store.uri)
                     continue
                 log.debug("maintaining partition table %s%s", table_name(partition),
                           " (purge)" if due.purge else "")
@@ -135,8 +135,8 @@ class Maintainer:
                     self.pruned(partition)  # their versions must go too: purge
                 if report is not None and report.next_expiry_ms is not None:
                     self.due_at(partition, (report.next_expiry_ms - now_ms()) / 1000 + 0.5)
-                log.info("maintained partition table %s in %.3fs",
-                         report.partition_table if report else "-",
+                log.info("maintained partition table %s of %s in %.3fs",
+                         report.partition_table if report else "-", self.store.uri,
                          report.seconds if report else 0.0)
             except Exception as exc:  # keep the loop alive; try again later, less often
                 self._failed(partition, due, exc)

@@ -133,7 +133,8 @@ class Purger:
         for partition in [*partitions, REGISTRY_DUE]:
             self.maintainer.purge_soon(partition)
             self._follow_up(partition)
-        purge_log.info("start-up purge scheduled for %d partition(s)", len(partitions))
+        purge_log.info("start-up purge scheduled for %d partition(s) of %s", len(partitions),
+                      self.maintainer.store.uri)
         if orphan_age_s is not None:
             loop = asyncio.get_running_loop()
             self._later = loop.call_later(orphan_age_s + self.delay_s, self.sweep, partitions)
