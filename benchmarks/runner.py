@@ -112,7 +112,11 @@ def environment(env: dict[str, str]) -> Iterator[None]:
 def run_module(case: Case, args: list[str]) -> tuple[list[dict[str, Any]], str]:
     """The case's figures and the text it shows."""
     python = REPO / case.python / "bin" / "python"
-    if case.python != ".venv" and Path(sys.prefix).resolve() != python.parent.parent.resolve():
+    asks_help = "-h" in args or "--help" in args  # a case's options: shown by any interpreter
+    if (case.python != ".venv" and not asks_help
+            and Path(sys.prefix).resolve() != python.parent.parent.resolve()):
+        if not python.exists():
+            raise SystemExit(f"{case.name} runs in {case.python}, which is not here: {case.needs}")
         # a case of another venv (the client's): run by that venv's interpreter
         done = subprocess.run([str(python), "-m", "benchmarks", case.name, *args, "--out",
                                os.devnull], cwd=REPO, capture_output=True, text=True)
