@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from semmem import rules
+from semmem.conversations.ledgers import checked, is_ledger_line
 from semmem.conversations.pieces import PIECE, clean_piece, position
 from semmem.errors import InvalidArguments, InvalidInput
 from semmem.items import (
@@ -282,6 +283,9 @@ def read_records(
             raise InvalidInput(f"{source}:{lineno}: not JSON ({exc.args[0]})") from exc
         except RecursionError:
             raise InvalidInput(f"{source}:{lineno}: nested too deeply to read") from None
+        if isinstance(record, dict) and is_ledger_line(record):  # an export's ledgers
+            records.append(checked(record, f"{source}:{lineno}"))
+            continue
         if not isinstance(record, dict) or not isinstance(record.get("text"), str):
             raise InvalidInput(f"{source}:{lineno}: expected an object with a string 'text'")
         records.append(_check(record, f"{source}:{lineno}"))

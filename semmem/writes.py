@@ -12,11 +12,12 @@ needs none.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from semmem import rules
 from semmem.conversations import forgotten
+from semmem.conversations.ledgers import from_registry
 from semmem.store.rows import ItemRow, Lookup, Mutation, Plan
 from semmem.store.views import IndexedView, ReadView, WriteView
 
@@ -60,6 +61,15 @@ class Writes:
     def secret(self) -> bytes:
         """The store's secret (keys digests and operation fingerprints)."""
         return self.store.secret
+
+    async def digest_keys(self, ids: Collection[str]) -> dict[str, bytes]:
+        """Other stores' secrets known to this store, by key id (an import's ledgers:
+        ``conversations.ledgers``): its registry is read again when one of ``ids`` is not
+        known here yet (an import through another process)."""
+        if not self.store.digest_keys_read or not set(ids) <= self.store.digest_keys.keys():
+            self.store.digest_keys.update(from_registry(await self.store.conn.registry.rows()))
+            self.store.digest_keys_read = True
+        return dict(self.store.digest_keys)
 
     async def embed_passages(self, texts: list[str], *, caller: str = "") -> Vectors:
         """Vectors of stored texts, in one call on the model thread, its time charged to

@@ -4,7 +4,7 @@ store."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -40,6 +40,11 @@ class Host(Protocol):
     def secret(self) -> bytes:
         """The store's secret: keys digests and operation fingerprints (no guessed text is
         confirmed without it)."""
+        ...
+
+    async def digest_keys(self, ids: Collection[str]) -> dict[str, bytes]:
+        """Other stores' secrets known to the store, by key id (an import's ledgers:
+        ``conversations.ledgers``); its registry read first when one of ``ids`` is not."""
         ...
 
     @property

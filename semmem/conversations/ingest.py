@@ -21,14 +21,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from semmem import rules
-from semmem.conversations.forgotten import digest, forgotten, ledger_key, mac_of, shape_digest
+from semmem.conversations.forgotten import digest, forgotten, mac_of, shape_digest
 from semmem.conversations.host import Host
+from semmem.conversations.ledgers import SessionLedgers
 from semmem.conversations.messages import Message
 from semmem.conversations.pieces import AT, DIGEST, MESSAGE, PART, PIECE, ROLE, cut
 from semmem.errors import Conflict, DeadlineExceeded, Unavailable
@@ -127,6 +128,14 @@ class _NeedVectors(Exception):
     """A message the lookup found stored is no longer (forgotten since): embed, decide again."""
 
 
+class _NeedKeys(Exception):
+    """The partition holds ledgers under secrets not read here yet: read them, decide again."""
+
+    def __init__(self, ids: set[str]) -> None:
+        super().__init__(f"{len(ids)} digest keys")
+        self.ids = ids
+
+
 class Conversations:
     """Sessions of messages in a memory: ingest (here), list, open and forget
     (``semmem.conversations.sessions``)."""
@@ -156,10 +165,11 @@ class Conversations:
             DeadlineExceeded, Unavailable, QuotaExceeded: nothing stored.
         """
         op = op and op.keyed(self.host.secret)
-        # Its own scope's ledger, and the one written before ledgers had scopes.
-        ledgers = (ledger_key(self.host.secret, session,
-                              scope.metadata if scope is not None else {}),
-                   ledger_key(self.host.secret, session))
+        # Its own scope's ledgers (and the one written before ledgers had scopes), under this
+        # store's secret and those of the stores an import brought ledgers of.
+        ledgers = SessionLedgers(self.host.secret, await self.host.digest_keys(()), session,
+                                 scope.metadata if scope is not None else {})
+        asked: set[str] = set()  # key ids the registry was read for
         held = await self.keyed.held(partition, session)
         replayed = await self._replayed(partition, session, held, op)
         if replayed is not None:
@@ -178,11 +188,15 @@ class Conversations:
             stored = known(await self.keyed.items(held), alive, within, self.host.secret)
             await self._embed(partition, [text for c in cuts if stored.find(c) is None
                                for text in c.pieces], vectors, deadline)
-            decide = _decider(session, cuts, held, vectors, stamp, op, ledgers,
+            decide = _decider(session, cuts, held, vectors, stamp, op, (ledgers, asked),
                               self.host.idempotency_ttl_ms)
             try:
                 result = await self.keyed.commit(partition, held, decide, op,
-                                                 records=list(ledgers))
+                                                 records=ledgers.keys())
+            except _NeedKeys as need:  # an import's ledgers, through another process
+                asked |= need.ids
+                ledgers = replace(ledgers, others=await self.host.digest_keys(need.ids))
+                continue
             except (Moved, rules.MissingRows, _NeedVectors):
                 held = await self.keyed.held(partition, session)
                 continue
@@ -274,15 +288,23 @@ class _Stamp:
 
 
 def _decider(session: Address, cuts: list[Cut], held: Held, vectors: dict[str, np.ndarray],
-             stamp: _Stamp, op: Operation | None, ledgers: tuple[str, ...], ttl_ms: int
-             ) -> Any:
+             stamp: _Stamp, op: Operation | None, read: tuple[SessionLedgers, set[str]],
+             ttl_ms: int) -> Any:
+    ledgers, asked = read
+
     def decide(view: WriteView, pieces: list[Item]) -> Decision:
         if (view.head.gone and not held.view.head.gone and held.view.hwm > 0) \
                 or view.seq < held.view.seq or view.hwm < held.view.hwm:
             raise Conflict("the partition was deleted while this ingest ran; nothing was "
                            "stored", {"partition": "deleted"})
+        unknown = ledgers.unknown(view) - asked
+        if unknown:
+            raise _NeedKeys(unknown)
         found = known(pieces, stamp.alive, stamp.within, stamp.secret,
-                      forgotten(view, *ledgers))
+                      forgotten(view, *ledgers.own()))
+        for i in ledgers.gone_elsewhere(view, [(c.message.role, c.message.content)
+                                               for c in cuts]):
+            found.gone.add(cuts[i].keys[0])
         last = max((p[MESSAGE] for it in pieces if isinstance(p := it.attrs.get(PIECE), dict)
                     and isinstance(p.get(MESSAGE), int)), default=-1)
         n, now, rows = view.hwm, now_ms(), []

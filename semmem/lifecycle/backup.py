@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from semmem.conversations.ledgers import from_registry
 from semmem.errors import InvalidInput, NotFound
 from semmem.items import now_ms
 from semmem.lifecycle.backup_format import (
@@ -81,7 +82,9 @@ async def create_backup(store: Store, target: Objects, *, live: Live | None = No
     meta = await store.meta()
     recorded = None if meta is not None and KEY not in meta else format_of(meta)
     manifest = Manifest(new_id(started), started, now_ms(), store.uri, store.model_id, store.dim,
-                        entries, recorded, store.secret.hex() or None)
+                        entries, recorded, store.secret.hex() or None,
+                        {i: k.hex() for i, k in
+                         from_registry(await store.conn.registry.rows()).items()})
     await asyncio.to_thread(target.put, manifest_name(manifest.id), manifest.to_bytes())
     return manifest
 

@@ -18,7 +18,7 @@ import json
 import re
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -125,6 +125,9 @@ class Manifest:
     # The source store's secret (hex): its ledgers' keys and its pieces' digests are HMACs
     # under it, so a restore keeps it. ``None``: an earlier release's manifest (none carried).
     secret: str | None = None
+    # Other stores' secrets (hex, by key id) that ledgers an import brought are keyed by
+    # (``conversations.ledgers``): a restore keeps them too.
+    digest_keys: dict[str, str] = field(default_factory=dict)
 
     def body(self) -> dict[str, Any]:
         """The manifest's fields, as written (without the digest)."""
@@ -132,7 +135,8 @@ class Manifest:
                 "finished": self.finished, "source": self.source, "model": self.model,
                 "dim": self.dim, "partitions": self.partitions,
                 **({} if self.store_format is None else {"storeFormat": self.store_format}),
-                **({} if self.secret is None else {"secret": self.secret})}
+                **({} if self.secret is None else {"secret": self.secret}),
+                **({"digestKeys": self.digest_keys} if self.digest_keys else {})}
 
     def to_bytes(self) -> bytes:
         """The manifest file: its fields and a digest over them."""
@@ -157,7 +161,8 @@ class Manifest:
         return cls(raw["id"], raw["created"], raw["finished"], raw["source"], raw["model"],
                    raw["dim"], raw["partitions"], formats.format_of(
                        {formats.KEY: raw["storeFormat"]}) if "storeFormat" in raw else None,
-                   str(raw["secret"]) if isinstance(raw.get("secret"), str) else None)
+                   str(raw["secret"]) if isinstance(raw.get("secret"), str) else None,
+                   {str(k): str(v) for k, v in raw.get("digestKeys", {}).items()})
 
     def summary(self) -> dict[str, Any]:
         """What ``backup list`` shows of it."""

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from semmem.conversations.forgotten import ledgered
+from semmem.conversations.ledgers import from_registry, registry_entries
 from semmem.errors import InvalidInput
 from semmem.items import Item, now_ms
 from semmem.lifecycle.backup import (
@@ -174,7 +175,13 @@ async def _restore(into: Store, ledger: Store | None, dumps: list[tuple[dict[str
 
 async def _keep_secret(into: Store, manifest: Manifest, ledger: Store | None,
                        report: RestoreReport) -> None:
-    """Give ``into`` (new, empty) the backup's secret, else the live store's."""
+    """Give ``into`` (new, empty) the backup's secret, else the live store's, and the other
+    stores' secrets the backup's (and the live store's) imported ledgers are keyed by."""
+    keys = {i: bytes.fromhex(k) for i, k in manifest.digest_keys.items()}
+    if ledger is not None:
+        keys.update(from_registry(await ledger.conn.registry.rows()))
+    for key, value in registry_entries(keys).items():
+        await into.conn.registry.put(key, value)
     if manifest.secret is not None:
         secret = bytes.fromhex(manifest.secret)
     elif ledger is not None:

@@ -10,11 +10,12 @@ from __future__ import annotations
 import asyncio
 import builtins
 import functools
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from semmem import rules
+from semmem.conversations import ledgers
 from semmem.conversations.forgotten import rekeyed
 from semmem.importing import ImportReport, Write, import_records
 from semmem.lifecycle import inspection, passes
@@ -53,6 +54,7 @@ class Owners(Apart):
     snapshot: Callable[[str], Awaitable[PartitionSnapshot]]
     partitions: Callable[[], Awaitable[builtins.list[str]]]
     list: Callable[..., Awaitable[builtins.list[Item]]]
+    digest_keys: Callable[[Collection[str]], Awaitable[dict[str, bytes]]]
 
     async def import_(
         self, partition: str, records: Iterable[dict[str, Any]], *, batch_size: int = 256,
@@ -60,9 +62,14 @@ class Owners(Apart):
     ) -> ImportReport:
         """Bulk-add records (``{"text", "n"?, "ts"?, "updated"?, record fields…}``): numbers
         kept when free (an export imports back unchanged), texts already present skipped;
-        a store item's piece (``store``) into the application's store."""
+        a store item's piece (``store``) into the application's store; an export's ledger
+        lines kept (``conversations.ledgers``: what its store forgot stays forgotten here)."""
+        records = builtins.list(records)
+        lines = [r for r in records if ledgers.is_ledger_line(r)]
+        if lines:
+            await self.keep_ledgers(partition, lines)
+            records = [r for r in records if not ledgers.is_ledger_line(r)]
         if not self.apart:
-            records = builtins.list(records)
             theirs = [r for r in records if of_store(r)]
             if theirs:
                 mine = await self.import_(partition, [r for r in records if not of_store(r)],
@@ -80,6 +87,21 @@ class Owners(Apart):
                                     batch_size=batch_size, progress=progress,
                                     alive=self.retention.alive(
                                         await self.retention.max_age(partition)))
+
+    async def keep_ledgers(self, partition: str, lines: Sequence[dict[str, Any]]) -> None:
+        """Keep an export's ledger lines (checked: ``ledgers.checked``) in ``partition``:
+        their digest keys in the registry first, so a process that reads the partition's
+        keys row finds them there."""
+        keys, found = ledgers.imported([ledgers.checked(line, "ledger line") for line in lines],
+                                       self.store.secret)
+        if not found:
+            return
+        registry = self.store.conn.registry
+        for key, value in ledgers.registry_entries(keys).items():
+            await registry.put(key, value)
+        self.store.digest_keys.update(keys)
+        await self._write(partition, lambda view: ledgers.kept_lines(view, keys, found), None,
+                          records=[*found, ledgers.KEYS_ROW])
 
     async def delete_partition(self, partition: str) -> bool:
         """Delete the partition: at once for every reader and writer (a tombstone every racing
@@ -111,10 +133,16 @@ class Owners(Apart):
         for item in await self.exported(partition):
             yield item.public()
 
-    async def exported(self, partition: str) -> builtins.list[Item]:
-        """The items ``export`` makes records of, in its order (a door streams their records
-        a chunk at a time: ``protocol.jsonio.jsonl_chunks``)."""
-        return [item for core in await self.cores() for item in await core.list(partition)]
+    async def exported(self, partition: str) -> builtins.list[Item | ledgers.LedgerLine]:
+        """The items ``export`` makes records of, in its order, then the partition's ledger
+        lines (``conversations.ledgers``; a door streams their records a chunk at a time:
+        ``protocol.jsonio.jsonl_chunks``)."""
+        items: builtins.list[Item | ledgers.LedgerLine] = [
+            item for core in await self.cores() for item in await core.list(partition)]
+        ops = (await self.store.snapshot(partition)).ops.values()
+        if any(r.key == ledgers.KEYS_ROW for r in ops):
+            await self.digest_keys(())
+        return [*items, *ledgers.export_lines(ops, self.store.secret, self.store.digest_keys)]
 
     async def stats(self, partition: str) -> PartitionStats:
         """Counters of one partition (the expired left out), its text bytes and the quotas

@@ -96,6 +96,9 @@ class Store(Registered, IndexedReads, SystemRecords, Maintained):
         self.storage_options = {**(RETRIES if remote(uri) else {}), **(storage_options or {})}
         self.fence = fence or Fence()
         self.secret = b""  # the store's (read at ``open``): keys idempotency fingerprints
+        # Other stores' secrets an import brought ledgers of, by key id (``Writes.digest_keys``)
+        self.digest_keys: dict[str, bytes] = {}
+        self.digest_keys_read = False
         self._asked: tuple[int, dict[str, int]] | None = None  # purge requests, by version
         # Below the floor a cleanup could remove a version a fenced commit must be checked
         # against (``store/commit/fence.py``): retention is raised to it.

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from operator import methodcaller
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from starlette.responses import Response, StreamingResponse
 
 from semmem.errors import InvalidArguments, InvalidInput, NotFound, SemmemError
-from semmem.items import RECORD_FIELDS, Item
+from semmem.items import RECORD_FIELDS
 from semmem.items.filters import Filter
 from semmem.lifecycle import policies
 from semmem.memory import Memory
@@ -207,7 +208,7 @@ async def export(request: Request, rt: RuntimeDep, partition: PartitionQ) -> Res
 
     async def work(memory: Memory) -> Response:
         items = await memory.exported(partition)  # read here: its errors answered as such
-        return StreamingResponse(jsonl_chunks(items, Item.public),
+        return StreamingResponse(jsonl_chunks(items, methodcaller("public")),
                                  media_type="application/x-ndjson")
 
     return await _guarded(request, rt, work)

@@ -4,7 +4,9 @@ pages, every fact, export, an edit, the partition's erasure."""
 from __future__ import annotations
 
 import asyncio
+import json
 
+import httpx
 import pytest
 
 from semmem_client import Client
@@ -38,6 +40,20 @@ def test_get_list_items_export_edit_and_delete_partition(owner: Client, partitio
     assert owner.list(partition)["count"] == 0 and owner.get(partition, 1) is None
     assert owner.recall(partition, None).text == ""
     assert owner.delete_partition(partition) is False
+
+
+def test_export_gives_the_facts_not_the_ledger_lines(owner: Client, server: ServerProcess,
+                                                   partition: str) -> None:
+    """A partition whose conversation had a message forgotten: the server's export ends with
+    the ledger lines (``semmem import`` keeps them), ``export`` gives the facts alone."""
+    said = owner.ingest(partition, "chat-1", [{"role": "user", "content": "Owns a red kayak"},
+                                              {"role": "user", "content": "Lives by a lake"}])
+    owner.forget(partition, said["items"][0][0])
+    raw = httpx.get(f"{server.url}/admin/export", params={"partition": partition},
+                    headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+    lines = [json.loads(line) for line in raw.text.splitlines()]
+    assert [sorted(r)[0] for r in lines[1:]] == ["digestKeys", "forgotten"]  # the control
+    assert [r["text"] for r in owner.export(partition)] == ["Lives by a lake"]
 
 
 def test_owner_calls_async(server: ServerProcess, partition: str) -> None:

@@ -14,7 +14,7 @@ import {
   type Access, type Forgotten, type IngestResult, type Item, type Json, type JsonObject,
   type Message, type Recall, type SearchResult, type SessionSummary, type WriteResult,
   MAX_BODY_BYTES, PROTOCOL_VERSION, deadlineAt, encode, envelope, messagesOf, operationId, readAnswer,
-  readIngest, readLines, readRecall, readResult, readStore,
+  readIngest, readFacts, readRecall, readResult, readStore,
 } from "./wire.js";
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
@@ -220,7 +220,7 @@ export class SemmemClient {
   // ----- the owner's calls (admin API, admin token) -----------------------------------------
   /** Every live fact of a partition with its record fields, as `semmem export` writes them. */
   export(partition: string, options: CallOptions = {}): Promise<Item[]> {
-    return this.#admin("GET", "/export", { partition }, options, readLines, null) as Promise<Item[]>;
+    return this.#admin("GET", "/export", { partition }, options, readFacts, null) as Promise<Item[]>;
   }
 
   /** Delete a partition and every file of it; `false` if it did not exist. Not retried once

@@ -132,14 +132,17 @@ export function readStore(body: unknown, count: number): unknown[] {
   return results;
 }
 
-/** A 200 JSONL body as its decoded lines (the admin export). */
-export function readLines(status: number, content: Uint8Array): unknown[] {
+/** A 200 JSONL export as its facts' records (its ledger lines, what the store forgot as hashes
+ * for `semmem import`, are not facts). */
+export function readFacts(status: number, content: Uint8Array): unknown[] {
   if (status !== 200) readAnswer(status, content, null);
+  let lines: unknown[];
   try {
-    return decoder.decode(content).split("\n").filter((line) => line.trim()).map((line) => JSON.parse(line) as unknown);
+    lines = decoder.decode(content).split("\n").filter((line) => line.trim()).map((line) => JSON.parse(line) as unknown);
   } catch {
     throw new ProtocolError("answer is not JSON lines", { status });
   }
+  return lines.filter((r) => !(typeof r === "object" && r !== null && ("ledger" in r || "digestKeys" in r)));
 }
 
 /** The messages as sent: `role`, `content` and `at` (a Date as ISO 8601 UTC). */

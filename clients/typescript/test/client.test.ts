@@ -73,6 +73,12 @@ test("ingest a conversation; the owner lists, reads and forgets its session", as
   assert.equal(((await served.client.session(p, "chat-42"))["messages"] as unknown[]).length, 3);
   const forgotten = await served.client.forgetSession(p, "chat-42");
   assert.equal(forgotten.forgotten.length, 3);
+  // The export's ledger lines (what was forgotten, as hashes, for `semmem import`) are not facts.
+  const raw = await fetch(`${served.server.url}/admin/export?partition=${encodeURIComponent(p)}`,
+    { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+  assert.deepEqual((await raw.text()).trim().split("\n").map((l) => Object.keys(JSON.parse(l) as object).sort()[0]),
+    ["digestKeys", "forgotten"]);
+  assert.deepEqual(await served.client.export(p), []);
   await assert.rejects(served.client.forgetSession(p, "chat-42"), NotFound);
 });
 

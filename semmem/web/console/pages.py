@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from operator import methodcaller
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
@@ -9,7 +10,6 @@ from starlette.responses import RedirectResponse, Response, StreamingResponse
 
 from semmem.contract import make_cursor
 from semmem.errors import InvalidInput, NotFound
-from semmem.items import Item
 from semmem.protocol.jsonio import jsonl_chunks
 from semmem.protocol.untrusted import ascii_int
 from semmem.serving.guard import nameable
@@ -196,7 +196,7 @@ async def export(request: Request) -> Response:
         items = await memory.exported(key)
 
     disposition = f'attachment; filename="{data.export_filename(key)}"'
-    return StreamingResponse(jsonl_chunks(items, Item.public),
+    return StreamingResponse(jsonl_chunks(items, methodcaller("public")),
                              media_type="application/x-ndjson",
                              headers={"Content-Disposition": disposition})
 

@@ -25,7 +25,7 @@ from semmem_client._wire import (
     encode,
     envelope,
     read_answer,
-    read_lines,
+    read_facts,
     read_recall,
     read_result,
 )
@@ -178,7 +178,7 @@ class Base:
 
     def _export_call(self, partition: str, timeout: float | None) -> Call:
         return self._admin_call("GET", "/export", {"partition": partition}, timeout,
-                                read_lines)
+                                read_facts)
 
     def _partitions_call(self, offset: int, limit: int, timeout: float | None) -> Call:
         return self._admin_call("GET", "/partitions", {"offset": offset, "limit": limit},

@@ -184,14 +184,16 @@ def _source(source: Any) -> Source:
     return cast(Source, {**source, "id": int(number)})
 
 
-def read_lines(status: int, content: bytes) -> list[Any]:
-    """A 200 JSONL body as its decoded lines, or raise the error the answer carries."""
+def read_facts(status: int, content: bytes) -> list[Any]:
+    """A 200 JSONL export as its facts' records (its ledger lines, what the store forgot as
+    hashes for ``semmem import``, are not facts), or raise the error the answer carries."""
     if status != 200:
         read_answer(status, content, None)
     try:
-        return [json.loads(line) for line in content.splitlines() if line.strip()]
+        lines = [json.loads(line) for line in content.splitlines() if line.strip()]
     except ValueError:
         raise ProtocolError("answer is not JSON lines", status=status) from None
+    return [r for r in lines if not (isinstance(r, dict) and ("ledger" in r or "digestKeys" in r))]
 
 
 def read_result(body: Any) -> Any:
