@@ -121,8 +121,11 @@ test("an abort signal cancels the call, its retries too", async () => {
   const call = client.recall(partition(), "x", 100, { signal: controller.signal });
   setTimeout(() => controller.abort(new Error("user cancelled")), 100);
   await assert.rejects(call, /user cancelled/);
-  await new Promise((r) => setTimeout(r, 400));
+  // Settled: no retry of it follows; the next request through the proxy is the next one seen.
   assert.equal(proxy.seen.length, 1);
+  proxy.plan();
+  await client.recall(partition(), "y", 100);
+  assert.deepEqual(proxy.seen.map((s) => (JSON.parse(s.body) as { input: { text: string } }).input.text), ["y"]);
 });
 
 test("each call has its own operation id; a retry keeps it", async () => {
