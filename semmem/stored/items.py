@@ -283,7 +283,11 @@ class StoreItems:
             return _entries(namespace, [(items.by_n[n], items.items[items.by_n[n]])
                                         for n in numbers if n in items.by_n])
 
-        return view.cached(ENTRIES, build), view.vectors, alive
+        if ENTRIES in view.derived:
+            return view.cached(ENTRIES, build), view.vectors, alive
+        # built once per version, going through every item: past a few, in a worker thread
+        return await off_loop_over(len(view.items), view.cached, ENTRIES, build), \
+            view.vectors, alive
 
     async def live(self, partition: str) -> bool:
         """Whether the partition holds a live store item (a namespace ``list`` answers)."""
