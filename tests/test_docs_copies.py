@@ -36,6 +36,7 @@ EXAMPLE = REPO / "docs" / "examples" / "conversation.jsonl"
 # The example's messages, numbered 1-4 in carol's memory (one piece each, in file order).
 MESSAGES = dict(enumerate((json.loads(line)["content"] for line in
                            EXAMPLE.read_text(encoding="utf-8").splitlines()), start=1))
+NOTE = "Prefers window seats"  # a fact of carol's beside them, number 5
 RESTORE = 'semmem backup restore "$ID" --at backups --into restored-data'
 
 
@@ -109,14 +110,15 @@ def secret_of(data: Path) -> bytes:
 @pytest.fixture
 def carol(tmp_path: Path) -> Path:
     """A folder as the docs' lines assume: ``semmem-data`` holding carol's memory of the
-    example conversation (the positive control: all four messages stored), its first message
-    then forgotten."""
+    example conversation (the positive control: all four messages stored) and a fact, the
+    conversation's first message then forgotten."""
     where = tmp_path / "here"
     shutil.copytree(REPO / "docs" / "examples", where / "docs" / "examples")
     ok("semmem ingest -p carol docs/examples/conversation.jsonl", where)
-    assert held(where) == MESSAGES
+    ok(f"semmem remember '{NOTE}' -p carol", where)
+    assert held(where) == {**MESSAGES, 5: NOTE}
     ok("semmem forget 1 -p carol", where)
-    assert held(where) == {n: MESSAGES[n] for n in (2, 3, 4)}
+    assert held(where) == {2: MESSAGES[2], 3: MESSAGES[3], 4: MESSAGES[4], 5: NOTE}
     return where
 
 
@@ -124,11 +126,11 @@ def carol(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("ledger", [False, True], ids=["alone", "with-ledger"])
 def test_operating_restore_lines_keep_what_was_forgotten_forgotten(carol: Path,
                                                                   ledger: bool) -> None:
-    """The backup's items come back; the restore keeps the store's secret (its report says
-    whose); with ``--ledger`` it withholds message 2, forgotten after the backup, as the doc
-    prints; and the whole-history re-send stores neither message 1, forgotten before the
-    backup, nor (with the ledger) message 2 — the same line into a partition that forgot
-    nothing stores all four (positive control first)."""
+    """The backup's items (pieces and the fact) come back; the restore keeps the store's
+    secret (its report says whose); with ``--ledger`` it withholds message 2, forgotten after
+    the backup, as the doc prints; and the whole-history re-send stores neither message 1,
+    forgotten before the backup, nor (with the ledger) message 2 — the same line into a
+    partition that forgot nothing stores all four (positive control first)."""
     backup = created(OPERATING, carol)
     ok("semmem forget 2 -p carol", carol)  # forgotten since the backup
     [line] = [ln for ln in lines(OPERATING, RESTORE) if ("--ledger" in ln) is ledger]
@@ -140,7 +142,7 @@ def test_operating_restore_lines_keep_what_was_forgotten_forgotten(carol: Path,
         withheld["forgottenOrExpiredSince"] if ledger else {})
     assert withheld["forgottenOrExpiredSince"] == {"carol": [2]}  # the doc's, as done here
     assert secret_of(carol / "restored-data") == secret_of(carol / "semmem-data")
-    kept = {n: MESSAGES[n] for n in ((3, 4) if ledger else (2, 3, 4))}
+    kept = {**{n: MESSAGES[n] for n in ((3, 4) if ledger else (2, 3, 4))}, 5: NOTE}
     assert held(carol, "restored-data") == kept
 
     [resend] = lines(OPERATING, "SEMMEM_DATA=restored-data semmem ingest -p carol ")
