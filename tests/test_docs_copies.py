@@ -89,9 +89,10 @@ def created(path: Path, where: Path, umask: str = "") -> str:
 
 
 def held(where: Path, data: str = "semmem-data", partition: str = "carol") -> dict[int, str]:
-    """A partition's live items (number: text), as `semmem export` writes them."""
+    """A partition's live items (number: text), as `semmem export` writes them (its ledger
+    lines, after the items, are not items)."""
     out = ok(f"semmem export -p {partition} --data {data}", where)
-    return {r["n"]: r["text"] for r in map(json.loads, out.splitlines())}
+    return {r["n"]: r["text"] for r in map(json.loads, out.splitlines()) if "n" in r}
 
 
 def secret_of(data: Path) -> bytes:
