@@ -234,7 +234,8 @@ def serve_tree(data: Path, port: int, repo: Path, log: Path,
 
     from tests.support.server import REPO, TOKEN
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith("SEMMEM_") or k in ("SEMMEM_MODEL", "SEMMEM_ENCODER")}
+           if not k.startswith("SEMMEM_")
+           or k in ("SEMMEM_MODEL", "SEMMEM_ENCODER", "SEMMEM_TORCH_THREADS")}
     env.update({"SEMMEM_TOKENS": TOKEN, "SEMMEM_DATA": str(data), "SEMMEM_PORT": str(port),
                 "SEMMEM_LOG_LEVEL": "warning", "PYTHONPATH": str(repo),
                 "SEMMEM_MODEL": env.get("SEMMEM_MODEL",

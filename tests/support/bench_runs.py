@@ -23,10 +23,10 @@ OTHER_TREES = ("BEFORE", "AFTER", "../before-tree", "../h29-base")
 TOOLS = ("list", "render")  # the runner's own commands (the smoke run is the tests')
 # Options whose value here is the case's default: the trees a server runs (with the other tree
 # replaced by this one, a command differs from the one without them in nothing), the encoder.
-DEFAULTS = {"agent_turns": {"--server-repo": str(REPO)}, "live_path": {"--server-repo": str(REPO)},
-            "model_fairness": {"--repo": str(REPO)}, "object_store": {"--repo": str(REPO)},
-            "turn_trace": {"--server-repo": str(REPO)}, "update_stall": {"--repo": str(REPO)},
-            "recall": {"--encoder": "onnx"}}
+DEFAULTS = {"agent_turns": {"--server-repo": str(REPO)}, "model_fairness": {"--repo": str(REPO)},
+            "object_store": {"--repo": str(REPO)}, "turn_trace": {"--server-repo": str(REPO)},
+            "update_stall": {"--repo": str(REPO)},
+            "recall": {"--encoder": "onnx", "--server-repo": str(REPO)}}
 # Variables read once, when a library loads: in a smoke process that has loaded it they change
 # nothing (a command that sets them runs as the one that does not).
 AT_LOAD = {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"}
