@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.cases import CASES
 from tests.support.bench_runs import smoke, uncited_cases
 from tests.support.server import REPO
 
@@ -69,6 +70,14 @@ def test_every_case_no_command_of_the_doc_runs_runs_at_its_smallest_size(
     assert "load" in uncited and "recall" not in uncited  # positive and negative controls
     outcomes = smoke([{"args": [name]} for name in uncited], tmp_path)
     assert {o["args"][0] for o in outcomes} == set(uncited)
+
+
+def test_every_case_module_runs_something() -> None:
+    """A case is a module with ``cli`` or one the runner runs as ``__main__``: without its
+    ``if __name__ == "__main__"`` block, a run does nothing and passes (typescript's did)."""
+    for name in CASES:
+        source = (REPO / "benchmarks" / "cases" / f"{name}.py").read_text(encoding="utf-8")
+        assert "\ndef cli(" in source or '\nif __name__ == "__main__":' in source, name
 
 
 def test_a_kept_store_is_reused_by_the_next_run(tmp_path: Path) -> None:
