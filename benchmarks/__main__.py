@@ -3,7 +3,7 @@
     python -m benchmarks list                       # the cases, one line each
     python -m benchmarks NAME [options] [--out FILE] [--smoke]
     python -m benchmarks render [FILE] [--case NAME] [--last N]
-    python -m benchmarks smoke [--commands FILE] [--report FILE]
+    python -m benchmarks smoke [--commands FILE] [--report FILE] [--jobs N]
 
 ``NAME [options]`` runs one case (``python -m benchmarks NAME --help`` lists its options),
 shows its table and appends its result lines (JSON: the case, the command, the commit, the
@@ -11,7 +11,9 @@ machine, the figures) to ``FILE`` (default ``data/benchmarks.jsonl``). ``--smoke
 its smallest size (the sizes a command names are overridden; nothing recorded unless ``--out``
 is given). ``render`` writes the Markdown tables of recorded results. ``smoke`` runs every case
 (or each command of ``--commands``, JSON lines ``{"args": [...], "env": {...}}``) at its
-smallest size in this one process, and reports each one's outcome as a JSON line.
+smallest size in this one process (or ``--jobs N`` processes taking the next command as they
+finish: the cases share one model load per process), and reports each one's outcome as a JSON
+line.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # the cases import semmem and tests.support from this checkout
@@ -47,20 +50,60 @@ def runner_options(argv: list[str]) -> tuple[list[str], bool, Path | None]:
 def smoke_all(argv: list[str]) -> int:
     """Every case, or every command given, at its smallest size; a JSON line per outcome."""
     from benchmarks.cases import CASES
-    from benchmarks.runner import Skipped, run
 
-    commands_file = report_file = None
-    if "--commands" in argv:
-        commands_file = Path(argv[argv.index("--commands") + 1])
-    if "--report" in argv:
-        report_file = Path(argv[argv.index("--report") + 1])
+    def option(name: str) -> str | None:
+        return argv[argv.index(name) + 1] if name in argv else None
+
+    commands_file, report = option("--commands"), option("--report")
     if commands_file is not None:
-        commands = [json.loads(line) for line in commands_file.read_text().splitlines()
+        commands = [json.loads(line) for line in Path(commands_file).read_text().splitlines()
                     if line.strip()]
     else:
         commands = [{"args": [name]} for name in CASES]
+    jobs = int(option("--jobs") or 1)
+    if jobs > 1:
+        return smoke_jobs(commands, jobs, Path(report) if report else None)
+    claims = option("--claims")
+    return smoke_in_process(commands, Path(report) if report else None,
+                            Path(claims) if claims else None)
+
+
+def smoke_jobs(commands: list[dict[str, Any]], jobs: int, report: Path | None) -> int:
+    """``commands`` shared by ``jobs`` smoke processes, each claiming the next one not taken
+    (the long cases do not all land in one process); their reports joined into ``report``."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="semmem-smoke-") as tmp:
+        listed = Path(tmp) / "commands.jsonl"
+        listed.write_text("".join(json.dumps(c) + "\n" for c in commands))
+        (Path(tmp) / "claims").mkdir()
+        workers = [subprocess.Popen([sys.executable, "-m", "benchmarks", "smoke", "--commands",
+                                     str(listed), "--report", str(Path(tmp) / f"report-{i}"),
+                                     "--claims", str(Path(tmp) / "claims")], cwd=REPO)
+                   for i in range(jobs)]
+        codes = [worker.wait() for worker in workers]
+        lines = [line for i in range(jobs) if (Path(tmp) / f"report-{i}").exists()
+                 for line in (Path(tmp) / f"report-{i}").read_text().splitlines()]
+    if report is not None:
+        with report.open("a", encoding="utf-8") as f:
+            f.writelines(line + "\n" for line in lines)
+    return max(codes)
+
+
+def smoke_in_process(commands: list[dict[str, Any]], report: Path | None,
+                     claims: Path | None) -> int:
+    """Run ``commands`` here, one after another (with ``claims``, only those no other process
+    has claimed: a claim is a file created exclusively); each outcome a JSON line."""
+    from benchmarks.runner import Skipped, run
+
     failed = 0
-    for command in commands:
+    for i, command in enumerate(commands):
+        if claims is not None:
+            try:
+                (claims / str(i)).touch(exist_ok=False)
+            except FileExistsError:
+                continue
         name, *args = command["args"]
         args, _, _ = runner_options(args)
         started = time.perf_counter()
@@ -76,8 +119,8 @@ def smoke_all(argv: list[str]) -> int:
         outcome["seconds"] = round(time.perf_counter() - started, 1)
         line = json.dumps(outcome)
         print(line, file=sys.stderr, flush=True)
-        if report_file is not None:
-            with report_file.open("a", encoding="utf-8") as f:
+        if report is not None:
+            with report.open("a", encoding="utf-8") as f:
                 f.write(line + "\n")
     return 1 if failed else 0
 

@@ -6,6 +6,7 @@ embedding and a brute-force scan)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import subprocess
 import sys
@@ -53,7 +54,17 @@ def queries(count: int, offset: int = 0) -> list[str]:
 
 def open_encoder(name: str, threads: int | None = None) -> Embedder:
     """``onnx`` (the bundled model as serving runs it), ``torch`` (the reference encoder, with
-    the dev extra) or ``fake`` (the hashing embedder, for cases that do not measure the model)."""
+    the dev extra) or ``fake`` (the hashing embedder, for cases that do not measure the model);
+    loaded once per process (the cases of one smoke run share it). A smoke run's torch takes
+    one thread unless told: two, on a machine whose cores are busy, wait on each other (a
+    query took 0.3-0.9 s at load 7, against 10 ms on one thread)."""
+    if name == "torch" and threads is None and os.environ.get("SEMMEM_BENCH_SMOKE"):
+        threads = 1
+    return _encoder(name, threads)
+
+
+@functools.cache
+def _encoder(name: str, threads: int | None) -> Embedder:
     if name == "fake":
         from semmem.embedding.fakes import HashingEmbedder
 
@@ -96,12 +107,13 @@ async def fill(store: Store, partition: str, texts: list[str], vectors: Vectors,
                 for i, (t, v) in enumerate(zip(batch_texts, batch_vectors, strict=True))]
         held[n:n + len(rows)] = batch_vectors
         n += len(rows)
-        await store.write(partition, _mutation(rows, n))
+        await store.write(partition, mutation(rows, n))
     return held, time.perf_counter() - start
 
 
-def _mutation(rows: list[ItemRow], hwm: int) -> Callable[[Any], Mutation]:
-    """A write of ``rows`` that raises the partition's high-water mark to ``hwm``."""
+def mutation(rows: list[ItemRow], hwm: int | None = None) -> Callable[[Any], Mutation]:
+    """A write of ``rows`` (that raises the partition's high-water mark to ``hwm``): what
+    ``Store.write`` takes, whatever the version it decides on."""
     def mutate(_snapshot: Any) -> Mutation:
         return Mutation(items=rows, hwm=hwm)
 
@@ -172,7 +184,7 @@ async def write_tail(store: Store, texts: list[str], vectors: Vectors, first: in
     for i, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
         ts = now_ms()
         row = ItemRow(first + i, text, vector, ts, ts, 1)
-        await store.write(PARTITION, _mutation([row], row.n))
+        await store.write(PARTITION, mutation([row], row.n))
     return time.perf_counter() - start
 
 
@@ -203,11 +215,9 @@ async def seed_partition(data: Path, size: int) -> None:
     """``size`` facts with real embeddings (the cached benchmark base set), through the store,
     then one maintenance pass (a compacted partition, as after an import)."""
     from benchmarks.vectors import base_set
-    from semmem.embedding.files import default_model_dir
-    from semmem.embedding.reference import SentenceTransformerEmbedder
     from semmem.memory import Memory
 
-    model = SentenceTransformerEmbedder(default_model_dir())
+    model = open_encoder("torch")
     texts, vectors, _ = base_set(model, max(size, 10_000))
     memory = await Memory.open(str(data), model)
     await fill(memory.store, PARTITION, texts, vectors, size)
@@ -224,7 +234,8 @@ def serve_tree(data: Path, port: int, repo: Path, log: Path,
 
     from tests.support.server import REPO, TOKEN
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith("SEMMEM_") or k in ("SEMMEM_MODEL", "SEMMEM_ENCODER")}
+           if not k.startswith("SEMMEM_")
+           or k in ("SEMMEM_MODEL", "SEMMEM_ENCODER", "SEMMEM_TORCH_THREADS")}
     env.update({"SEMMEM_TOKENS": TOKEN, "SEMMEM_DATA": str(data), "SEMMEM_PORT": str(port),
                 "SEMMEM_LOG_LEVEL": "warning", "PYTHONPATH": str(repo),
                 "SEMMEM_MODEL": env.get("SEMMEM_MODEL",

@@ -41,7 +41,9 @@ def base_set(model: Embedder, size: int = 10_000) -> tuple[list[str], Vectors, f
     t0 = time.perf_counter()
     vectors = model.embed_batch(texts)
     rate = size / (time.perf_counter() - t0)
-    np.save(path, vectors)
+    part = path.with_suffix(f".{os.getpid()}.npy")  # whole or absent: runs share the cache
+    np.save(part, vectors)
+    part.replace(path)
     return texts, vectors, rate
 
 

@@ -11,65 +11,22 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from benchmarks.cases import CASES
+from tests.support.bench_runs import (
+    DOC,
+    TOOLS,
+    as_run,
+    data_variables,
+    doc_commands,
+    doc_runs,
+    smoke,
+    uncited_cases,
+    what_runs,
+)
 from tests.support.server import REPO
-from tests.test_benchmarks import data_variables, smoke
-
-DOC = REPO / "docs" / "benchmarks.md"
-COMMAND = re.compile(r"(?:[A-Z_]+=\S+ )*(?:\S*python )?-m benchmarks [^`#\n]*")
-OTHER_TREES = ("BEFORE", "AFTER", "../before-tree", "../h29-base")
-TOOLS = ("list", "render")  # the runner's own commands (the smoke run is the test's)
-
-
-def doc_commands() -> list[str]:
-    """Every benchmark command docs/benchmarks.md writes: in a fenced block (a line, its
-    continuations joined) or in a code span (its lines joined)."""
-    text = DOC.read_text(encoding="utf-8")
-    fenced = re.findall(r"^```\w*\n(.*?)^```", text, re.S | re.M)
-    prose = re.sub(r"^```\w*\n.*?^```", "", text, flags=re.S | re.M)
-    pieces = [line for block in fenced for line in block.replace("\\\n", " ").splitlines()]
-    pieces += [" ".join(span.split()) for span in re.findall(r"`([^`]+)`", prose)]
-    pieces += re.findall(r"^ {4}(\S.*)$", prose, re.M)  # indented code
-    found = [c.strip().rstrip(",.;") for piece in pieces for c in COMMAND.findall(piece)]
-    return list(dict.fromkeys(found))
-
-
-def as_run(command: str, tmp: Path, variables: dict[str, str]) -> dict[str, Any]:
-    """The runner's arguments and variables for ``command``, its machine's folders replaced:
-    scratch folders by ``tmp``, other checkouts by this one, data sets by this machine's."""
-    words = shlex.split(command)
-    env = {}
-    while "=" in words[0] and not words[0].startswith("-"):
-        key, value = words.pop(0).split("=", 1)
-        env[key] = value
-    args = words[words.index("benchmarks") + 1:]
-    data = {"locomo": variables.get("SEMMEM_LOCOMO"),
-            "longmemeval": variables.get("SEMMEM_LONGMEMEVAL")}
-    out = []
-    for arg in args:
-        if arg in OTHER_TREES:
-            arg = str(REPO)
-        elif arg == "DIR":
-            arg = str(tmp / "kept")
-        elif arg.endswith("=FILE"):  # another ONNX file: the bundled model's
-            arg = arg.replace("FILE", str(REPO / "models" / "all-MiniLM-L6-v2" / "model.onnx"))
-        elif arg.startswith("${TMPDIR:-/tmp}"):
-            arg = str(tmp) + arg.removeprefix("${TMPDIR:-/tmp}")
-        elif arg.startswith("/tmp/"):
-            arg = str(tmp / arg.removeprefix("/tmp/"))
-        elif arg.startswith("$SEMMEM_"):
-            arg = variables.get(arg[1:], str(tmp / "no-data-set-here"))
-        elif arg.startswith("../shared/data/"):
-            kind, _, rest = arg.removeprefix("../shared/data/").partition("/")
-            root = data.get(kind.removesuffix("-dev"))
-            arg = str(Path(root) / rest) if root else str(tmp / "no-data-set-here")
-        out.append(arg)
-    env = {k: str(tmp / "cache") if v.startswith("/tmp/") else v for k, v in env.items()}
-    return {"args": out, "env": env}
 
 
 def test_the_doc_writes_every_benchmark_command_for_the_runner() -> None:
@@ -90,25 +47,39 @@ def test_the_doc_writes_every_benchmark_command_for_the_runner() -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(1500)
 def test_every_command_of_the_doc_runs_at_its_smallest_size(tmp_path: Path) -> None:
-    """Each command of docs/benchmarks.md in one runner process at its smallest size (commands
-    that differ only in the sizes --smoke overrides, or in scratch folders, run once; a bare
-    case's run is tests/test_benchmarks.py's); the runner's own commands as they are."""
-    variables = data_variables()
+    """Each command of docs/benchmarks.md at its smallest size, two runner processes sharing
+    them (commands that differ only in what a smoke run does not see run once); the runner's
+    own commands as they are. Every case runs here or, named in no command, in
+    tests/test_benchmarks.py."""
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("SEMMEM_")},
-           **variables, "PYTHONPATH": str(REPO)}
-    runs = [as_run(c, tmp_path, variables) for c in doc_commands()]
-    for tool in [r for r in runs if r["args"][0] in TOOLS]:
-        subprocess.run([sys.executable, "-m", "benchmarks", *tool["args"]], cwd=REPO, env=env,
-                       check=True, capture_output=True, timeout=60)
-        runs.remove(tool)
-    seen: dict[tuple[str, ...], dict[str, Any]] = {}
-    for run in runs:
-        args = run["args"]
-        small = set(CASES[args[0]].smoke)
-        key = tuple("TMP" if a.startswith(str(tmp_path)) else a for i, a in enumerate(args)
-                    if a not in small and not (i and args[i - 1] in small))
-        if len(key) > 1 or run["env"]:
-            seen.setdefault((*key, repr(sorted(run["env"].items()))), run)
-    outcomes = smoke(list(seen.values()), tmp_path)
+           **data_variables(), "PYTHONPATH": str(REPO)}
+    for command in doc_commands():
+        words = shlex.split(command)
+        if words[words.index("benchmarks") + 1] in TOOLS:
+            subprocess.run([sys.executable, *words[words.index("-m"):]], cwd=REPO, env=env,
+                           check=True, capture_output=True, timeout=60)
+    runs = doc_runs(tmp_path)
+    assert len(runs) < len(doc_commands()) - 20  # the same run is not made twice
+    outcomes = smoke(runs, tmp_path)
+    assert {o["args"][0] for o in outcomes} | set(uncited_cases()) == set(CASES)
     assert any(o["args"][:2] == ["recall", "--sizes"] and "--keep" in o["args"]
                and o["status"] == "ok" for o in outcomes)
+
+
+def test_a_smoke_run_is_told_apart_by_what_it_runs(tmp_path: Path) -> None:
+    """Two commands make one run when they differ only in the sizes --smoke sets, a scratch
+    folder, an option set to its default or a variable read at a library's load; another
+    option or variable makes another run."""
+    def key(command: str) -> tuple[str, ...]:
+        return what_runs(as_run(command, tmp_path, {}), tmp_path)
+
+    base = key("python -m benchmarks recall --sizes 1000 --reps 120")
+    assert base == key("python -m benchmarks recall --sizes=10 --smoke")
+    assert base != key("python -m benchmarks recall --sizes 1000 --encoder torch")
+    assert base == key("python -m benchmarks recall --encoder onnx")
+    assert base == key("OMP_NUM_THREADS=1 python -m benchmarks recall")
+    assert base != key("SEMMEM_EVAL_CACHE=/tmp/c python -m benchmarks recall")
+    assert key("python -m benchmarks fence --dir /tmp/a") == key("python -m benchmarks fence")
+    fair = key("python -m benchmarks model_fairness --rounds 5")
+    assert fair == key("python -m benchmarks model_fairness --rounds 3 --repo ../before-tree")
+    assert key("python -m benchmarks hostile") != key("python -m benchmarks hostile --repo AFTER")

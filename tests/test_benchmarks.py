@@ -1,7 +1,7 @@
 """The benchmarks stay runnable: no module of benchmarks/ shadows an installed package, every
-case runs at its smallest size, a kept store is reused, and the cases that read a public data
-set say where it is published when none is given (tests/test_benchmark_docs.py runs every
-command docs/benchmarks.md writes). Figures are not asserted."""
+case runs at its smallest size (those docs/benchmarks.md names in no command here; the others
+as its commands, tests/test_benchmark_docs.py), a kept store is reused, and the cases that read
+a public data set say where it is published when none is given. Figures are not asserted."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from benchmarks.cases import CASES
+from tests.support.bench_runs import smoke, uncited_cases
 from tests.support.server import REPO
 
 
@@ -59,44 +59,25 @@ def test_no_module_in_benchmarks_takes_the_name_of_an_installed_package(
     assert shadowing(REPO / "benchmarks", names) == []
 
 
-def data_variables() -> dict[str, str]:
-    """The data sets' variables for this machine: as set, else from the folder beside the
-    checkout that holds them (``../shared/data``) when there is one."""
-    root = REPO.parent / "shared" / "data"
-    found = {"SEMMEM_LOCOMO": root / "locomo-dev", "SEMMEM_LONGMEMEVAL": root / "longmemeval-dev"}
-    return {k: os.environ.get(k) or str(v) for k, v in found.items()
-            if os.environ.get(k) or v.exists()}
-
-
-def smoke(runs: list[dict[str, Any]], tmp: Path) -> list[dict[str, Any]]:
-    """Run each of ``runs`` (the runner's arguments and variables) at its smallest size, in one
-    runner process; each one's outcome. None may fail; a case is skipped only for a data set
-    or a build this machine does not have, and says so."""
-    commands, report = tmp / "commands.jsonl", tmp / "report.jsonl"
-    commands.write_text("".join(json.dumps(run) + "\n" for run in runs))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SEMMEM_")}
-    env.update(data_variables(), PYTHONPATH=str(REPO))
-    subprocess.run([sys.executable, "-m", "benchmarks", "smoke", "--commands", str(commands),
-                    "--report", str(report)], cwd=REPO, env=env, capture_output=True,
-                   text=True, timeout=1500)
-    outcomes = [json.loads(line) for line in report.read_text().splitlines()]
-    assert len(outcomes) == len(runs)
-    failed = [o for o in outcomes if o["status"] == "failed"]
-    assert not failed, "\n\n".join(f"{o['args']}: {o['error']}" for o in failed)
-    for outcome in outcomes:
-        if outcome["status"] == "skipped":
-            assert re.search(r"data set|needs ", outcome["reason"]), outcome
-    return outcomes
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(1500)
-def test_every_case_runs_at_its_smallest_size(tmp_path: Path) -> None:
-    """``python -m benchmarks NAME --smoke`` for every case: a benchmark that cannot run fails
-    here (figures are not asserted)."""
-    outcomes = smoke([{"args": [name]} for name in CASES], tmp_path)
-    ran = {o["args"][0] for o in outcomes if o["status"] == "ok"}
-    assert {"recall", "writes", "partitions", "mcp_recall", "soak"} <= ran
+def test_every_case_no_command_of_the_doc_runs_runs_at_its_smallest_size(
+        tmp_path: Path) -> None:
+    """``python -m benchmarks NAME --smoke`` for every case docs/benchmarks.md names in no
+    command (the others run as its commands, tests/test_benchmark_docs.py): a benchmark that
+    cannot run fails here (figures are not asserted)."""
+    uncited = uncited_cases()
+    assert "load" in uncited and "recall" not in uncited  # positive and negative controls
+    outcomes = smoke([{"args": [name]} for name in uncited], tmp_path)
+    assert {o["args"][0] for o in outcomes} == set(uncited)
+
+
+def test_every_case_module_runs_something() -> None:
+    """A case is a module with ``cli`` or one the runner runs as ``__main__``: without its
+    ``if __name__ == "__main__"`` block, a run does nothing and passes (typescript's did)."""
+    for name in CASES:
+        source = (REPO / "benchmarks" / "cases" / f"{name}.py").read_text(encoding="utf-8")
+        assert "\ndef cli(" in source or '\nif __name__ == "__main__":' in source, name
 
 
 def test_a_kept_store_is_reused_by_the_next_run(tmp_path: Path) -> None:

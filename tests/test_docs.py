@@ -372,7 +372,8 @@ def test_records_cli_lines_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 def test_docs_commands_name_files_and_flags_that_exist() -> None:
     """The long-running commands the docs show (benchmarks, soak and load runs, test files,
     set-up scripts), not run here, name files that exist, and benchmark cases and flags the
-    runner accepts (tests/test_benchmarks.py runs docs/benchmarks.md's at their smallest size)."""
+    runner accepts (tests/test_benchmark_docs.py runs docs/benchmarks.md's at their smallest
+    size)."""
     named: list[tuple[str, list[str]]] = []
     for doc in DOCS:
         for block in fenced(doc, "sh"):
@@ -381,7 +382,8 @@ def test_docs_commands_name_files_and_flags_that_exist() -> None:
                     named.append((path, []))
                 for case in re.findall(r"-m benchmarks (\w+)", line):
                     named.append((f"benchmarks {case}", re.findall(r"--[\w-]+", line)))
-    assert ("benchmarks recall", ["--served", "--sizes", "--reps", "--remembers"]) in named
+    assert ("benchmarks recall",
+            ["--served", "--sizes", "--reps", "--remembers", "--max-bytes"]) in named
     for path, flags in named:
         if not path.startswith("benchmarks "):
             assert (REPO / path).is_file(), path

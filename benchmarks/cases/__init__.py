@@ -35,8 +35,8 @@ class Case:
 
 CASES = {case.name: case for case in (
     Case("recall", "recall latency vs partition size against the floor: core, HTTP, kept "
-         "stores at 1M (--keep DIR), a served process (--served)",
-         ("--sizes", "30", "--reps", "3", "--tail", "5", "--remembers", "3")),
+         "stores at 1M (--keep DIR); a served process while it is written (--served)",
+         ("--sizes", "30", "--reps", "3", "--tail", "5", "--remembers", "3", "--seconds", "1")),
     Case("writes", "the write path: remember and import latency, throughput",
          ("--facts", "30", "--remembers", "3", "--rounds", "1")),
     Case("ingest", "conversation ingestion: messages per second, in process and over HTTP",
@@ -52,8 +52,6 @@ CASES = {case.name: case for case in (
          ("--size", "300", "--reps", "2", "--threshold", "200")),
     Case("forget_window", "the forget window: from forget to the text in no file",
          ("--timeout", "60")),
-    Case("live_path", "a memory written while it is read: 8 HTTP clients against a writer",
-         ("--facts", "30", "--reps", "3", "--seconds", "1")),
     Case("agent_turns", "agent turns under 1/8/32 clients",
          ("--clients", "1", "--seconds", "1", "--facts", "30")),
     Case("http_load", "HTTP under concurrency, mixed or recall-only",
@@ -111,5 +109,5 @@ CASES = {case.name: case for case in (
     Case("layout", "the store's layout: many small partitions", ("--partitions", "5",
                                                                   "--facts", "3")),
     Case("eval_locomo", "the ranking's evaluation on LoCoMo (tuning, leave-one-out)",
-         ("--no-loo",), data="locomo"),
+         ("--no-loo", "--quick"), data="locomo"),
 )}

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import sys
 import tempfile
@@ -98,7 +99,7 @@ def e5_configs(folder: Path, onnx_threads: list[int | None], engine: bool) -> li
                                                                 threads=t), lambda: None)
            for t in onnx_threads]
     if engine:
-        out.append(Config("e5.c t1", _Engine(folder), lambda: None))  # type: ignore[arg-type]
+        out.append(Config("e5.c t1", _Engine(folder), lambda: None))
     return out
 
 
@@ -113,7 +114,8 @@ def configs(torch_threads: list[int], onnx_threads: list[int | None],
 
         torch_model = SentenceTransformerEmbedder(folder)
         for n in torch_threads:
-            out.append(Config(f"torch t{n}", torch_model, lambda n=n: torch.set_num_threads(n)))
+            threads = functools.partial(torch.set_num_threads, n)
+            out.append(Config(f"torch t{n}", torch_model, threads))
     spec = verify(folder, weights=False)
     for label, path in {"onnx": check_onnx(spec), **(files or {})}.items():
         for t in onnx_threads:  # None: the default (1 thread, one per core past 32 texts)

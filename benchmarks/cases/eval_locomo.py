@@ -38,6 +38,8 @@ def main() -> None:
     parser.add_argument("--dataset", type=Path, default=None)
     parser.add_argument("--model", type=Path, default=None)
     parser.add_argument("--no-loo", action="store_true", help="skip leave-one-out")
+    parser.add_argument("--quick", action="store_true",
+                        help="the defaults and plain cosine only (a smoke run)")
     args = parser.parse_args()
 
     started = time.monotonic()
@@ -59,6 +61,8 @@ def main() -> None:
 
     line("semmem defaults", default)
     line("plain cosine", cosine)
+    if args.quick:
+        return
     print("\n## ablation: defaults with one component off")
     line("no lexical (lexical_weight=0)", default.model_copy(update={"lexical_weight": 0.0}))
     line("no stemming", default.model_copy(update={"stemming": False}))

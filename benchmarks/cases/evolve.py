@@ -31,7 +31,7 @@ MODEL = "bench"
 
 def unit(rng: np.random.Generator, rows: int) -> np.ndarray:
     v = rng.standard_normal((rows, DIM)).astype(np.float32)
-    return v / np.linalg.norm(v, axis=1, keepdims=True)
+    return np.asarray(v / np.linalg.norm(v, axis=1, keepdims=True), np.float32)
 
 
 def build(size: int, texts: list[str], rng: np.random.Generator) -> PartitionSnapshot:

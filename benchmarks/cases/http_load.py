@@ -27,18 +27,16 @@ from typing import Any
 
 import httpx
 
-from benchmarks.harness import pct, queries
+from benchmarks.harness import mutation, open_encoder, pct, queries
 from benchmarks.vectors import base_set
-from semmem.embedding.files import default_model_dir
-from semmem.embedding.reference import SentenceTransformerEmbedder
 from semmem.items import now_ms
-from semmem.store import ItemRow, Mutation, Store
+from semmem.store import ItemRow, Store
 from tests.support.server import AUTH, JSON, ServerProcess, iso_in
 
 
 async def seed(data: Path, users: int, per_user: int) -> None:
     """``users`` partitions of ``per_user`` facts with their real (cached) embeddings."""
-    model = SentenceTransformerEmbedder(default_model_dir())
+    model = open_encoder("torch")
     texts, vectors, _ = base_set(model)
     store = Store(str(data), dim=model.dim, model_id=model.model_id)
     await store.open()
@@ -47,7 +45,7 @@ async def seed(data: Path, users: int, per_user: int) -> None:
         lo = (u * per_user) % max(1, len(texts) - per_user)
         rows = [ItemRow(i + 1, texts[lo + i], vectors[lo + i], ts, ts, 1)
                 for i in range(min(per_user, len(texts)))]
-        await store.write(f"user-{u}", lambda _s, r=rows: Mutation(items=r, hwm=len(r)))
+        await store.write(f"user-{u}", mutation(rows, len(rows)))
         await store.maintain(f"user-{u}")
 
 

@@ -39,7 +39,6 @@ import pyarrow as pa
 
 from benchmarks.harness import pct, queries
 from benchmarks.vectors import base_set, expanded
-from semmem.embedding.files import default_model_dir
 from semmem.wiring import limit_blas_threads
 
 CANDIDATES = 100  # Settings.index_candidates
@@ -190,7 +189,7 @@ async def tails(path: Path, size: int, held: np.ndarray, qvecs: np.ndarray, warm
         print(f"\nfolding {len(added):,} unindexed rows into the {kind} index of {size:,}: "
               f"{time.perf_counter() - t0:.1f} s ({segments} segment(s) after)", flush=True)
     finally:
-        lance.dataset(str(path)).checkout_version(base).restore()
+        lance.dataset(str(path)).checkout_version(base).restore()  # type: ignore[no-untyped-call]
 
 
 async def search_only(path: Path, size: int, held: np.ndarray, qvecs: np.ndarray,
@@ -226,11 +225,10 @@ async def main() -> None:
     parser.add_argument("--tails", default="", help="unindexed rows to measure, e.g. 1000,5000")
     parser.add_argument("--tail-kind", default="IVF_SQ")
     args = parser.parse_args()
-    from semmem.embedding.onnx import OnnxEmbedder
-    from semmem.embedding.reference import SentenceTransformerEmbedder
+    from benchmarks.harness import open_encoder
 
-    texts, vectors, _ = base_set(SentenceTransformerEmbedder(default_model_dir()))
-    onnx = OnnxEmbedder.load(default_model_dir())
+    texts, vectors, _ = base_set(open_encoder("torch"))
+    onnx = open_encoder("onnx")
     qvecs = np.asarray(onnx.embed_batch(queries(args.queries)), np.float32)
     warm = np.asarray(onnx.embed_batch(queries(20, offset=args.queries)), np.float32)
     wanted = {k.strip() for k in args.kinds.split(",") if k.strip()}

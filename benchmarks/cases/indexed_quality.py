@@ -18,11 +18,12 @@ import tempfile
 from pathlib import Path
 
 from benchmarks.data_sets import LOCOMO
+from benchmarks.harness import mutation
 from semmem.evaluation import Evaluation
 from semmem.evaluation.harness import BUDGETS, Outcome
 from semmem.evaluation.metrics import summarise
 from semmem.memory import Memory
-from semmem.store import ItemRow, Mutation, Store
+from semmem.store import ItemRow, Store
 from semmem.wiring import limit_blas_threads
 
 
@@ -37,8 +38,7 @@ async def outcomes(ev: Evaluation, root: Path, indexed: bool, candidates: int
     for part in ev.parts:
         rows = [ItemRow(it.n, it.text, part.vectors[i], it.ts, it.updated, 1)
                 for i, it in enumerate(part.items)]
-        await store.write(part.name, lambda _s, r=rows: Mutation(
-            items=r, hwm=max(x.n for x in r)))
+        await store.write(part.name, mutation(rows, max(x.n for x in rows)))
         if indexed:
             await store.build_index(part.name)
         for pq in part.queries:

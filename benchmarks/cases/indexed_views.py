@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import shutil
 import tempfile
 import time
@@ -29,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.harness import mutation
 from semmem.embedding.fakes import HashingEmbedder
 from semmem.items import now_ms
 from semmem.lifecycle.retention import Retention
@@ -51,7 +53,7 @@ async def fill(store: Store, size: int, batch: int = 25_000) -> None:
         rows = [ItemRow(n + i + 1, f"fact number {n + i + 1}", vectors[i], ts, ts, 1)
                 for i in range(take)]
         hwm = n + take
-        await store.write(PARTITION, lambda _v, r=rows, h=hwm: Mutation(items=r, hwm=h))
+        await store.write(PARTITION, mutation(rows, hwm))
         n = hwm
 
 
@@ -98,8 +100,9 @@ async def run(size: int, reps: int, threshold: int) -> None:
             held.append(await b.read_view(PARTITION))
 
         for i in range(reps):
-            figures["remember"].append(await timed(
-                lambda i=i: memory.remember(PARTITION, f"remembered fact {i} of the bench")))
+            remember = functools.partial(memory.remember, PARTITION,
+                                         f"remembered fact {i} of the bench")
+            figures["remember"].append(await timed(remember))
             figures["own view"].append(await timed(lambda: a.read_view(PARTITION)))
 
             async def one(i: int = i) -> None:

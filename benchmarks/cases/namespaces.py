@@ -17,6 +17,7 @@ import asyncio
 import statistics
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from semmem.embedding.fakes import HashingEmbedder
@@ -27,7 +28,7 @@ from semmem.stored.items import StoreItems
 from semmem.stored.requests import parse_request
 
 
-async def timed(items: StoreItems, body: dict[str, object], runs: int) -> float:
+async def timed(items: StoreItems, body: Mapping[str, object], runs: int) -> float:
     """The median time of ``runs`` runs of the batch ``body``, in ms."""
     ops = parse_request(body)
     took = []

@@ -61,12 +61,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """End a server this run started."""
+    proc.terminate()
+    proc.wait(10)
+
+
 def start_moto() -> str:
     """moto's S3 server in its own process; its endpoint."""
     port = free_port()
     proc = subprocess.Popen([str(MOTO), "-H", "127.0.0.1", "-p", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    atexit.register(lambda: (proc.terminate(), proc.wait(10)))
+    atexit.register(stop, proc)
     deadline = time.monotonic() + 30
     while True:
         try:

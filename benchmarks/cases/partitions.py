@@ -21,14 +21,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.harness import pct, queries
+from benchmarks.harness import mutation, open_encoder, pct, queries
 from benchmarks.vectors import base_set
 from semmem.embedding.embedder import CachedEmbedder
-from semmem.embedding.files import default_model_dir
-from semmem.embedding.reference import SentenceTransformerEmbedder
 from semmem.items import now_ms
 from semmem.memory import Memory
-from semmem.store import ItemRow, Mutation, Store
+from semmem.store import ItemRow, Store
 from semmem.wiring import limit_blas_threads
 
 
@@ -48,7 +46,7 @@ async def main() -> None:
     parser.add_argument("--recalls", type=int, default=100)
     parser.add_argument("--cache-size", type=int, default=256)
     args = parser.parse_args()
-    model = SentenceTransformerEmbedder(default_model_dir())
+    model = open_encoder("torch")
     texts, vectors, _ = base_set(model)
     embedder = CachedEmbedder(model, size=0)
     checkpoints = [c for c in (1, 100, 1000, 10_000, 100_000) if c <= args.partitions]
@@ -73,8 +71,7 @@ async def main() -> None:
                 rows = [ItemRow(i + 1, texts[start + i], vectors[start + i], ts, ts, 1)
                         for i in range(args.facts)]
                 t0 = time.perf_counter()
-                await store.write(f"user-{made}",
-                                  lambda _s, r=rows: Mutation(items=r, hwm=len(r)))
+                await store.write(f"user-{made}", mutation(rows, len(rows)))
                 writes.append((time.perf_counter() - t0) * 1000)
                 made += 1
             lat = []

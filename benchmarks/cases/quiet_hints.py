@@ -13,6 +13,7 @@ Then the trade-off curve of the shipped rule. Embeddings of the bundled model (O
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 
 from benchmarks.data_sets import LOCOMO
@@ -20,7 +21,8 @@ from semmem.embedding.files import default_model_dir
 from semmem.evaluation.dataset import load_locomo
 from semmem.evaluation.embeddings import model_embedder
 from semmem.evaluation.similar import CLASSES, Pair, load_pairs
-from semmem.evaluation.standout import CANDIDATES, choose, memories, row_of, sweep
+from semmem.evaluation.standout import CANDIDATES, Memory, choose, memories, row_of, sweep
+from semmem.items import Vectors
 from semmem.ranking.similar import STANDOUT
 from semmem.wiring import limit_blas_threads
 
@@ -40,12 +42,12 @@ def main() -> None:
     locomo = LOCOMO.path(parser.parse_args().locomo)  # before the model loads
     limit_blas_threads()
     embedder = model_embedder(default_model_dir())
-    pair_sets = {
+    pair_sets: dict[str, Sequence[Memory]] = {
         "short": memories(load_pairs(DATA / "similar_pairs.jsonl"), embedder.embed_batch),
         "long": memories(load_pairs(DATA / "similar_long_pairs.jsonl"), embedder.embed_batch,
                          person),
     }
-    conversations = {}
+    conversations: dict[str, tuple[Sequence[str], Vectors]] = {}
     for path in sorted(locomo.glob("*.json")):
         texts = [fact.text for fact in load_locomo(path).facts]
         conversations[path.stem] = (texts, embedder.embed_batch(texts))

@@ -2,7 +2,8 @@
 
     python -m benchmarks recall --sizes 100,1000,10000 --reps 120
     python -m benchmarks recall --sizes 1000000 --reps 60 --keep DIR      # the store kept
-    python -m benchmarks recall --served --sizes 1000 --reps 200 --remembers 100
+    python -m benchmarks recall --served --sizes 1000 --reps 200 --remembers 100 --max-bytes 8192
+    python -m benchmarks recall --served --sizes 10000 --reps 60 --remembers 20 --seconds 15
 
 For each size: a partition written through ``Store.write`` with the real embeddings of the
 base set (``benchmarks/vectors.py``; past 10k, copies of it with a small Gaussian
@@ -20,8 +21,10 @@ Every query text is distinct (no query cache). Measured in one run, per size and
   served by uvicorn in this process, each request preceded by a floor query;
 - past the index threshold: the index build time and recall@10 of the index vs exact search.
 
-``--served`` measures instead what a client of ``semmem serve`` sees: the server in its own
-process on the bundled model, one client, sequential recalls and remembers (``recall_served``).
+``--served`` measures instead what clients of ``semmem serve`` see while the memory is written
+(the live path): the server in its own process on the bundled model (``--server-repo DIR``:
+another checkout's), steady recall, remembers each followed by a recall, turns of 4 remembers
+and an update, and with ``--seconds`` 8 writers at once (``recall_served``).
 """
 
 from __future__ import annotations
@@ -238,8 +241,12 @@ def options(argv: list[str]) -> argparse.Namespace:
                         help="keep each size's store under DIR between runs")
     parser.add_argument("--served", action="store_true",
                         help="a `semmem serve` process instead (sizes, reps, --remembers)")
-    parser.add_argument("--remembers", type=int, default=100, help="with --served")
-    parser.add_argument("--max-bytes", type=int, default=8192, help="with --served")
+    parser.add_argument("--remembers", type=int, default=40, help="with --served")
+    parser.add_argument("--max-bytes", type=int, default=1024, help="with --served")
+    parser.add_argument("--seconds", type=float, default=0.0,
+                        help="with --served: 8 clients remembering for this long")
+    parser.add_argument("--server-repo", type=Path, default=None, metavar="DIR",
+                        help="with --served: the checkout whose code serves")
     return parser.parse_args(argv)
 
 
@@ -250,7 +257,8 @@ def cli(argv: list[str]) -> list[dict[str, Any]]:
     if args.served:
         from benchmarks.cases.recall_served import served
 
-        return [served(size, args.reps, args.remembers, args.max_bytes) for size in sizes]
+        return [served(size, args.reps, args.remembers, args.max_bytes, args.seconds,
+                       args.server_repo) for size in sizes]
     from semmem.wiring import limit_blas_threads
 
     limit_blas_threads()  # as the server does (semmem.wiring.open_memory)
@@ -274,10 +282,8 @@ def table(figures: list[dict[str, Any]]) -> str:
              "HTTP p50/p95/p99 ms | breakdown p50 ms: embed + view + candidates + rank + pack |"
              " notes |", "| --- | --- | --- | --- | --- | --- | --- |"]
     for r in figures:
-        if "recall" in r:  # --served
-            lines.append(f"| {r['size']:,} served | – | – | – | {r['recall']['p50_ms']} p50, "
-                         f"{r['recall']['p95_ms']} p95 | – | remember p50 "
-                         f"{r['remember']['p50_ms']} ms |")
+        if r.get("served"):
+            lines.append(served_row(r))
             continue
         f = "/".join(f"{v:.1f}" for v in r["floor"])
         c = "/".join(f"{v:.1f}" for v in r["core"])
@@ -301,3 +307,19 @@ def table(figures: list[dict[str, Any]]) -> str:
         lines.append(f"| {r['size']:,} {r['encoder']} | {f} | {c} | **{r['ratio']}×** | {h} | "
                      f"{parts} | {notes} |")
     return "\n".join(lines)
+
+
+def served_row(r: dict[str, Any]) -> str:
+    """A ``--served`` result as a row of the table."""
+    steady, after = r["steady_recall"], r["recall_after_remember"]
+    notes = (f"remember p50 {r['remember']['p50_ms']} ms; recall right after a remember p50 "
+             f"{after['p50_ms']} ms (**{r['after_remember_ratio']}×** steady); a turn of 4 "
+             f"remembers + 1 update p50 {r['turn_4_remember_1_update']['p50_ms']} ms "
+             f"(**{r['turn_ratio']}×** one remember)")
+    if "burst_8_clients" in r:
+        burst = r["burst_8_clients"]
+        notes += (f"; 8 clients remembering **{burst['per_s']}/s** (p50 {burst['p50_ms']}, "
+                  f"p95 {burst['p95_ms']} ms), then recall p50 "
+                  f"{r['recall_after_burst']['p50_ms']} ms")
+    return (f"| {r['size']:,} served | – | – | – | {steady['p50_ms']}/{steady['p95_ms']} "
+            f"(p50/p95) | – | {notes} |")

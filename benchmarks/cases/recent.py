@@ -20,11 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.harness import pct
+from benchmarks.harness import mutation, pct
 from semmem.items import now_ms
 from semmem.store import Store
 from semmem.store.files import open_dataset
-from semmem.store.rows import ItemRow, Lookup, Mutation
+from semmem.store.rows import ItemRow, Lookup
 from semmem.store.schema import LIVE_ITEMS
 from semmem.store.upkeep.indexes import INDEX_THRESHOLD
 from semmem.store.views import IndexedView
@@ -41,7 +41,7 @@ async def fill(store: Store, size: int, start: int) -> None:
         vectors = rng.standard_normal((last - first + 1, DIM)).astype(np.float32)
         rows = [ItemRow(n, f"fact number {n}", vectors[n - first], start + n * 10_000,
                         start + n * 10_000, 1) for n in range(first, last + 1)]
-        await store.write("bench", lambda _v, r=rows, h=last: Mutation(items=r, hwm=h))
+        await store.write("bench", mutation(rows, last))
 
 
 async def tail(store: Store, size: int) -> None:
@@ -50,16 +50,14 @@ async def tail(store: Store, size: int) -> None:
         n = size + i + 1
         row = ItemRow(n, f"new fact {n}", rng.standard_normal(DIM).astype(np.float32),
                       now_ms(), now_ms(), 1)
-        await store.write("bench", lambda _v, r=row, h=n: Mutation(items=[r], hwm=h))
+        await store.write("bench", mutation([row], n))
     for n in rng.choice(size, 20, replace=False).tolist():
         row = ItemRow(n + 1, f"changed fact {n + 1}", rng.standard_normal(DIM).astype(np.float32),
                       0, now_ms(), 2)
-        await store.write("bench", lambda _v, r=row: Mutation(items=[r]),
-                          lookup=Lookup(numbers=[row.n]))
+        await store.write("bench", mutation([row]), lookup=Lookup(numbers=[row.n]))
     for n in [size + 40, size + 39, *rng.choice(size, 8, replace=False).tolist()]:
         row = ItemRow(n, None, None, 0, now_ms(), 3, forgotten=True)
-        await store.write("bench", lambda _v, r=row: Mutation(items=[r]),
-                          lookup=Lookup(numbers=[row.n]))
+        await store.write("bench", mutation([row]), lookup=Lookup(numbers=[row.n]))
 
 
 async def run(size: int, reps: int) -> None:

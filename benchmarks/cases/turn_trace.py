@@ -4,13 +4,13 @@ update sent at once, against one remember, step by step.
     .venv/bin/python -m benchmarks turn_trace --facts 10000 --turns 200
     .venv/bin/python -m benchmarks turn_trace --turns 200 --against /path/to/other/checkout
 
-Seeds one partition as ``live_path.py`` does and serves it with ``semmem serve`` (real model,
+Seeds one partition as ``recall --served`` does and serves it with ``semmem serve`` (real model,
 shipped settings), a recording tracer installed in the server before it starts: every span
 semmem opens (request, embed, hints, write view, commit and the commit's steps) is kept with
 its start and end on the monotonic clock the client reads too, and so are each model call
 (its texts), each group's gather wait, each hint product, each snapshot step after a commit and
 each ``AsyncTable.uri``. The client sends blocks of 10 single remembers (each followed by a
-recall, as ``live_path.py``) then 10 turns back to back (each updating a fact of the block),
+recall, as ``recall --served``) then 10 turns back to back (each updating a fact of the block),
 every request tagged by a header. Per turn (and per single remember) the server's events cut
 its wall time into consecutive segments of the critical path; the medians are printed, with
 the turn's ratio to one remember.

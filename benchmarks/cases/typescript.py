@@ -37,3 +37,7 @@ def main() -> None:
     sys.stdout.write(done.stdout)
     if done.returncode != 0:
         raise SystemExit(f"typescript: node exited {done.returncode}: {done.stderr[-2000:]}")
+
+
+if __name__ == "__main__":
+    main()

@@ -36,17 +36,15 @@ async def _beat(gaps: list[float], done: asyncio.Event) -> None:
 
 async def stall(size: int, updates: int) -> tuple[float, float]:
     from benchmarks.envelopes import make_facts
-    from benchmarks.harness import fill
+    from benchmarks.harness import fill, open_encoder
     from benchmarks.vectors import base_set
-    from semmem.embedding.files import default_model_dir
-    from semmem.embedding.reference import SentenceTransformerEmbedder
     from semmem.settings import Settings
     from semmem.wiring import open_memory
 
     with tempfile.TemporaryDirectory(prefix="semmem-stall-") as tmp:
         memory = await open_memory(Settings(data=f"{tmp}/db", tokens="bench-token-0123456789"),
                                    maintain=False)
-        texts, vectors, _ = base_set(SentenceTransformerEmbedder(default_model_dir()), 10_000)
+        texts, vectors, _ = base_set(open_encoder("torch"), 10_000)
         await fill(memory.store, "p", texts, vectors, size)
         await memory.recall("p", "what does Alice like", 1024)  # the snapshot is held
         facts = make_facts(updates, random.Random(size))

@@ -15,10 +15,8 @@ import tempfile
 import time
 
 from benchmarks.factgen import facts
-from benchmarks.harness import pct
+from benchmarks.harness import open_encoder, pct
 from semmem.embedding.embedder import CachedEmbedder
-from semmem.embedding.files import default_model_dir
-from semmem.embedding.reference import SentenceTransformerEmbedder
 from semmem.memory import Memory
 from semmem.store import Store
 from semmem.wiring import limit_blas_threads
@@ -31,7 +29,7 @@ async def main() -> None:
     parser.add_argument("--remembers", type=int, default=60)
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
-    model = SentenceTransformerEmbedder(default_model_dir())
+    model = open_encoder("torch")
     embedder = CachedEmbedder(model, size=0)
     all_facts = facts(args.facts * (args.rounds + 1) + args.remembers, seed=23)
     model.embed_batch(all_facts[:64])  # warm up
