@@ -35,7 +35,7 @@ import contextlib
 import functools
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -73,10 +73,6 @@ class _Job:
         """Nobody can receive its vectors any more (cancelled, answered, loop closed)."""
         return self.future.done() or self.loop.is_closed()
 
-    def answer(self, outcome: np.ndarray | BaseException) -> None:
-        """Hand ``outcome`` to the awaiting task, on its loop (from any thread)."""
-        with contextlib.suppress(RuntimeError):  # its loop is closed: nobody waits
-            self.loop.call_soon_threadsafe(_settle, self.future, outcome)
 
 
 @dataclass(eq=False)
@@ -156,8 +152,7 @@ class ModelQueue:
             with self._lock:
                 jobs = [job for lane in self._lanes.values() for job in lane.jobs]
                 self._lanes, self._active = {}, False
-            for job in jobs:
-                job.answer(exc)
+            _answer([(job, exc) for job in jobs])
 
     def _turn(self) -> None:
         """On the model thread: one call, its vectors handed out, then the next turn queued
@@ -192,10 +187,9 @@ class ModelQueue:
             with self._lock:
                 for job, _, _ in parts:
                     job.taken = len(job.texts)  # the rest of it is not run either
-            for job, _, _ in parts:
-                job.answer(exc)
+            _answer([(job, exc) for job, _, _ in parts])
             return
-        at = 0
+        at, done = 0, []
         for job, start, end in parts:
             job.rows.extend(vectors[at:at + end - start])
             at += end - start
@@ -203,7 +197,8 @@ class ModelQueue:
                 longest_first = np.vstack(job.rows)
                 in_order = np.empty_like(longest_first)
                 in_order[job.order] = longest_first
-                job.answer(in_order)
+                done.append((job, in_order))
+        _answer(done)
 
     def _abandoned(self, _: asyncio.Future[np.ndarray]) -> None:
         """A job's future is done: if nobody awaits any of the call on the model, stop it."""
@@ -256,14 +251,26 @@ class ModelQueue:
         return side, parts
 
 
-def _settle(future: asyncio.Future[Any], outcome: np.ndarray | BaseException) -> None:
-    """``future``'s outcome, unless it is done already (cancelled meanwhile)."""
-    if future.done():
-        return
-    if isinstance(outcome, BaseException):
-        future.set_exception(outcome)
-    else:
-        future.set_result(outcome)
+def _answer(outcomes: Sequence[tuple[_Job, np.ndarray | BaseException]]) -> None:
+    """Hand each job its outcome on its loop (from any thread): one wake-up per loop, not per
+    job (each one costs the model thread a round trip for the interpreter lock)."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], Any]]] = {}
+    for job, outcome in outcomes:
+        by_loop.setdefault(job.loop, []).append((job.future, outcome))
+    for loop, settled in by_loop.items():
+        with contextlib.suppress(RuntimeError):  # its loop is closed: nobody waits
+            loop.call_soon_threadsafe(_settle, settled)
+
+
+def _settle(settled: list[tuple[asyncio.Future[Any], np.ndarray | BaseException]]) -> None:
+    """Each future's outcome, unless it is done already (cancelled meanwhile)."""
+    for future, outcome in settled:
+        if future.done():
+            continue
+        if isinstance(outcome, BaseException):
+            future.set_exception(outcome)
+        else:
+            future.set_result(outcome)
 
 
 def _side(embedder: Embedder, query: bool) -> Callable[[list[str]], Vectors]:
