@@ -165,8 +165,9 @@ class ModelQueue:
             query, parts = picked
             interrupt = Interrupt()
             self._running = interrupt, [job for job, _, _ in parts]
+        answers: list[tuple[_Job, np.ndarray | BaseException]] = []
         try:
-            self._call(interrupt, query, parts)
+            answers = self._call(interrupt, query, parts)
         finally:
             with self._lock:
                 self._running = None
@@ -174,22 +175,26 @@ class ModelQueue:
                 self._active = more
             if more:
                 self._start()
+            # Last: once the loop is woken it takes the interpreter, and whatever this thread
+            # still had to do would wait for it (and the loop, in turn, for this thread).
+            _answer(answers)
 
-    def _call(self, interrupt: Interrupt, query: bool,
-              parts: list[tuple[_Job, int, int]]) -> None:
+    def _call(self, interrupt: Interrupt, query: bool, parts: list[tuple[_Job, int, int]]
+              ) -> list[tuple[_Job, np.ndarray | BaseException]]:
+        """The call's vectors (or its error) for each job it completes."""
         texts = [t for job, start, end in parts for t in job.texts[start:end]]
         try:
             vectors = running(interrupt, functools.partial(self._sides[query], texts),
                               bulk=any(len(job.texts) > self.max_batch for job, _, _ in parts))
         except Stopped:
-            return  # nobody awaited any of it
+            return []  # nobody awaited any of it
         except Exception as exc:
             with self._lock:
                 for job, _, _ in parts:
                     job.taken = len(job.texts)  # the rest of it is not run either
-            _answer([(job, exc) for job, _, _ in parts])
-            return
-        at, done = 0, []
+            return [(job, exc) for job, _, _ in parts]
+        at = 0
+        done: list[tuple[_Job, np.ndarray | BaseException]] = []
         for job, start, end in parts:
             job.rows.extend(vectors[at:at + end - start])
             at += end - start
@@ -198,7 +203,7 @@ class ModelQueue:
                 in_order = np.empty_like(longest_first)
                 in_order[job.order] = longest_first
                 done.append((job, in_order))
-        _answer(done)
+        return done
 
     def _abandoned(self, _: asyncio.Future[np.ndarray]) -> None:
         """A job's future is done: if nobody awaits any of the call on the model, stop it."""
