@@ -195,14 +195,22 @@ class ModelQueue:
             return [(job, exc) for job, _, _ in parts]
         at = 0
         done: list[tuple[_Job, np.ndarray | BaseException]] = []
-        for job, start, end in parts:
-            job.rows.extend(vectors[at:at + end - start])
-            at += end - start
-            if len(job.rows) == len(job.texts):
-                longest_first = np.vstack(job.rows)
-                in_order = np.empty_like(longest_first)
-                in_order[job.order] = longest_first
-                done.append((job, in_order))
+        try:
+            if len(vectors) != len(texts):
+                raise ValueError(f"the model gave {len(vectors)} vectors for {len(texts)} texts")
+            for job, start, end in parts:
+                job.rows.extend(vectors[at:at + end - start])
+                at += end - start
+                if len(job.rows) == len(job.texts):
+                    longest_first = np.vstack(job.rows)
+                    in_order = np.empty_like(longest_first)
+                    in_order[job.order] = longest_first
+                    done.append((job, in_order))
+        except Exception as exc:  # every caller of the call hears it; none waits forever
+            with self._lock:
+                for job, _, _ in parts:
+                    job.taken = len(job.texts)
+            return [(job, exc) for job, _, _ in parts]
         return done
 
     def _abandoned(self, _: asyncio.Future[np.ndarray]) -> None:

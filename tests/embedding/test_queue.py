@@ -165,6 +165,30 @@ async def test_embed_callers_on_two_event_loops_share_the_model_each_answered_on
     assert sorted(model.calls[1]) == ["from another loop", "from this loop"]  # one call
 
 
+class _ShortOnce(HashingEmbedder):
+    """An encoder broken for its first call: one vector fewer than the texts it was given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.broken = True
+
+    def embed_batch(self, texts: list[str]) -> np.ndarray:
+        vectors = super().embed_batch(texts)
+        if self.broken:
+            self.broken = False
+            return vectors[1:]
+        return vectors
+
+
+async def test_embed_a_call_answered_short_fails_its_callers_and_the_queue_goes_on() -> None:
+    queue = ModelQueue(_ShortOnce())
+    first = asyncio.ensure_future(queue.embed(["one"], caller="a"))
+    second = asyncio.ensure_future(queue.embed(["two"], caller="b"))
+    outcomes = await asyncio.gather(first, second, return_exceptions=True)
+    assert all(isinstance(o, ValueError) for o in outcomes)  # one call, both told
+    assert np.allclose(await queue.embed(["three"]), HashingEmbedder().embed_batch(["three"]))
+
+
 class _BulkSeen(HashingEmbedder):
     """The fake embedder, noting for each call whether it is a part of a bulk job."""
 
