@@ -13,8 +13,11 @@ write fence, maintenance scheduled), then in one run:
 each with remembers/s, the remember's p50/p95, the commits made (group size) and, per step
 (the spans: embed, hints, write view, commit and the commit's own steps: files, fsync before,
 gate, the engine's commit, fsync after), its p50 and the milliseconds it costs per acknowledged
-remember (the sum of the step's time over the writes acknowledged). No HTTP: the store's path
-and the model only (``live_path.py`` measures the same load over HTTP).
+remember (the sum of the step's time over the writes acknowledged); then 40 **turns** of 4
+remembers and 1 update sent at once against one remember, and interleaved with them the model
+alone on one text, on five in one call and on one then four: what a turn's texts cost the model
+beyond one remember's, the floor of the turn's ratio. No HTTP: the store's path and the model
+only (``live_path.py`` measures the same load over HTTP).
 """
 
 from __future__ import annotations
@@ -70,11 +73,29 @@ async def load(memory: Any, facts: list[str], writers: int, seconds: float,
     }
 
 
+async def model_alone(memory: Any, calls: list[list[str]]) -> float:
+    """Milliseconds the model thread takes for ``calls`` one after the other (no queue, no
+    loop between them: the model's own floor)."""
+    model = memory.model
+
+    def run() -> float:
+        t0 = time.perf_counter()
+        for texts in calls:
+            model.embedder.embed_batch(texts)
+        return (time.perf_counter() - t0) * 1000
+
+    took: float = await asyncio.get_running_loop().run_in_executor(model.executor, run)
+    return took
+
+
 async def turns(memory: Any, facts: list[str], count: int, steps: Steps) -> dict[str, Any]:
     """``count`` turns of 4 remembers and 1 update (of the previous turn's first fact) sent
-    at once, against as many single remembers in between: the turn's ratio and breakdown."""
+    at once, against as many single remembers in between: the turn's ratio and breakdown,
+    and, interleaved with them, the model alone on the same kind of texts: one text, the
+    turn's five in one call, and one then four (as a turn reaches an idle model)."""
     single: list[float] = []
     turn: list[float] = []
+    alone: dict[str, list[float]] = {"1": [], "5": [], "1+4": []}
     steps.ms.clear()
     n = int((await memory.remember(PARTITION, facts.pop()))["n"])
     for _ in range(count):
@@ -88,14 +109,23 @@ async def turns(memory: Any, facts: list[str], count: int, steps: Steps) -> dict
         turn.append((time.perf_counter() - t0) * 1000)
         steps.on = False
         n = int(out[0]["n"])
+        texts = [facts.pop() for _ in range(11)]  # never seen: no query cache
+        alone["1"].append(await model_alone(memory, [texts[:1]]))
+        alone["5"].append(await model_alone(memory, [texts[1:6]]))
+        alone["1+4"].append(await model_alone(memory, [texts[6:7], texts[7:11]]))
     one, five = pct(single, 0.5), pct(turn, 0.5)
     print(f"turn of 4 remembers + 1 update: p50 {five:.1f} ms against one remember "
           f"{one:.1f} ms: {five / one:.2f}×")
+    m1, m5, m14 = (pct(alone[k], 0.5) for k in ("1", "5", "1+4"))
+    print(f"    the model alone, p50: one text {m1:.2f} ms, five in one call {m5:.2f} ms, one "
+          f"then four {m14:.2f} ms: a turn's texts cost the model {m5 - m1:.2f} to "
+          f"{m14 - m1:.2f} ms more than one remember's, so a turn is at least "
+          f"{(one + m5 - m1) / one:.2f}× to {(one + m14 - m1) / one:.2f}× one remember")
     for name in [s for s in STEPS if s in steps.ms]:
         v = steps.ms[name]
         print(f"    {name:30s} p50 {pct(v, 0.5):6.2f} ms  {sum(v) / count:6.2f} ms per turn"
               f"  ({len(v)})")
-    return {"turn": five, "one": one}
+    return {"turn": five, "one": one, "model_one": m1, "model_five": m5, "model_one_four": m14}
 
 
 def report(r: dict[str, Any]) -> None:

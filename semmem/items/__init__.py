@@ -248,6 +248,8 @@ class Item:
         """Whether recall may show the item: not inactive, not on hold, not merged away, not a
         piece of an application's store item (``semmem.stored``: the model's tools never see
         or edit those)."""
+        if not self.attrs:  # most items, a plain fact: decided without a lookup (per candidate)
+            return True
         if self.application:
             return False
         status = self.attrs.get("status")

@@ -32,6 +32,7 @@ from semmem.store.commit.tail import head_rows
 from semmem.store.commit.writes import Writer
 from semmem.store.connection import Connection
 from semmem.store.files import incarnation, remote
+from semmem.store.handles import table_uri
 from semmem.store.identity import Identity, created, fenced, model_of
 from semmem.store.reads.indexed import IndexedReads
 from semmem.store.reads.reading import decode, not_models_in
@@ -229,9 +230,9 @@ class Store(Registered, IndexedReads, SystemRecords, Maintained):
             if cached is not None:
                 return cached
             if isinstance(self._views.latest(name), PartitionSnapshot) or await asyncio.to_thread(
-                    self._rows_at, name, await tbl.uri(), version) <= self.index_threshold:
+                    self._rows_at, name, await table_uri(tbl), version) <= self.index_threshold:
                 return await self._snapshot_at(partition, tbl, version)
-            view = await asyncio.to_thread(self._indexed_view, name, await tbl.uri(),
+            view = await asyncio.to_thread(self._indexed_view, name, await table_uri(tbl),
                                            partition, version)
             self._views.put(name, view)
             return view

@@ -131,6 +131,64 @@ async def test_embed_a_call_shared_with_a_waiter_is_not_stopped() -> None:
     assert model.stopped == [] and not model.stops.is_set()
 
 
+async def test_embed_the_next_call_starts_while_the_event_loop_is_busy() -> None:
+    """The model thread takes its next call itself: a loop busy with other work (here: held
+    still, synchronously) does not leave the model idle between two calls."""
+    model = HeldEmbedder()
+    queue = ModelQueue(model)
+    holder = await _held(model, queue)
+    queued = asyncio.ensure_future(queue.embed(["the next call"], caller="y"))
+    await _until(lambda: queue.waiting == 1)
+    model.entered.clear()
+    model.open.set()
+    # the loop stands still here: only the model thread can start the queued call
+    assert model.entered.wait(30)
+    await asyncio.gather(holder, queued)
+    assert model.calls == [["holding the model"], ["the next call"]]
+
+
+async def test_embed_callers_on_two_event_loops_share_the_model_each_answered_on_its_own() -> None:
+    model = HeldEmbedder()
+    queue = ModelQueue(model)
+    holder = await _held(model, queue)
+
+    def other_loop() -> np.ndarray:
+        return asyncio.run(queue.embed(["from another loop"], caller="z"))
+
+    other = asyncio.ensure_future(asyncio.to_thread(other_loop))
+    here = asyncio.ensure_future(queue.embed(["from this loop"], caller="y"))
+    await _until(lambda: queue.waiting == 2)
+    model.open.set()
+    theirs, ours, _ = await asyncio.gather(other, here, holder)
+    assert np.allclose(theirs, HashingEmbedder().embed_batch(["from another loop"]))
+    assert np.allclose(ours, HashingEmbedder().embed_batch(["from this loop"]))
+    assert sorted(model.calls[1]) == ["from another loop", "from this loop"]  # one call
+
+
+class _ShortOnce(HashingEmbedder):
+    """An encoder broken for its first call: one vector fewer than the texts it was given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.broken = True
+
+    def embed_batch(self, texts: list[str]) -> np.ndarray:
+        vectors = super().embed_batch(texts)
+        if self.broken:
+            self.broken = False
+            return vectors[1:]
+        return vectors
+
+
+async def test_embed_a_call_answered_short_fails_its_callers_and_the_queue_goes_on() -> None:
+    queue = ModelQueue(_ShortOnce())
+    first = asyncio.ensure_future(queue.embed(["one"], caller="a"))
+    second = asyncio.ensure_future(queue.embed(["two"], caller="b"))
+    outcomes = await asyncio.gather(first, second, return_exceptions=True)
+    assert all(isinstance(o, ValueError) for o in outcomes)  # one call, both told
+    assert np.allclose(await queue.embed(["three"]), HashingEmbedder().embed_batch(["three"]))
+
+
 class _BulkSeen(HashingEmbedder):
     """The fake embedder, noting for each call whether it is a part of a bulk job."""
 

@@ -33,6 +33,7 @@ from semmem.store.commit.fence import Fence, Stale, gaps, listed_versions
 from semmem.store.commit.group import after, joined
 from semmem.store.commit.quota import Quota
 from semmem.store.commit.tail import Layout, commit, tail_limit
+from semmem.store.handles import table_uri
 from semmem.store.rows import Lookup, Mutation, Plan, table_name
 from semmem.store.schema import Batch
 from semmem.store.views import WriteView
@@ -256,7 +257,7 @@ class Writer:
             batch = Batch.of(view.head, [m for _, m in mutations], live=decided.live,
                              expiring=decided.expiring, application=decided.application)
             rows = batch.rows(self.model_id).table(self.schema)
-            uri = await tbl.uri()
+            uri = await table_uri(tbl)
             gate = _Gate(self.fence, ds, confirmed, [p for p, _ in mutations])
             try:
                 # The span is the group's, under the request of the write that started it.

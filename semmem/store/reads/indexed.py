@@ -13,6 +13,7 @@ import numpy as np
 from semmem import tracing
 from semmem.store.connection import Connection
 from semmem.store.files import open_dataset
+from semmem.store.handles import table_uri
 from semmem.store.reads.keyed import items_numbered, numbers_after
 from semmem.store.reads.reading import candidates
 from semmem.store.reads.recency import recent_items
@@ -141,6 +142,6 @@ class IndexedReads:
         tbl = await self.conn.table(view.partition, create=False)
         if tbl is None:
             return 0
-        uri = await tbl.uri()
+        uri = await table_uri(tbl)
         return await asyncio.to_thread(
             lambda: live_text_bytes(open_dataset(uri, self.storage_options, view.version)))

@@ -28,6 +28,7 @@ from lance.fragment import Session  # type: ignore[attr-defined]
 from semmem.audience import not_models
 from semmem.store.commit.tail import Layout, forward, layout_of, tail_limit
 from semmem.store.files import incarnation, open_dataset
+from semmem.store.handles import table_uri
 from semmem.store.reads.cache import ViewCache
 from semmem.store.reads.evolve import carried, changes, evolve
 from semmem.store.reads.reading import decode, live_counts, not_models_text_bytes
@@ -108,7 +109,7 @@ class Snapshots:
         asked = time.monotonic()
         held = self._datasets.get(name)
         if held is None:  # open it at its latest version: the snapshot's read goes on from it
-            uri = await tbl.uri()
+            uri = await table_uri(tbl)
             opened = await asyncio.to_thread(open_dataset, uri, self.storage_options,
                                              session=self.session, full_reads=True)
             self._keep(name, opened)
@@ -141,7 +142,7 @@ class Snapshots:
             cached = self.cache.get(name, version)
             if isinstance(cached, PartitionSnapshot):
                 return cached
-        uri = await tbl.uri()
+        uri = await table_uri(tbl)
         older = self.cache.latest(name)
         if isinstance(older, PartitionSnapshot) and older.version < version:
             moved = await asyncio.to_thread(self._forward, name, uri, older, version)
@@ -240,7 +241,7 @@ class Snapshots:
         layout: cut from the snapshot, built first when the partition is small enough to hold
         one, else read from the table (the rows looked up)."""
         name = table_name(partition)
-        uri = await tbl.uri()
+        uri = await table_uri(tbl)
         held = self._datasets.get(name)
         if held is None or held.version != version:  # opening reads a manifest: off the loop
             ds = await asyncio.to_thread(self.dataset, name, uri, version)
