@@ -212,7 +212,7 @@ def measure(url: str, rounds: int, heavy: Callable[[httpx.Client], None] | None,
     stop.set()
     for t in threads:
         t.join()
-    out = {"recall": summary(times["recall"]), "healthz": summary(times["healthz"])}
+    out: dict[str, Any] = {"recall": summary(times["recall"]), "healthz": summary(times["healthz"])}
     if threads:
         out["heavy"] = {"answered": len(done), "errors": errors,
                         "p50_s": round(pct(done, 0.5), 2) if done else None}

@@ -3,7 +3,7 @@
     .venv/bin/python -m benchmarks writers --facts 10000 --seconds 10
 
 One 10k partition (real embeddings of the benchmark base set, one maintenance pass, as
-``live_path.py`` seeds it), opened in this process the way ``semmem serve`` opens it
+``recall --served`` seeds it), opened in this process the way ``semmem serve`` opens it
 (``wiring.open_memory`` with the shipped settings: ONNX encoder, fsync on a local disk, the
 write fence, maintenance scheduled), then in one run:
 
@@ -17,7 +17,7 @@ remember (the sum of the step's time over the writes acknowledged); then 40 **tu
 remembers and 1 update sent at once against one remember, and interleaved with them the model
 alone on one text, on five in one call and on one then four: what a turn's texts cost the model
 beyond one remember's, the floor of the turn's ratio. No HTTP: the store's path and the model
-only (``live_path.py`` measures the same load over HTTP).
+only (``recall --served`` measures the same load over HTTP).
 """
 
 from __future__ import annotations
