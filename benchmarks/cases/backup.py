@@ -9,6 +9,9 @@ process backs the store up meanwhile (its own ``Store`` on the same directory, a
 ``semmem backup create`` would), then restores it into a new store (no embedder at all: the
 stored vectors are written back), then — writers stopped — changes ``--changed`` partitions and
 takes an incremental backup, against a full backup of the same quiet store just before.
+Before the ``--ledger`` restore, ``--forget`` facts are forgotten in the live store: printed, how
+many of them the plain restore holds (all: the control) and how many the ``--ledger`` one
+brings back (``resurrected``: none).
 """
 
 from __future__ import annotations
@@ -84,12 +87,22 @@ async def open_store(uri: Path) -> Store:
     return store
 
 
+async def held(store: Store, facts: list[tuple[str, int]]) -> int:
+    """How many of ``facts`` (partition, number) ``store`` holds live."""
+    found = 0
+    for partition, n in facts:
+        found += (await store.snapshot(partition)).get(n) is not None
+    return found
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--partitions", type=int, default=100)
     parser.add_argument("--facts", type=int, default=1000)
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--changed", type=int, default=5)
+    parser.add_argument("--forget", type=int, default=100,
+                        help="facts forgotten after the backup (a --ledger restore withholds)")
     args = parser.parse_args()
     (Path.cwd() / "data").mkdir(exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="backup-", dir=Path.cwd() / "data"))
@@ -129,18 +142,25 @@ async def main() -> None:
         out["restore_s"] = round(time.perf_counter() - t0, 2)
         out["restore_embedding_calls"] = 0  # restore_backup takes no embedder at all
         out["restored_items"] = report.items
+        memory = Memory(store, HashingEmbedder(DIM, MODEL))
+        gone = [(f"user-{k % args.partitions:04d}", k // args.partitions + 1)
+                for k in range(args.forget)]
+        for partition, n in gone:  # forgotten since the backup: its copy still holds them
+            await memory.forget(partition, n)
+        out["forgotten_since"] = len(gone)
+        out["forgotten_in_plain_restore"] = await held(into, gone)  # the control: all of them
         await into.close()
         ledger_into = await open_store(tmp / "restored-ledger")
         t0 = time.perf_counter()
         await restore_backup(Objects(str(tmp / "backups")), full.id, ledger_into, store)
         out["restore_with_ledger_s"] = round(time.perf_counter() - t0, 2)
+        out["resurrected"] = await held(ledger_into, gone)
         await ledger_into.close()
         quiet = Objects(str(tmp / "backups-quiet"))
         t0 = time.perf_counter()
         await create_backup(store, quiet)  # full: a new target, writers stopped
         full_quiet = time.perf_counter() - t0
         out["full_quiet_s"] = round(full_quiet, 2)
-        memory = Memory(store, HashingEmbedder(DIM, MODEL))
         for p in range(args.changed):
             await memory.remember(f"user-{p:04d}", "a change since the full backup")
         t0 = time.perf_counter()
