@@ -21,6 +21,7 @@ from semmem.store.commit.create import create_table
 from semmem.store.commit.fence import Fence
 from semmem.store.commit.tombstone import GONE, bury
 from semmem.store.files import remote
+from semmem.store.handles import table_uri
 from semmem.store.registry import Registry
 from semmem.store.rows import table_name
 from semmem.store.schema import FILE_FORMAT, NEW_TABLE_OPTIONS, head_row, migrate_v1, migrate_v2
@@ -158,7 +159,7 @@ class Connection:
     async def uri_of(self, partition: str) -> str | None:
         """The URI of the partition's table, ``None`` if it has none."""
         tbl = await self.table(partition, create=False)
-        return None if tbl is None else str(await tbl.uri())
+        return None if tbl is None else await table_uri(tbl)
 
     async def table_names(self) -> list[str]:
         """Every table of the store (the registry included)."""
@@ -180,7 +181,7 @@ class Connection:
         tbl = await self.table(partition, create=False)
         if tbl is None:
             return False
-        uri = str(await tbl.uri())
+        uri = await table_uri(tbl)
         # Before the tombstone: a write on it (the partition made again) records the name
         # anew after this, and other processes drop what they hold of the old table.
         await self.registry.mark_gone(name)
