@@ -127,12 +127,8 @@ def kept_lines(view: WriteView, ids: Collection[str],
                ledgers: Mapping[str, set[str]]) -> Mutation:
     """The write keeping an import's ``ledgers`` (unioned with those there) and naming its
     digest keys' ``ids`` in the partition's keys row."""
-    records = []
-    for key, macs in sorted(ledgers.items()):
-        there = view.ops.get(key)
-        old = json.loads(there.result) if there is not None and there.fingerprint == LEDGER \
-            else []
-        records.append(OpRecord(key, LEDGER, json.dumps(sorted(set(old) | macs)), None))
+    records = [OpRecord(key, LEDGER, json.dumps(sorted(forgotten(view, key) | macs)), None)
+               for key, macs in sorted(ledgers.items())]
     if ids:
         names = sorted(held_ids(view) | set(ids))
         records.append(OpRecord(KEYS_ROW, LEDGER, json.dumps(names), None))
@@ -150,19 +146,19 @@ class SessionLedgers:
     session: Address
     scope: Mapping[str, Any]
 
-    def own(self) -> tuple[str, ...]:
+    def own(self) -> tuple[str, str]:
         """This store's ledger keys of the session."""
-        return (ledger_key(self.secret, self.session, self.scope),
-                ledger_key(self.secret, self.session))
+        return self.under(self.secret)
 
-    def _theirs(self, secret: bytes) -> tuple[str, str]:
+    def under(self, secret: bytes) -> tuple[str, str]:
+        """The session's ledger keys under ``secret``: its scope's, and the unscoped one."""
         return (ledger_key(secret, self.session, self.scope),
                 ledger_key(secret, self.session))
 
     def keys(self) -> list[str]:
         """Every row the ingest's write looks up for them."""
         return [*self.own(), KEYS_ROW,
-                *(k for s in self.others.values() for k in self._theirs(s))]
+                *(k for s in self.others.values() for k in self.under(s))]
 
     def unknown(self, view: WriteView) -> set[str]:
         """The key ids the partition holds ledgers of that have no secret here yet."""
@@ -173,7 +169,7 @@ class SessionLedgers:
         gone: set[int] = set()
         for i in held_ids(view) & self.others.keys():
             secret = self.others[i]
-            names = forgotten(view, *self._theirs(secret))
+            names = forgotten(view, *self.under(secret))
             if names:
                 gone.update(j for j, (role, content) in enumerate(messages)
                             if digest(secret, role, content)[-32:] in names)

@@ -140,9 +140,9 @@ class Owners(Apart):
         items: builtins.list[Item | ledgers.LedgerLine] = [
             item for core in await self.cores() for item in await core.list(partition)]
         ops = (await self.store.snapshot(partition)).ops.values()
-        if any(r.key == ledgers.KEYS_ROW for r in ops):
-            await self.digest_keys(())
-        return [*items, *ledgers.export_lines(ops, self.store.secret, self.store.digest_keys)]
+        others = await self.digest_keys(()) if any(r.key == ledgers.KEYS_ROW for r in ops) \
+            else {}
+        return [*items, *ledgers.export_lines(ops, self.store.secret, others)]
 
     async def stats(self, partition: str) -> PartitionStats:
         """Counters of one partition (the expired left out), its text bytes and the quotas
