@@ -74,7 +74,6 @@ class _Job:
         return self.future.done() or self.loop.is_closed()
 
 
-
 @dataclass(eq=False)
 class _Lane:
     """A caller's jobs, in arrival order, and when the model last served it."""
@@ -189,10 +188,7 @@ class ModelQueue:
         except Stopped:
             return []  # nobody awaited any of it
         except Exception as exc:
-            with self._lock:
-                for job, _, _ in parts:
-                    job.taken = len(job.texts)  # the rest of it is not run either
-            return [(job, exc) for job, _, _ in parts]
+            return self._failed(parts, exc)
         at = 0
         done: list[tuple[_Job, np.ndarray | BaseException]] = []
         try:
@@ -207,11 +203,16 @@ class ModelQueue:
                     in_order[job.order] = longest_first
                     done.append((job, in_order))
         except Exception as exc:  # every caller of the call hears it; none waits forever
-            with self._lock:
-                for job, _, _ in parts:
-                    job.taken = len(job.texts)
-            return [(job, exc) for job, _, _ in parts]
+            return self._failed(parts, exc)
         return done
+
+    def _failed(self, parts: list[tuple[_Job, int, int]], exc: Exception
+                ) -> list[tuple[_Job, np.ndarray | BaseException]]:
+        """``exc`` for each job of a failed call; the rest of each is not run either."""
+        with self._lock:
+            for job, _, _ in parts:
+                job.taken = len(job.texts)
+        return [(job, exc) for job, _, _ in parts]
 
     def _abandoned(self, _: asyncio.Future[np.ndarray]) -> None:
         """A job's future is done: if nobody awaits any of the call on the model, stop it."""
